@@ -1,0 +1,594 @@
+//! [`Chain`]: accept, reorganise, query, re-verify.
+
+use std::collections::{BTreeMap, HashMap};
+
+use scalechain_consensus::check::{check_block, check_header_context};
+use scalechain_consensus::connect::{connect_block, disconnect_block, genesis_changes, Changes, ConnectCtx};
+use scalechain_consensus::params::params_from_genesis;
+use scalechain_consensus::pow::target_to_u256;
+use scalechain_consensus::utxo::UtxoOverlay;
+use scalechain_consensus::{
+    genesis_block, AppStateView, Apps, BlockError, BlockRejection, BlockTree, BlockUndo, Coin, Params,
+    UtxoSet, UtxoView, VerifyConfig,
+};
+use scalechain_store::{ChainStore, Commit, StoreError};
+use scalechain_types::codec::{Decode, Encode};
+use scalechain_types::{Block, Hash, Header, OutPoint, Tx};
+
+use crate::orphans::OrphanPool;
+
+/// Most orphan blocks held at once.
+pub const MAX_ORPHANS: usize = 256;
+
+/// Why the chain could not take a block or could not open.
+#[derive(Debug, thiserror::Error)]
+pub enum ChainError {
+    /// The block breaks a consensus rule.
+    #[error("{0}")]
+    Rejected(Box<BlockRejection>),
+    /// The block descends from a block known to be invalid.
+    #[error("block {height} {hash}: descends from invalid block {parent}")]
+    InvalidAncestor {
+        /// The block's height.
+        height: u64,
+        /// The block's hash.
+        hash: Hash,
+        /// Its invalid parent.
+        parent: Hash,
+    },
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The store belongs to another chain.
+    #[error("data directory holds chain {found}, not {expected}")]
+    WrongChain {
+        /// The chain asked for.
+        expected: Hash,
+        /// The chain stored.
+        found: Hash,
+    },
+    /// The store holds no chain.
+    #[error("data directory holds no chain (run `scalechain simulate` or `chain import` first)")]
+    Empty,
+    /// The parameters describe no usable chain.
+    #[error("invalid chain parameters: {0}")]
+    BadParams(String),
+    /// Stored state disagrees with itself.
+    #[error("stored chain is inconsistent: {0}")]
+    Corrupt(String),
+}
+
+impl ChainError {
+    fn rejected(block: &Block, hash: Hash, error: BlockError) -> ChainError {
+        ChainError::Rejected(Box::new(BlockRejection { height: block.header.height, hash, error }))
+    }
+
+    /// The consensus rejection, if that is what this is.
+    pub fn rejection(&self) -> Option<&BlockRejection> {
+        match self {
+            ChainError::Rejected(r) => Some(r),
+            _ => None,
+        }
+    }
+}
+
+/// A change of main chain.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reorg {
+    /// The last block both chains share.
+    pub fork: Hash,
+    /// Blocks that left the main chain, newest first.
+    pub disconnected: Vec<Hash>,
+    /// Blocks that joined it, oldest first.
+    pub connected: Vec<Hash>,
+    /// Non-coinbase transactions of the disconnected blocks (for the mempool to re-admit).
+    pub returned: Vec<Tx>,
+}
+
+/// What happened to an accepted block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Accepted {
+    /// The main chain changed (a plain extension has an empty `disconnected` list).
+    Connected(Reorg),
+    /// Valid so far, stored on a branch with less work than the main chain.
+    SideBranch,
+    /// Parent unknown: held until it arrives.
+    Orphan,
+    /// Already known.
+    Duplicate,
+}
+
+/// The outcome of re-verifying a stored chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifyReport {
+    /// Blocks re-validated (genesis included).
+    pub blocks: u64,
+    /// Transactions re-validated.
+    pub txs: u64,
+    /// Unspent outputs after replay.
+    pub utxo_count: u64,
+}
+
+/// Application state changes layered over committed state.
+struct AppLayer<'a> {
+    base: &'a BTreeMap<Vec<u8>, Vec<u8>>,
+    writes: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+}
+
+impl AppStateView for AppLayer<'_> {
+    fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        match self.writes.get(key) {
+            Some(v) => v.clone(),
+            None => self.base.get(key).cloned(),
+        }
+    }
+}
+
+/// The chain state.
+pub struct Chain<S: ChainStore> {
+    params: Params,
+    chain_id: Hash,
+    apps: Apps,
+    verify: VerifyConfig,
+    tree: BlockTree,
+    main: Vec<Hash>,
+    utxos: UtxoSet,
+    app_state: BTreeMap<Vec<u8>, Vec<u8>>,
+    store: S,
+    orphans: OrphanPool,
+}
+
+impl<S: ChainStore> Chain<S> {
+    /// Opens the chain in `store`, creating it from `params` if the store is empty; fails if
+    /// the store holds another chain.
+    pub fn open_or_init(
+        store: S,
+        params: &Params,
+        apps: Apps,
+        verify: VerifyConfig,
+    ) -> Result<Self, ChainError> {
+        params.validate().map_err(ChainError::BadParams)?;
+        let mut store = store;
+        let genesis = genesis_block(params);
+        let chain_id = genesis.hash(params.hash);
+        if store.load()?.is_none() {
+            let changes = genesis_changes(params, &genesis);
+            let total: u128 = changes.add.iter().map(|(_, c)| u128::from(c.out.value.get())).sum();
+            let first = Commit {
+                tip: chain_id,
+                tip_height: 0,
+                main_chain: vec![(0, chain_id)],
+                utxo_add: changes.add,
+                utxo_count: params.premine.len() as u64,
+                total_value: total,
+                ..Commit::default()
+            };
+            store.init(&params.encode(), &genesis, chain_id, &first)?;
+        }
+        let chain = Self::open(store, apps, verify)?;
+        if chain.chain_id != chain_id {
+            return Err(ChainError::WrongChain { expected: chain_id, found: chain.chain_id });
+        }
+        Ok(chain)
+    }
+
+    /// Opens the chain a store holds.
+    pub fn open(store: S, apps: Apps, verify: VerifyConfig) -> Result<Self, ChainError> {
+        let state = store.load()?.ok_or(ChainError::Empty)?;
+        let params =
+            Params::decode(&state.params).map_err(|e| ChainError::Corrupt(format!("parameters: {e}")))?;
+        let genesis = store
+            .get_block(&state.chain_id)?
+            .ok_or_else(|| ChainError::Corrupt("genesis block missing".into()))?;
+        if genesis != genesis_block(&params) || genesis.hash(params.hash) != state.chain_id {
+            return Err(ChainError::Corrupt("genesis block does not match the stored parameters".into()));
+        }
+        let mut tree = BlockTree::new(params.hash, genesis.header);
+        let mut headers: Vec<Header> = state.headers;
+        headers.sort_by_key(|h| h.height);
+        for h in headers.into_iter().filter(|h| h.height > 0) {
+            // Side blocks whose branch was never completed are skipped, not fatal.
+            let _ = tree.insert(h);
+        }
+        for (height, hash) in state.main_chain.iter().enumerate() {
+            match tree.get(hash) {
+                Some(e) if e.header.height == height as u64 => {}
+                _ => {
+                    return Err(ChainError::Corrupt(format!(
+                        "main-chain block {height} {hash} has no header"
+                    )))
+                }
+            }
+        }
+        let chain = Chain {
+            chain_id: state.chain_id,
+            apps,
+            verify,
+            tree,
+            main: state.main_chain,
+            utxos: state.utxos.into_iter().collect(),
+            app_state: state.app.into_iter().collect(),
+            store,
+            orphans: OrphanPool::new(MAX_ORPHANS),
+            params,
+        };
+        Ok(chain)
+    }
+
+    /// The parameters.
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
+
+    /// The chain id (genesis hash).
+    pub fn chain_id(&self) -> Hash {
+        self.chain_id
+    }
+
+    /// The tip's hash.
+    pub fn tip(&self) -> Hash {
+        *self.main.last().expect("the main chain always holds genesis")
+    }
+
+    /// The tip's height.
+    pub fn tip_height(&self) -> u64 {
+        self.main.len() as u64 - 1
+    }
+
+    /// The tip's header.
+    pub fn tip_header(&self) -> Header {
+        self.tree.get(&self.tip()).expect("the tip is in the tree").header
+    }
+
+    /// Main-chain hashes by height.
+    pub fn main_chain(&self) -> &[Hash] {
+        &self.main
+    }
+
+    /// The UTXO set.
+    pub fn utxos(&self) -> &UtxoSet {
+        &self.utxos
+    }
+
+    /// Application state.
+    pub fn app_state(&self) -> &BTreeMap<Vec<u8>, Vec<u8>> {
+        &self.app_state
+    }
+
+    /// The block tree.
+    pub fn tree(&self) -> &BlockTree {
+        &self.tree
+    }
+
+    /// The store.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// Orphans held.
+    pub fn orphan_count(&self) -> usize {
+        self.orphans.len()
+    }
+
+    /// A stored block by hash.
+    pub fn block(&self, hash: &Hash) -> Result<Option<Block>, ChainError> {
+        Ok(self.store.get_block(hash)?)
+    }
+
+    /// The main-chain block at `height`.
+    pub fn block_at(&self, height: u64) -> Result<Option<Block>, ChainError> {
+        match self.main.get(height as usize) {
+            Some(h) => self.block(h),
+            None => Ok(None),
+        }
+    }
+
+    /// The target the next block on the tip must carry.
+    pub fn next_target(&self) -> scalechain_types::Target {
+        let tip = self.tip_header();
+        scalechain_consensus::pow::next_target(&self.params, &tip, &self.tree.branch(self.tip()))
+    }
+
+    /// The median time past at the tip (the next block's time must exceed it).
+    pub fn median_time_past(&self) -> u64 {
+        let tip = self.tip_header();
+        scalechain_consensus::pow::median_time_past(&self.params, &tip, &self.tree.branch(self.tip()))
+    }
+
+    /// Takes a block: validates it, stores it, and moves the main chain to the branch with the
+    /// most work. `now_ms` is the validator's clock (for the future-drift rule).
+    pub fn accept_block(&mut self, block: Block, now_ms: u64) -> Result<Accepted, ChainError> {
+        let hash = block.hash(self.params.hash);
+        let outcome = self.accept_one(hash, block, now_ms)?;
+        // Children that were waiting for this block may now connect.
+        if outcome != Accepted::Orphan && outcome != Accepted::Duplicate {
+            let mut queue = vec![hash];
+            while let Some(parent) = queue.pop() {
+                for (h, b) in self.orphans.take_children(&parent) {
+                    if self.accept_one(h, b, now_ms).is_ok() {
+                        queue.push(h);
+                    }
+                }
+            }
+        }
+        Ok(outcome)
+    }
+
+    fn accept_one(&mut self, hash: Hash, block: Block, now_ms: u64) -> Result<Accepted, ChainError> {
+        if let Some(e) = self.tree.get(&hash) {
+            if e.invalid {
+                return Err(ChainError::InvalidAncestor { height: block.header.height, hash, parent: hash });
+            }
+            return Ok(Accepted::Duplicate);
+        }
+        let Some(parent) = self.tree.get(&block.header.prev_hash).cloned() else {
+            // Cheap proof-of-work check before holding anything for an unknown parent.
+            let pow_ok = block.header.target.is_met_by(&hash)
+                && target_to_u256(&block.header.target) <= target_to_u256(&self.params.pow_limit);
+            if !pow_ok {
+                return Err(ChainError::rejected(
+                    &block,
+                    hash,
+                    BlockError::BadProofOfWork { hash, target: block.header.target },
+                ));
+            }
+            self.orphans.insert(hash, block);
+            return Ok(Accepted::Orphan);
+        };
+        if parent.invalid {
+            return Err(ChainError::InvalidAncestor {
+                height: block.header.height,
+                hash,
+                parent: parent.hash,
+            });
+        }
+        let txids = check_block(&block, &self.params, &self.apps)
+            .map_err(|e| ChainError::rejected(&block, hash, e))?;
+        check_header_context(
+            &self.params,
+            &block.header,
+            &parent.header,
+            &self.tree.branch(parent.hash),
+            now_ms,
+        )
+        .map_err(|e| ChainError::rejected(&block, hash, e))?;
+        self.store.put_block(&hash, &block)?;
+        self.tree.insert(block.header).map_err(|e| ChainError::Corrupt(e.to_string()))?;
+        self.activate_best(Some((hash, block, txids)))
+    }
+
+    /// Moves the main chain to the best valid branch. `fresh` is the block that just arrived
+    /// (with its txids), so it is neither re-read nor re-hashed.
+    fn activate_best(&mut self, fresh: Option<(Hash, Block, Vec<Hash>)>) -> Result<Accepted, ChainError> {
+        let fresh_hash = fresh.as_ref().map(|(h, _, _)| *h);
+        let mut fresh = fresh;
+        let mut result = Accepted::SideBranch;
+        loop {
+            let (best, tip) = (self.tree.best(), self.tip());
+            // Only strictly more work moves the tip: on a tie the block we have stays.
+            if best == tip || self.work(&best) <= self.work(&tip) {
+                return Ok(result);
+            }
+            let (reorg, failure) = self.try_reorg(tip, best, &mut fresh)?;
+            if let Some(reorg) = reorg {
+                if fresh_hash.is_some_and(|h| reorg.connected.contains(&h)) {
+                    result = Accepted::Connected(reorg);
+                }
+            }
+            if let Some((bad, rejection)) = failure {
+                self.tree.mark_invalid(&bad);
+                if Some(bad) == fresh_hash {
+                    return Err(ChainError::Rejected(Box::new(rejection)));
+                }
+            }
+        }
+    }
+
+    fn work(&self, h: &Hash) -> ruint::aliases::U256 {
+        self.tree.get(h).map(|e| e.chain_work).unwrap_or_default()
+    }
+
+    /// Tries to move from `tip` to `target` (which has more work). Returns the reorg if the main
+    /// chain moved (to `target`, or to the valid prefix of its branch if that still has more
+    /// work than `tip`), and the first invalid block found on the way, if any.
+    #[allow(clippy::type_complexity)]
+    fn try_reorg(
+        &mut self,
+        tip: Hash,
+        target: Hash,
+        fresh: &mut Option<(Hash, Block, Vec<Hash>)>,
+    ) -> Result<(Option<Reorg>, Option<(Hash, BlockRejection)>), ChainError> {
+        let p = self.params.clone();
+        let fork =
+            self.tree.fork_point(&tip, &target).ok_or_else(|| ChainError::Corrupt("no fork point".into()))?;
+        let fork_height = self.tree.get(&fork).map(|e| e.header.height).unwrap_or(0);
+        let to_disconnect: Vec<Hash> = self.main[fork_height as usize + 1..].iter().rev().copied().collect();
+        let to_connect = self.tree.path(&fork, &target);
+
+        let mut overlay = UtxoOverlay::new(&self.utxos);
+        let mut app = AppLayer { base: &self.app_state, writes: BTreeMap::new() };
+        let apply = |overlay: &mut UtxoOverlay<'_, UtxoSet>, app: &mut AppLayer<'_>, c: &Changes| {
+            for op in &c.remove {
+                overlay.spend(*op);
+            }
+            for (op, coin) in &c.add {
+                overlay.add(*op, *coin);
+            }
+            for (k, v) in &c.app {
+                app.writes.insert(k.clone(), v.clone());
+            }
+        };
+        let mut returned = Vec::new();
+        for h in &to_disconnect {
+            let block =
+                self.store.get_block(h)?.ok_or_else(|| ChainError::Corrupt(format!("block {h} missing")))?;
+            let undo =
+                self.store.get_undo(h)?.ok_or_else(|| ChainError::Corrupt(format!("undo of {h} missing")))?;
+            apply(&mut overlay, &mut app, &disconnect_block(&p, &block, &undo));
+            returned.extend(block.txs.into_iter().skip(1));
+        }
+        let ctx = ConnectCtx { params: &p, chain_id: &self.chain_id, apps: &self.apps, verify: &self.verify };
+        let mut connected: Vec<(u64, Hash, BlockUndo)> = Vec::new();
+        let mut failure = None;
+        for h in &to_connect {
+            let (block, txids) = match fresh.take() {
+                Some((fh, b, t)) if fh == *h => (b, t),
+                other => {
+                    *fresh = other;
+                    let b = self
+                        .store
+                        .get_block(h)?
+                        .ok_or_else(|| ChainError::Corrupt(format!("block {h} missing")))?;
+                    match check_block(&b, &p, &self.apps) {
+                        Ok(t) => (b, t),
+                        Err(e) => {
+                            failure =
+                                Some((*h, BlockRejection { height: b.header.height, hash: *h, error: e }));
+                            break;
+                        }
+                    }
+                }
+            };
+            match connect_block(&ctx, &block, &txids, &overlay, &app) {
+                Ok(diff) => {
+                    apply(&mut overlay, &mut app, &diff.changes);
+                    connected.push((block.header.height, *h, diff.undo));
+                }
+                Err(e) => {
+                    failure = Some((*h, BlockRejection { height: block.header.height, hash: *h, error: e }));
+                    break;
+                }
+            }
+        }
+        let new_tip = connected.last().map(|(_, h, _)| *h).unwrap_or(fork);
+        if self.work(&new_tip) <= self.work(&tip) {
+            // Nothing better than what we had: leave state exactly as it was.
+            return Ok((None, failure));
+        }
+        let changes = overlay.into_changes();
+        let app_writes: Vec<(Vec<u8>, Option<Vec<u8>>)> = app.writes.into_iter().collect();
+        let (mut count, mut total) = (self.utxos.len() as i128, self.utxos.total_value() as i128);
+        let mut utxo_remove = Vec::new();
+        let mut utxo_add = Vec::new();
+        for (op, c) in &changes {
+            if let Some(old) = self.utxos.coin(op) {
+                count -= 1;
+                total -= i128::from(old.out.value.get());
+                utxo_remove.push(*op);
+            }
+            if let Some(new) = c {
+                count += 1;
+                total += i128::from(new.out.value.get());
+                utxo_add.push((*op, *new));
+            }
+        }
+        let new_height = self.tree.get(&new_tip).map(|e| e.header.height).unwrap_or(0);
+        let commit = Commit {
+            tip: new_tip,
+            tip_height: new_height,
+            main_chain: connected.iter().map(|(height, h, _)| (*height, *h)).collect(),
+            undo: connected.iter().map(|(_, h, u)| (*h, u.clone())).collect(),
+            utxo_remove,
+            utxo_add,
+            app: app_writes.clone(),
+            utxo_count: count.max(0) as u64,
+            total_value: total.max(0) as u128,
+        };
+        self.store.commit(&commit)?;
+        apply_to_memory(&mut self.utxos, &mut self.app_state, &changes, &app_writes);
+        self.main.truncate(fork_height as usize + 1);
+        self.main.extend(connected.iter().map(|(_, h, _)| *h));
+        let reorg = Reorg {
+            fork,
+            disconnected: to_disconnect,
+            connected: connected.into_iter().map(|(_, h, _)| h).collect(),
+            returned,
+        };
+        Ok((Some(reorg), failure))
+    }
+
+    /// Re-validates every main-chain block from genesis on a fresh UTXO set (signatures, PoW,
+    /// Merkle roots, every rule), and checks that the result equals the stored UTXO set and
+    /// application state.
+    pub fn verify_all(
+        &self,
+        now_ms: u64,
+        mut progress: impl FnMut(u64, u64),
+    ) -> Result<VerifyReport, ChainError> {
+        let p = &self.params;
+        let genesis = self.block_at(0)?.ok_or_else(|| ChainError::Corrupt("genesis missing".into()))?;
+        if params_from_genesis(&genesis).as_ref() != Ok(p) {
+            return Err(ChainError::Corrupt("genesis does not carry the chain parameters".into()));
+        }
+        let mut utxos = UtxoSet::new();
+        let mut app_state = BTreeMap::new();
+        let g = genesis_changes(p, &genesis);
+        apply_to_memory(&mut utxos, &mut app_state, &changes_map(&g), &[]);
+        let mut tree = BlockTree::new(p.hash, genesis.header);
+        let ctx = ConnectCtx { params: p, chain_id: &self.chain_id, apps: &self.apps, verify: &self.verify };
+        let mut txs = 1u64;
+        let mut parent = genesis.header;
+        for height in 1..self.main.len() as u64 {
+            let hash = self.main[height as usize];
+            let block = self
+                .block_at(height)?
+                .ok_or_else(|| ChainError::Corrupt(format!("block {height} missing")))?;
+            let bh = block.hash(p.hash);
+            if bh != hash {
+                return Err(ChainError::Corrupt(format!(
+                    "block {height}: stored bytes hash to {bh}, index says {hash}"
+                )));
+            }
+            let rej = |e| ChainError::rejected(&block, hash, e);
+            let txids = check_block(&block, p, &self.apps).map_err(rej)?;
+            check_header_context(p, &block.header, &parent, &tree.branch(parent.hash(p.hash)), now_ms)
+                .map_err(rej)?;
+            let diff = connect_block(&ctx, &block, &txids, &utxos, &app_state).map_err(rej)?;
+            diff.changes.apply_utxos(&mut utxos);
+            diff.changes.apply_app(&mut app_state);
+            tree.insert(block.header).map_err(|e| ChainError::Corrupt(e.to_string()))?;
+            txs += block.txs.len() as u64;
+            parent = block.header;
+            progress(height, self.tip_height());
+        }
+        if utxos != self.utxos {
+            return Err(ChainError::Corrupt(format!(
+                "replayed UTXO set ({} outputs) differs from the stored one ({} outputs)",
+                utxos.len(),
+                self.utxos.len()
+            )));
+        }
+        if app_state != self.app_state {
+            return Err(ChainError::Corrupt("replayed application state differs from the stored one".into()));
+        }
+        Ok(VerifyReport { blocks: self.main.len() as u64, txs, utxo_count: utxos.len() as u64 })
+    }
+}
+
+fn changes_map(c: &Changes) -> HashMap<OutPoint, Option<Coin>> {
+    let mut m: HashMap<OutPoint, Option<Coin>> = c.remove.iter().map(|op| (*op, None)).collect();
+    m.extend(c.add.iter().map(|(op, coin)| (*op, Some(*coin))));
+    m
+}
+
+fn apply_to_memory(
+    utxos: &mut UtxoSet,
+    app_state: &mut BTreeMap<Vec<u8>, Vec<u8>>,
+    changes: &HashMap<OutPoint, Option<Coin>>,
+    app: &[(Vec<u8>, Option<Vec<u8>>)],
+) {
+    for (op, c) in changes {
+        match c {
+            Some(c) => utxos.insert(*op, *c),
+            None => {
+                utxos.remove(op);
+            }
+        }
+    }
+    for (k, v) in app {
+        match v {
+            Some(v) => app_state.insert(k.clone(), v.clone()),
+            None => app_state.remove(k),
+        };
+    }
+}

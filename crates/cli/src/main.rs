@@ -1,0 +1,348 @@
+//! `scalechain`: the command-line front end. Thin: parses arguments, opens the store, calls the
+//! library crates, prints. Exit code 0 on success, 1 on a rejected block or failed
+//! verification, 2 on bad usage or IO errors.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use scalechain_chain::export::{block_json, dot, parse_chain_json, ChainJson, ParamsJson};
+use scalechain_chain::{Accepted, Chain, ChainError, DiskStore};
+use scalechain_consensus::params::SigMode;
+use scalechain_consensus::{Apps, Params, VerifyConfig, VerifyMode};
+use scalechain_sim::Generator;
+use scalechain_types::HashKind;
+
+#[derive(Parser)]
+#[command(name = "scalechain", version, about = "ScaleChain: a fast, minimalist UTXO blockchain")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Build genesis + N mined blocks of M generated transactions each, and store them.
+    Simulate {
+        /// Data directory (created if missing; must not hold blocks beyond genesis).
+        #[arg(long)]
+        data_dir: PathBuf,
+        /// Blocks to mine after genesis.
+        #[arg(long)]
+        blocks: u64,
+        /// Generated transactions per block (plus the coinbase).
+        #[arg(long)]
+        txs_per_block: usize,
+        /// The chain's hash function.
+        #[arg(long, default_value = "sha256")]
+        hash: HashKind,
+        /// Signature schemes: ed25519, secp256k1 or mixed.
+        #[arg(long, default_value = "ed25519")]
+        sig: SigMode,
+        /// Generator seed.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Signature verification strategy for connecting the blocks.
+        #[arg(long, default_value = "parallel")]
+        verify_mode: VerifyMode,
+    },
+    /// Inspect, verify, export or import a stored chain.
+    Chain {
+        #[command(subcommand)]
+        cmd: ChainCmd,
+    },
+}
+
+#[derive(Subcommand)]
+enum ChainCmd {
+    /// Summary of the stored chain.
+    Info {
+        /// Data directory.
+        #[arg(long)]
+        data_dir: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Re-validate every stored block from genesis and compare the UTXO set.
+    Verify {
+        /// Data directory.
+        #[arg(long)]
+        data_dir: PathBuf,
+        /// Signature verification strategy.
+        #[arg(long, default_value = "parallel")]
+        mode: VerifyMode,
+    },
+    /// Write the main chain as JSON or as a DOT graph.
+    Export {
+        /// Data directory.
+        #[arg(long)]
+        data_dir: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum)]
+        format: Format,
+        /// First height (default: genesis).
+        #[arg(long)]
+        from: Option<u64>,
+        /// Last height (default: the tip).
+        #[arg(long)]
+        to: Option<u64>,
+        /// Output file (default: standard output).
+        #[arg(short = 'o', long)]
+        output: Option<PathBuf>,
+    },
+    /// Validate and connect every block of a JSON export, like a node receiving them.
+    Import {
+        /// Data directory (created if needed).
+        #[arg(long)]
+        data_dir: PathBuf,
+        /// The JSON file.
+        file: PathBuf,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Format {
+    Json,
+    Dot,
+}
+
+/// A failure with its exit code.
+struct Fail(u8, String);
+
+impl From<ChainError> for Fail {
+    fn from(e: ChainError) -> Self {
+        match e {
+            ChainError::Rejected(_) | ChainError::InvalidAncestor { .. } | ChainError::Corrupt(_) => {
+                Fail(1, e.to_string())
+            }
+            _ => Fail(2, e.to_string()),
+        }
+    }
+}
+
+impl From<scalechain_chain::StoreError> for Fail {
+    fn from(e: scalechain_chain::StoreError) -> Self {
+        Fail(2, e.to_string())
+    }
+}
+
+fn io_fail(what: &str, path: &Path, e: impl std::fmt::Display) -> Fail {
+    Fail(2, format!("{what} {}: {e}", path.display()))
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+fn verify_config(mode: VerifyMode) -> Result<VerifyConfig, Fail> {
+    let mut seed = [0u8; 32];
+    getrandom::fill(&mut seed)
+        .map_err(|e| Fail(2, format!("no OS randomness for batch verification: {e}")))?;
+    Ok(VerifyConfig::parallel(seed).with_mode(mode))
+}
+
+fn open(data_dir: &Path, mode: VerifyMode) -> Result<Chain<DiskStore>, Fail> {
+    if !data_dir.exists() {
+        return Err(Fail(2, format!("data directory {} does not exist", data_dir.display())));
+    }
+    let store = DiskStore::open(data_dir)?;
+    Ok(Chain::open(store, Apps::none(), verify_config(mode)?)?)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let r = match cli.cmd {
+        Cmd::Simulate { data_dir, blocks, txs_per_block, hash, sig, seed, verify_mode } => {
+            simulate(&data_dir, blocks, txs_per_block, hash, sig, seed, verify_mode)
+        }
+        Cmd::Chain { cmd } => match cmd {
+            ChainCmd::Info { data_dir, json } => info(&data_dir, json),
+            ChainCmd::Verify { data_dir, mode } => verify(&data_dir, mode),
+            ChainCmd::Export { data_dir, format, from, to, output } => {
+                export(&data_dir, format, from, to, output)
+            }
+            ChainCmd::Import { data_dir, file } => import(&data_dir, &file),
+        },
+    };
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Fail(code, msg)) => {
+            eprintln!("error: {msg}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+fn simulate(
+    dir: &Path,
+    blocks: u64,
+    m: usize,
+    hash: HashKind,
+    sig: SigMode,
+    seed: u64,
+    mode: VerifyMode,
+) -> Result<(), Fail> {
+    let params = Params::devnet(hash, sig);
+    std::fs::create_dir_all(dir).map_err(|e| io_fail("cannot create", dir, e))?;
+    let store = DiskStore::open(dir)?;
+    let mut chain = Chain::open_or_init(store, &params, Apps::none(), verify_config(mode)?)?;
+    if chain.tip_height() > 0 {
+        return Err(Fail(
+            2,
+            format!(
+                "{} already holds {} blocks; simulate into a new data directory",
+                dir.display(),
+                chain.tip_height()
+            ),
+        ));
+    }
+    let mut generator = Generator::new(&params, sig, seed);
+    let start = Instant::now();
+    let (mut gen_time, mut txs) = (0.0f64, 0u64);
+    let step = (blocks / 10).max(1);
+    for i in 1..=blocks {
+        let parent = chain.tip_header();
+        let t0 = Instant::now();
+        let block =
+            generator.build_block(&parent, chain.next_target(), parent.time + params.target_block_ms, m);
+        gen_time += t0.elapsed().as_secs_f64();
+        txs += block.txs.len() as u64;
+        let now = now_ms().max(block.header.time);
+        match chain.accept_block(block, now)? {
+            Accepted::Connected(_) => {}
+            other => return Err(Fail(1, format!("generated block {i} was not connected: {other:?}"))),
+        }
+        if i % step == 0 || i == blocks {
+            eprintln!("  block {i}/{blocks}  txs {txs}  {:.1}s", start.elapsed().as_secs_f64());
+        }
+    }
+    let secs = start.elapsed().as_secs_f64();
+    println!("simulated {blocks} blocks x {m} txs ({txs} transactions incl. coinbases) in {secs:.2}s");
+    println!(
+        "  generating + signing {gen_time:.2}s, validating + storing {:.2}s ({:.0} tx/s)",
+        secs - gen_time,
+        txs as f64 / (secs - gen_time).max(1e-9)
+    );
+    println!(
+        "  chain {}  tip {} at height {}  utxos {}",
+        chain.chain_id(),
+        chain.tip(),
+        chain.tip_height(),
+        chain.utxos().len()
+    );
+    Ok(())
+}
+
+fn info(dir: &Path, json: bool) -> Result<(), Fail> {
+    let chain = open(dir, VerifyMode::Parallel)?;
+    let p = chain.params();
+    let v = serde_json::json!({
+        "chain_id": chain.chain_id(),
+        "tip_hash": chain.tip(),
+        "tip_height": chain.tip_height(),
+        "tip_time": chain.tip_header().time,
+        "utxo_count": chain.utxos().len(),
+        "total_value": chain.utxos().total_value() as u64,
+        "hash": p.hash.name(),
+        "schemes": p.schemes,
+        "blocks_known": chain.tree().len(),
+        "next_target": chain.next_target(),
+    });
+    if json {
+        println!("{v}");
+    } else {
+        for (k, val) in v.as_object().into_iter().flatten() {
+            println!("{k:>13}: {}", val.as_str().map(str::to_string).unwrap_or_else(|| val.to_string()));
+        }
+    }
+    Ok(())
+}
+
+fn verify(dir: &Path, mode: VerifyMode) -> Result<(), Fail> {
+    let chain = open(dir, mode)?;
+    let start = Instant::now();
+    let total = chain.tip_height();
+    let step = (total / 10).max(1);
+    let report = chain.verify_all(now_ms(), |h, t| {
+        if h % step == 0 || h == t {
+            eprintln!("  verified {h}/{t}");
+        }
+    })?;
+    let secs = start.elapsed().as_secs_f64();
+    println!(
+        "ok: {} blocks, {} transactions re-validated in {secs:.2}s ({:.0} tx/s, mode {mode:?}); UTXO set matches ({} outputs); tip {}",
+        report.blocks,
+        report.txs,
+        report.txs as f64 / secs.max(1e-9),
+        report.utxo_count,
+        chain.tip()
+    );
+    Ok(())
+}
+
+fn export(
+    dir: &Path,
+    format: Format,
+    from: Option<u64>,
+    to: Option<u64>,
+    output: Option<PathBuf>,
+) -> Result<(), Fail> {
+    let chain = open(dir, VerifyMode::Parallel)?;
+    let to = to.unwrap_or(chain.tip_height()).min(chain.tip_height());
+    let from = from.unwrap_or(0);
+    if from > to {
+        return Err(Fail(2, format!("--from {from} is above --to {to}")));
+    }
+    let mut blocks = Vec::with_capacity((to - from + 1) as usize);
+    for h in from..=to {
+        blocks.push(chain.block_at(h)?.ok_or_else(|| Fail(1, format!("block {h} missing from the store")))?);
+    }
+    let kind = chain.params().hash;
+    let text = match format {
+        Format::Json => {
+            let doc = ChainJson {
+                params: ParamsJson { chain_id: chain.chain_id(), params: chain.params().clone() },
+                blocks: blocks.iter().map(|b| block_json(kind, b)).collect(),
+            };
+            let mut s = serde_json::to_string(&doc).map_err(|e| Fail(2, e.to_string()))?;
+            s.push('\n');
+            s
+        }
+        Format::Dot => dot(kind, &blocks),
+    };
+    match output {
+        Some(path) => std::fs::write(&path, text).map_err(|e| io_fail("cannot write", &path, e))?,
+        None => print!("{text}"),
+    }
+    Ok(())
+}
+
+fn import(dir: &Path, file: &Path) -> Result<(), Fail> {
+    let text = std::fs::read_to_string(file).map_err(|e| io_fail("cannot read", file, e))?;
+    let (params, blocks) = parse_chain_json(&text).map_err(|e| Fail(1, e.to_string()))?;
+    std::fs::create_dir_all(dir).map_err(|e| io_fail("cannot create", dir, e))?;
+    let store = DiskStore::open(dir)?;
+    let mut chain = Chain::open_or_init(store, &params, Apps::none(), verify_config(VerifyMode::Parallel)?)?;
+    let start = Instant::now();
+    let (mut connected, mut known, mut side, mut orphans, mut txs) = (0u64, 0u64, 0u64, 0u64, 0u64);
+    for block in blocks {
+        txs += block.txs.len() as u64;
+        match chain.accept_block(block, now_ms())? {
+            Accepted::Connected(r) => connected += r.connected.len() as u64,
+            Accepted::Duplicate => known += 1,
+            Accepted::SideBranch => side += 1,
+            Accepted::Orphan => orphans += 1,
+        }
+    }
+    println!(
+        "imported in {:.2}s: {connected} connected, {side} on side branches, {known} already known, {} orphans left ({orphans} seen), {txs} transactions; tip {} at height {}",
+        start.elapsed().as_secs_f64(),
+        chain.orphan_count(),
+        chain.tip(),
+        chain.tip_height()
+    );
+    Ok(())
+}

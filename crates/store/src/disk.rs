@@ -1,0 +1,381 @@
+//! The fjall engine.
+//!
+//! On-disk format (version [`FORMAT_VERSION`]), one fjall keyspace each:
+//!
+//! | keyspace  | key                                   | value                              |
+//! |-----------|---------------------------------------|------------------------------------|
+//! | `meta`    | `format_version`                      | `u32` LE                           |
+//! | `meta`    | `params`                              | the parameters' canonical encoding |
+//! | `meta`    | `chain_id`, `tip`                     | 32-byte hash                       |
+//! | `meta`    | `tip_height`, `utxo_count`            | `u64` LE                           |
+//! | `meta`    | `total_value`                         | `u128` LE                          |
+//! | `blocks`  | block hash                            | block encoding                     |
+//! | `headers` | block hash                            | 124-byte header encoding           |
+//! | `undo`    | block hash                            | `BlockUndo` encoding               |
+//! | `heights` | height, `u64` **big**-endian (sorted) | main-chain block hash              |
+//! | `utxos`   | 36-byte outpoint encoding             | 50-byte coin encoding              |
+//! | `app`     | application key                       | application value                  |
+//!
+//! A store holds a chain exactly when `meta` holds `chain_id`; `init` writes it together with
+//! everything else in one batch.
+//!
+//! Durability: `init` and `commit` are each one write batch committed with
+//! [`PersistMode::SyncData`], so they are atomic and on disk when they return. `put_block` is a
+//! batch without a sync: it reaches the OS but may be lost in a crash. That is safe because
+//! fjall's journal is one sequential log (sealed journals are fully synced before rotation), so
+//! the next synced commit also persists every earlier write, in order; and a block is only ever
+//! referenced by a later commit.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use fjall::{Database, Keyspace, KeyspaceCreateOptions, OwnedWriteBatch, PersistMode, Readable};
+use scalechain_consensus::{BlockUndo, Coin};
+use scalechain_types::codec::{Decode, Encode};
+use scalechain_types::{Block, Hash, Header, OutPoint};
+
+use crate::mem::{check_commit, check_totals, check_value_len, main_chain_from, no_chain};
+use crate::{ChainStore, Commit, StoreError, StoredState, FORMAT_VERSION};
+
+/// Keyspace names (part of the on-disk format).
+mod ks {
+    pub const META: &str = "meta";
+    pub const BLOCKS: &str = "blocks";
+    pub const HEADERS: &str = "headers";
+    pub const UNDO: &str = "undo";
+    pub const HEIGHTS: &str = "heights";
+    pub const UTXOS: &str = "utxos";
+    pub const APP: &str = "app";
+}
+
+/// Keys of the `meta` keyspace (part of the on-disk format).
+mod meta {
+    pub const FORMAT_VERSION: &str = "format_version";
+    pub const PARAMS: &str = "params";
+    pub const CHAIN_ID: &str = "chain_id";
+    pub const TIP: &str = "tip";
+    pub const TIP_HEIGHT: &str = "tip_height";
+    pub const UTXO_COUNT: &str = "utxo_count";
+    pub const TOTAL_VALUE: &str = "total_value";
+}
+
+fn engine(e: impl fmt::Display) -> StoreError {
+    StoreError::Engine(e.to_string())
+}
+
+/// Stored bytes that must have exactly `N` bytes.
+fn fixed<const N: usize>(bytes: &[u8], what: &str) -> Result<[u8; N], StoreError> {
+    <[u8; N]>::try_from(bytes)
+        .map_err(|_| StoreError::Corrupt(format!("{what}: expected {N} bytes, found {}", bytes.len())))
+}
+
+/// Stored bytes that must decode as a `T`.
+fn decode<T: Decode>(bytes: &[u8], what: impl FnOnce() -> String) -> Result<T, StoreError> {
+    T::decode(bytes).map_err(|e| StoreError::Corrupt(format!("{}: {e}", what())))
+}
+
+/// A `meta` value that must be present once a chain is.
+fn required(v: Option<fjall::Slice>, key: &str) -> Result<fjall::Slice, StoreError> {
+    v.ok_or_else(|| StoreError::Corrupt(format!("meta: `{key}` is missing")))
+}
+
+fn height_key(height: u64) -> [u8; 8] {
+    height.to_be_bytes()
+}
+
+/// A [`ChainStore`] on disk, in a fjall database (see the module documentation for the format).
+///
+/// Semantics are those of [`MemStore`](crate::MemStore): `init` makes the genesis block the
+/// tip at height 0 under `chain_id` and applies the undo, UTXO and application changes and the
+/// UTXO count and total of `first` (ignoring its `tip`, `tip_height` and `main_chain`);
+/// application keys must be 1 to 65535 bytes long.
+pub struct DiskStore {
+    path: PathBuf,
+    db: Database,
+    meta: Keyspace,
+    blocks: Keyspace,
+    headers: Keyspace,
+    undo: Keyspace,
+    heights: Keyspace,
+    utxos: Keyspace,
+    app: Keyspace,
+    poisoned: bool,
+}
+
+impl fmt::Debug for DiskStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DiskStore").field("path", &self.path).field("poisoned", &self.poisoned).finish()
+    }
+}
+
+impl DiskStore {
+    /// Opens the store in `dir`, creating the directory and an empty store if needed.
+    ///
+    /// Fails with [`StoreError::Version`] if the directory holds another format version, and
+    /// with [`StoreError::Engine`] if it cannot be opened (for instance, another process holds
+    /// it).
+    pub fn open(dir: &Path) -> Result<DiskStore, StoreError> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| StoreError::Engine(format!("creating {}: {e}", dir.display())))?;
+        let db = Database::builder(dir)
+            .open()
+            .map_err(|e| StoreError::Engine(format!("opening {}: {e}", dir.display())))?;
+        let open = |name: &str| {
+            db.keyspace(name, KeyspaceCreateOptions::default)
+                .map_err(|e| StoreError::Engine(format!("opening keyspace `{name}`: {e}")))
+        };
+        let store = DiskStore {
+            path: dir.to_path_buf(),
+            meta: open(ks::META)?,
+            blocks: open(ks::BLOCKS)?,
+            headers: open(ks::HEADERS)?,
+            undo: open(ks::UNDO)?,
+            heights: open(ks::HEIGHTS)?,
+            utxos: open(ks::UTXOS)?,
+            app: open(ks::APP)?,
+            db,
+            poisoned: false,
+        };
+        match store.meta.get(meta::FORMAT_VERSION).map_err(engine)? {
+            Some(v) => {
+                let found = u32::from_le_bytes(fixed(&v, "meta: `format_version`")?);
+                if found != FORMAT_VERSION {
+                    return Err(StoreError::Version { found });
+                }
+            }
+            None => {
+                if store.meta.get(meta::CHAIN_ID).map_err(engine)?.is_some() {
+                    return Err(StoreError::Corrupt("meta: `format_version` is missing".into()));
+                }
+            }
+        }
+        Ok(store)
+    }
+
+    /// The directory the store lives in.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn check_poisoned(&self) -> Result<(), StoreError> {
+        if self.poisoned {
+            return Err(StoreError::Poisoned);
+        }
+        Ok(())
+    }
+
+    fn has_chain(&self) -> Result<bool, StoreError> {
+        Ok(self.meta.get(meta::CHAIN_ID).map_err(engine)?.is_some())
+    }
+
+    /// Commits a batch; `sync` makes it durable before returning. Any failure poisons the store.
+    fn write(&mut self, batch: OwnedWriteBatch, sync: bool) -> Result<(), StoreError> {
+        let batch = if sync { batch.durability(Some(PersistMode::SyncData)) } else { batch };
+        batch.commit().map_err(|e| {
+            self.poisoned = true;
+            StoreError::Engine(format!("write failed: {e}"))
+        })
+    }
+
+    /// Stages a block's data (`blocks` and `headers`).
+    fn stage_block(&self, batch: &mut OwnedWriteBatch, hash: &Hash, block: &Block) -> Result<(), StoreError> {
+        let bytes = block.encode();
+        check_value_len("block", bytes.len())?;
+        batch.insert(&self.blocks, &hash.0[..], bytes);
+        batch.insert(&self.headers, &hash.0[..], block.header.encode());
+        Ok(())
+    }
+
+    /// Stages the undo, UTXO and application changes of a commit. Each key is written once
+    /// (all items of a batch share one sequence number), with the effect of applying the
+    /// changes in order: undo entries, UTXO removes, UTXO adds, application writes; a later
+    /// write of the same key wins.
+    fn stage_changes(&self, batch: &mut OwnedWriteBatch, c: &Commit) -> Result<(), StoreError> {
+        let undo: BTreeMap<Hash, &BlockUndo> = c.undo.iter().map(|(h, u)| (*h, u)).collect();
+        for (hash, u) in undo {
+            let bytes = u.encode();
+            check_value_len("undo data", bytes.len())?;
+            batch.insert(&self.undo, &hash.0[..], bytes);
+        }
+        let mut utxos: HashMap<OutPoint, Option<&Coin>> = HashMap::new();
+        for op in &c.utxo_remove {
+            utxos.insert(*op, None);
+        }
+        for (op, coin) in &c.utxo_add {
+            utxos.insert(*op, Some(coin));
+        }
+        for (op, coin) in utxos {
+            match coin {
+                Some(coin) => batch.insert(&self.utxos, op.encode(), coin.encode()),
+                None => batch.remove(&self.utxos, op.encode()),
+            }
+        }
+        let app: BTreeMap<&[u8], Option<&[u8]>> =
+            c.app.iter().map(|(k, v)| (k.as_slice(), v.as_deref())).collect();
+        for (k, v) in app {
+            match v {
+                Some(v) => batch.insert(&self.app, k, v),
+                None => batch.remove(&self.app, k),
+            }
+        }
+        Ok(())
+    }
+
+    /// Stages the tip and the UTXO totals.
+    fn stage_tip(&self, batch: &mut OwnedWriteBatch, tip: &Hash, tip_height: u64, c: &Commit) {
+        batch.insert(&self.meta, meta::TIP, &tip.0[..]);
+        batch.insert(&self.meta, meta::TIP_HEIGHT, &tip_height.to_le_bytes()[..]);
+        batch.insert(&self.meta, meta::UTXO_COUNT, &c.utxo_count.to_le_bytes()[..]);
+        batch.insert(&self.meta, meta::TOTAL_VALUE, &c.total_value.to_le_bytes()[..]);
+    }
+
+    /// Reads one height-index entry from an iterator item.
+    fn height_entry(g: fjall::Guard) -> Result<(u64, Hash), StoreError> {
+        let (k, v) = g.into_inner().map_err(engine)?;
+        let height = u64::from_be_bytes(fixed(&k, "heights: key")?);
+        let hash = Hash(fixed(&v, &format!("heights: entry at height {height}"))?);
+        Ok((height, hash))
+    }
+}
+
+impl ChainStore for DiskStore {
+    fn load(&self) -> Result<Option<StoredState>, StoreError> {
+        self.check_poisoned()?;
+        // One snapshot, so every keyspace is read at the same point.
+        let snap = self.db.snapshot();
+        let get = |key: &str| snap.get(&self.meta, key).map_err(engine);
+        let Some(chain_id) = get(meta::CHAIN_ID)? else {
+            return Ok(None);
+        };
+        let chain_id = Hash(fixed(&chain_id, "meta: `chain_id`")?);
+        let params = required(get(meta::PARAMS)?, meta::PARAMS)?.to_vec();
+        let tip = Hash(fixed(&required(get(meta::TIP)?, meta::TIP)?, "meta: `tip`")?);
+        let tip_height = u64::from_le_bytes(fixed(
+            &required(get(meta::TIP_HEIGHT)?, meta::TIP_HEIGHT)?,
+            "meta: `tip_height`",
+        )?);
+        let utxo_count = u64::from_le_bytes(fixed(
+            &required(get(meta::UTXO_COUNT)?, meta::UTXO_COUNT)?,
+            "meta: `utxo_count`",
+        )?);
+        let total_value = u128::from_le_bytes(fixed(
+            &required(get(meta::TOTAL_VALUE)?, meta::TOTAL_VALUE)?,
+            "meta: `total_value`",
+        )?);
+
+        let main_chain = main_chain_from(snap.iter(&self.heights).map(Self::height_entry), &tip, tip_height)?;
+
+        let mut headers = Vec::new();
+        for g in snap.iter(&self.headers) {
+            let (k, v) = g.into_inner().map_err(engine)?;
+            let hash = Hash(fixed(&k, "headers: key")?);
+            headers.push(decode::<Header>(&v, || format!("headers: entry {hash}"))?);
+        }
+
+        let mut utxos = Vec::new();
+        for g in snap.iter(&self.utxos) {
+            let (k, v) = g.into_inner().map_err(engine)?;
+            let op = decode::<OutPoint>(&k, || "utxos: key".into())?;
+            utxos.push((op, decode::<Coin>(&v, || format!("utxos: entry {op}"))?));
+        }
+        check_totals(&utxos, utxo_count, total_value)?;
+
+        let mut app = Vec::new();
+        for g in snap.iter(&self.app) {
+            let (k, v) = g.into_inner().map_err(engine)?;
+            app.push((k.to_vec(), v.to_vec()));
+        }
+
+        Ok(Some(StoredState { params, chain_id, tip, tip_height, main_chain, headers, utxos, app }))
+    }
+
+    fn init(
+        &mut self,
+        params: &[u8],
+        genesis: &Block,
+        chain_id: Hash,
+        first: &Commit,
+    ) -> Result<(), StoreError> {
+        self.check_poisoned()?;
+        if self.has_chain()? {
+            return Err(StoreError::AlreadyInitialised);
+        }
+        check_value_len("parameters", params.len())?;
+        check_commit(first)?;
+        let mut batch = self.db.batch();
+        batch.insert(&self.meta, meta::FORMAT_VERSION, &FORMAT_VERSION.to_le_bytes()[..]);
+        batch.insert(&self.meta, meta::PARAMS, params);
+        batch.insert(&self.meta, meta::CHAIN_ID, &chain_id.0[..]);
+        self.stage_block(&mut batch, &chain_id, genesis)?;
+        batch.insert(&self.heights, &height_key(0)[..], &chain_id.0[..]);
+        self.stage_changes(&mut batch, first)?;
+        self.stage_tip(&mut batch, &chain_id, 0, first);
+        self.write(batch, true)
+    }
+
+    fn put_block(&mut self, hash: &Hash, block: &Block) -> Result<(), StoreError> {
+        self.check_poisoned()?;
+        let mut batch = self.db.batch();
+        self.stage_block(&mut batch, hash, block)?;
+        // Not synced: see the module documentation.
+        self.write(batch, false)
+    }
+
+    fn get_block(&self, hash: &Hash) -> Result<Option<Block>, StoreError> {
+        self.check_poisoned()?;
+        match self.blocks.get(hash.0).map_err(engine)? {
+            None => Ok(None),
+            Some(v) => decode(&v, || format!("blocks: entry {hash}")).map(Some),
+        }
+    }
+
+    fn get_undo(&self, hash: &Hash) -> Result<Option<BlockUndo>, StoreError> {
+        self.check_poisoned()?;
+        match self.undo.get(hash.0).map_err(engine)? {
+            None => Ok(None),
+            Some(v) => decode(&v, || format!("undo: entry {hash}")).map(Some),
+        }
+    }
+
+    fn commit(&mut self, c: &Commit) -> Result<(), StoreError> {
+        self.check_poisoned()?;
+        if !self.has_chain()? {
+            return Err(no_chain());
+        }
+        check_commit(c)?;
+
+        // Height index: set the new entries, then remove every entry above the new tip (those
+        // the old tip had, found by a range scan, and any the commit itself set above it).
+        let mut heights: BTreeMap<u64, Option<Hash>> =
+            c.main_chain.iter().map(|(h, x)| (*h, Some(*x))).collect();
+        if let Some(above) = c.tip_height.checked_add(1) {
+            for (_, v) in heights.range_mut(above..) {
+                *v = None;
+            }
+            for g in self.heights.range(height_key(above)..) {
+                let k = g.key().map_err(engine)?;
+                heights.insert(u64::from_be_bytes(fixed(&k, "heights: key")?), None);
+            }
+        }
+
+        let mut batch = self.db.batch();
+        for (height, hash) in heights {
+            match hash {
+                Some(hash) => batch.insert(&self.heights, &height_key(height)[..], &hash.0[..]),
+                None => batch.remove(&self.heights, &height_key(height)[..]),
+            }
+        }
+        self.stage_changes(&mut batch, c)?;
+        self.stage_tip(&mut batch, &c.tip, c.tip_height, c);
+        self.write(batch, true)
+    }
+
+    fn hash_at(&self, height: u64) -> Result<Option<Hash>, StoreError> {
+        self.check_poisoned()?;
+        match self.heights.get(height_key(height)).map_err(engine)? {
+            None => Ok(None),
+            Some(v) => Ok(Some(Hash(fixed(&v, &format!("heights: entry at height {height}"))?))),
+        }
+    }
+}

@@ -1,0 +1,544 @@
+//! One behavioural suite for both engines, plus disk-only checks (reopen, corruption, format
+//! version) that reach into the documented on-disk format through fjall directly.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+use std::time::Instant;
+
+use scalechain_consensus::{BlockUndo, Coin};
+use scalechain_store::{ChainStore, Commit, DiskStore, MemStore, StoreError, StoredState, FORMAT_VERSION};
+use scalechain_types::codec::Encode;
+use scalechain_types::{Amount, Block, Hash, HashKind, Header, Lock, OutPoint, Scheme, Target, Tx, TxOut};
+
+// ---------------------------------------------------------------------------------------------
+// Builders
+
+fn block(height: u64, prev: Hash, nonce: u64) -> (Hash, Block) {
+    let header = Header {
+        version: 1,
+        height,
+        prev_hash: prev,
+        merkle_root: Hash([height as u8; 32]),
+        time: 1_700_000_000_000 + height * 1000,
+        target: Target(Hash([0xff; 32])),
+        nonce,
+    };
+    let b = Block { header, txs: vec![Tx::coinbase(height, vec![])] };
+    (b.hash(HashKind::Sha256), b)
+}
+
+fn op(n: u32) -> OutPoint {
+    OutPoint { txid: Hash([(n % 251) as u8; 32]), index: n }
+}
+
+fn coin(value: u64, height: u64) -> Coin {
+    Coin {
+        out: TxOut {
+            value: Amount::new(value).unwrap(),
+            lock: Lock { scheme: Scheme::Ed25519, pubkey_hash: Hash([7; 32]) },
+        },
+        height,
+        coinbase: height > 0,
+    }
+}
+
+const PARAMS: &[u8] = b"test-params-v1";
+
+/// The genesis block and a first commit with two UTXOs and one application entry.
+fn genesis() -> (Hash, Block, Commit) {
+    let (gid, g) = block(0, Hash::ZERO, 0);
+    let first = Commit {
+        tip: gid,
+        tip_height: 0,
+        main_chain: vec![(0, gid)],
+        undo: vec![],
+        utxo_remove: vec![],
+        utxo_add: vec![(op(0), coin(50, 0)), (op(1), coin(25, 0))],
+        app: vec![(b"\x01name".to_vec(), Some(b"alice".to_vec()))],
+        utxo_count: 2,
+        total_value: 75,
+    };
+    (gid, g, first)
+}
+
+fn assert_same(a: &StoredState, b: &StoredState) {
+    assert_eq!(a.params, b.params);
+    assert_eq!(a.chain_id, b.chain_id);
+    assert_eq!(a.tip, b.tip);
+    assert_eq!(a.tip_height, b.tip_height);
+    assert_eq!(a.main_chain, b.main_chain);
+    let mut ha: Vec<_> = a.headers.iter().map(|h| h.encode()).collect();
+    let mut hb: Vec<_> = b.headers.iter().map(|h| h.encode()).collect();
+    ha.sort();
+    hb.sort();
+    assert_eq!(ha, hb);
+    assert_eq!(a.utxos, b.utxos);
+    assert_eq!(a.app, b.app);
+}
+
+fn utxo_map(s: &StoredState) -> std::collections::HashMap<OutPoint, Coin> {
+    s.utxos.iter().copied().collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The shared suite
+
+/// Runs the whole scenario on a store; `reopen` closes and reopens it (identity for memory).
+/// Returns every loaded state, so the engines can be compared step by step.
+fn suite<S: ChainStore>(mut s: S, reopen: impl Fn(S) -> S) -> Vec<StoredState> {
+    let mut states = Vec::new();
+
+    // Empty store.
+    assert!(s.load().unwrap().is_none());
+    assert_eq!(s.hash_at(0).unwrap(), None);
+    let (gid, g, first) = genesis();
+    assert_eq!(s.get_block(&gid).unwrap(), None);
+    assert!(matches!(s.commit(&first), Err(StoreError::Engine(_))), "commit before init must fail");
+    assert!(s.load().unwrap().is_none(), "a refused commit is not poisoning and writes nothing");
+
+    // Init.
+    s.init(PARAMS, &g, gid, &first).unwrap();
+    let st = s.load().unwrap().expect("initialised");
+    assert_eq!(st.params, PARAMS);
+    assert_eq!(st.chain_id, gid);
+    assert_eq!((st.tip, st.tip_height), (gid, 0));
+    assert_eq!(st.main_chain, vec![gid]);
+    assert_eq!(st.headers, vec![g.header]);
+    assert_eq!(utxo_map(&st).len(), 2);
+    assert_eq!(utxo_map(&st)[&op(0)], coin(50, 0));
+    assert_eq!(st.app, vec![(b"\x01name".to_vec(), b"alice".to_vec())]);
+    assert_eq!(s.get_block(&gid).unwrap(), Some(g.clone()));
+    assert_eq!(s.hash_at(0).unwrap(), Some(gid));
+    states.push(st);
+
+    // A second init fails and changes nothing.
+    assert!(matches!(s.init(PARAMS, &g, gid, &first), Err(StoreError::AlreadyInitialised)));
+    assert_same(&s.load().unwrap().unwrap(), &states[0]);
+
+    // Extend by two blocks.
+    let (b1, blk1) = block(1, gid, 1);
+    let (b2, blk2) = block(2, b1, 2);
+    s.put_block(&b1, &blk1).unwrap();
+    s.put_block(&b2, &blk2).unwrap();
+    let undo1 = BlockUndo {
+        spent: vec![(op(0), coin(50, 0))],
+        app: vec![(b"\x01name".to_vec(), Some(b"alice".to_vec()))],
+    };
+    s.commit(&Commit {
+        tip: b1,
+        tip_height: 1,
+        main_chain: vec![(1, b1)],
+        undo: vec![(b1, undo1.clone())],
+        utxo_remove: vec![op(0)],
+        utxo_add: vec![(op(2), coin(30, 1)), (op(3), coin(20, 1))],
+        app: vec![(b"\x01name".to_vec(), None), (b"\x01other".to_vec(), Some(b"x".to_vec()))],
+        utxo_count: 3,
+        total_value: 75,
+    })
+    .unwrap();
+    let st = s.load().unwrap().unwrap();
+    assert_eq!((st.tip, st.tip_height), (b1, 1));
+    assert_eq!(st.main_chain, vec![gid, b1]);
+    assert_eq!(st.headers.len(), 3, "every stored block's header, committed or not");
+    let u = utxo_map(&st);
+    assert!(!u.contains_key(&op(0)));
+    assert_eq!(u[&op(2)], coin(30, 1));
+    assert_eq!(u.len(), 3);
+    assert_eq!(st.app, vec![(b"\x01other".to_vec(), b"x".to_vec())]);
+    assert_eq!(s.get_undo(&b1).unwrap(), Some(undo1.clone()));
+    assert_eq!(s.get_undo(&b2).unwrap(), None);
+    assert_eq!(s.get_block(&b2).unwrap(), Some(blk2.clone()));
+    assert_eq!(s.hash_at(1).unwrap(), Some(b1));
+    states.push(st);
+
+    let undo2 = BlockUndo { spent: vec![(op(2), coin(30, 1))], app: vec![] };
+    s.commit(&Commit {
+        tip: b2,
+        tip_height: 2,
+        main_chain: vec![(2, b2)],
+        undo: vec![(b2, undo2.clone())],
+        utxo_remove: vec![op(2)],
+        utxo_add: vec![(op(4), coin(40, 2))],
+        app: vec![],
+        utxo_count: 3,
+        total_value: 85,
+    })
+    .unwrap();
+    let st = s.load().unwrap().unwrap();
+    assert_eq!(st.main_chain, vec![gid, b1, b2]);
+    states.push(st);
+
+    // Reopen: same state.
+    s = reopen(s);
+    let st = s.load().unwrap().unwrap();
+    assert_same(&st, states.last().unwrap());
+    assert_eq!(s.get_undo(&b2).unwrap(), Some(undo2.clone()));
+
+    // Reorganise to a side branch at height 1: entries above the new tip go.
+    let (c1, blkc1) = block(1, gid, 99);
+    s.put_block(&c1, &blkc1).unwrap();
+    s.commit(&Commit {
+        tip: c1,
+        tip_height: 1,
+        main_chain: vec![(1, c1)],
+        undo: vec![(c1, BlockUndo::default())],
+        // Disconnect b2 and b1 (restore op0, op2; drop their outputs), connect c1.
+        utxo_remove: vec![op(4), op(2), op(3)],
+        utxo_add: vec![(op(0), coin(50, 0)), (op(5), coin(1, 1))],
+        app: vec![(b"\x01other".to_vec(), None), (b"\x01name".to_vec(), Some(b"alice".to_vec()))],
+        utxo_count: 3,
+        total_value: 76,
+    })
+    .unwrap();
+    let st = s.load().unwrap().unwrap();
+    assert_eq!((st.tip, st.tip_height), (c1, 1));
+    assert_eq!(st.main_chain, vec![gid, c1]);
+    assert_eq!(s.hash_at(2).unwrap(), None);
+    assert_eq!(s.hash_at(1).unwrap(), Some(c1));
+    assert_eq!(st.headers.len(), 4);
+    let u = utxo_map(&st);
+    assert_eq!(u.keys().copied().collect::<std::collections::BTreeSet<_>>(), [op(0), op(1), op(5)].into());
+    assert_eq!(st.app, vec![(b"\x01name".to_vec(), b"alice".to_vec())]);
+    assert_eq!(s.get_undo(&b2).unwrap(), Some(undo2), "undo of disconnected blocks is kept");
+    states.push(st);
+
+    // Within one commit: removes come before adds, and a later write of a key wins.
+    s.commit(&Commit {
+        tip: c1,
+        tip_height: 1,
+        main_chain: vec![],
+        undo: vec![(c1, undo1.clone()), (c1, BlockUndo::default())],
+        utxo_remove: vec![op(5), op(1)],
+        utxo_add: vec![(op(5), coin(2, 1)), (op(6), coin(3, 1)), (op(6), coin(4, 1))],
+        app: vec![
+            (b"\x02k".to_vec(), Some(b"1".to_vec())),
+            (b"\x02k".to_vec(), Some(b"2".to_vec())),
+            (b"\x02gone".to_vec(), Some(b"1".to_vec())),
+            (b"\x02gone".to_vec(), None),
+        ],
+        utxo_count: 3,
+        total_value: 56,
+    })
+    .unwrap();
+    let st = s.load().unwrap().unwrap();
+    let u = utxo_map(&st);
+    assert_eq!(u.len(), 3);
+    assert_eq!(u[&op(5)], coin(2, 1));
+    assert_eq!(u[&op(6)], coin(4, 1));
+    assert!(!u.contains_key(&op(1)));
+    assert_eq!(st.app, vec![(b"\x01name".to_vec(), b"alice".to_vec()), (b"\x02k".to_vec(), b"2".to_vec())]);
+    assert_eq!(s.get_undo(&c1).unwrap(), Some(BlockUndo::default()));
+    states.push(st);
+
+    // An application key the engines cannot store is refused before anything is written, and
+    // does not poison the store.
+    for bad in [vec![], vec![1u8; 65536]] {
+        let r = s.commit(&Commit {
+            tip: gid,
+            tip_height: 0,
+            app: vec![(b"\x03ok".to_vec(), Some(vec![])), (bad, Some(b"v".to_vec()))],
+            ..Commit::default()
+        });
+        assert!(matches!(r, Err(StoreError::Engine(_))), "{r:?}");
+    }
+    assert_same(&s.load().unwrap().unwrap(), states.last().unwrap());
+
+    // Reopen again.
+    s = reopen(s);
+    assert_same(&s.load().unwrap().unwrap(), states.last().unwrap());
+    assert_eq!(s.get_block(&b1).unwrap(), Some(blk1));
+    states
+}
+
+fn reopen_disk(s: DiskStore) -> DiskStore {
+    let path = s.path().to_path_buf();
+    drop(s);
+    DiskStore::open(&path).unwrap()
+}
+
+#[test]
+fn suite_mem() {
+    suite(MemStore::new(), |s| s);
+}
+
+#[test]
+fn suite_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    suite(DiskStore::open(&dir.path().join("db")).unwrap(), reopen_disk);
+}
+
+#[test]
+fn engines_agree_step_by_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let mem = suite(MemStore::new(), |s| s);
+    let disk = suite(DiskStore::open(dir.path()).unwrap(), reopen_disk);
+    assert_eq!(mem.len(), disk.len());
+    for (m, d) in mem.iter().zip(&disk) {
+        assert_same(m, d);
+        // Same order, too, not just the same sets.
+        assert_eq!(m.utxos, d.utxos);
+        assert_eq!(m.headers, d.headers);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Memory-only
+
+#[test]
+fn mem_clone_is_a_snapshot() {
+    let mut s = MemStore::new();
+    let (gid, g, first) = genesis();
+    s.init(PARAMS, &g, gid, &first).unwrap();
+    let snap = s.clone();
+    s.commit(&Commit {
+        tip: gid,
+        utxo_remove: vec![op(1)],
+        utxo_count: 1,
+        total_value: 50,
+        ..Commit::default()
+    })
+    .unwrap();
+    assert_eq!(snap.load().unwrap().unwrap().utxos.len(), 2);
+    assert_eq!(s.load().unwrap().unwrap().utxos.len(), 1);
+}
+
+#[test]
+fn mem_corrupt_count_is_detected() {
+    let mut s = MemStore::new();
+    let (gid, g, first) = genesis();
+    s.init(PARAMS, &g, gid, &first).unwrap();
+    s.debug_set_utxo_count(3);
+    let e = s.load().unwrap_err();
+    assert!(matches!(&e, StoreError::Corrupt(m) if m.contains('2') && m.contains('3')), "{e}");
+}
+
+#[test]
+fn mem_failed_write_poisons() {
+    let mut s = MemStore::new();
+    let (gid, g, first) = genesis();
+    s.init(PARAMS, &g, gid, &first).unwrap();
+    s.inject_write_failure();
+    let (b1, blk1) = block(1, gid, 1);
+    assert!(matches!(s.put_block(&b1, &blk1), Err(StoreError::Engine(_))));
+    assert!(matches!(s.load(), Err(StoreError::Poisoned)));
+    assert!(matches!(s.get_block(&gid), Err(StoreError::Poisoned)));
+    assert!(matches!(s.hash_at(0), Err(StoreError::Poisoned)));
+    assert!(matches!(s.commit(&first), Err(StoreError::Poisoned)));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Disk-only: tamper with the documented format through fjall, with the store closed.
+
+fn with_keyspace(dir: &Path, name: &str, f: impl FnOnce(&fjall::Keyspace)) {
+    let db = fjall::Database::builder(dir).open().unwrap();
+    let ks = db.keyspace(name, fjall::KeyspaceCreateOptions::default).unwrap();
+    f(&ks);
+    db.persist(fjall::PersistMode::SyncAll).unwrap();
+}
+
+/// A closed disk store holding genesis and one block on top.
+fn disk_with_two_blocks(dir: &Path) -> (Hash, Hash) {
+    let mut s = DiskStore::open(dir).unwrap();
+    let (gid, g, first) = genesis();
+    s.init(PARAMS, &g, gid, &first).unwrap();
+    let (b1, blk1) = block(1, gid, 1);
+    s.put_block(&b1, &blk1).unwrap();
+    s.commit(&Commit {
+        tip: b1,
+        tip_height: 1,
+        main_chain: vec![(1, b1)],
+        utxo_add: vec![(op(2), coin(5, 1))],
+        utxo_count: 3,
+        total_value: 80,
+        ..Commit::default()
+    })
+    .unwrap();
+    assert!(s.load().unwrap().is_some());
+    (gid, b1)
+}
+
+fn corrupt_message(dir: &Path) -> String {
+    match DiskStore::open(dir).unwrap().load() {
+        Err(StoreError::Corrupt(m)) => m,
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+}
+
+#[test]
+fn disk_wrong_utxo_count_is_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    disk_with_two_blocks(dir.path());
+    with_keyspace(dir.path(), "meta", |m| m.insert("utxo_count", 7u64.to_le_bytes()).unwrap());
+    let m = corrupt_message(dir.path());
+    assert!(m.contains('3') && m.contains('7'), "{m}");
+}
+
+#[test]
+fn disk_wrong_total_value_is_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    disk_with_two_blocks(dir.path());
+    with_keyspace(dir.path(), "meta", |m| m.insert("total_value", 81u128.to_le_bytes()).unwrap());
+    let m = corrupt_message(dir.path());
+    assert!(m.contains("80") && m.contains("81"), "{m}");
+}
+
+#[test]
+fn disk_missing_height_is_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    disk_with_two_blocks(dir.path());
+    with_keyspace(dir.path(), "heights", |h| h.remove(0u64.to_be_bytes()).unwrap());
+    let m = corrupt_message(dir.path());
+    assert!(m.contains("height 0"), "{m}");
+}
+
+#[test]
+fn disk_tip_mismatch_is_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    let (gid, _) = disk_with_two_blocks(dir.path());
+    with_keyspace(dir.path(), "heights", |h| h.insert(1u64.to_be_bytes(), gid.0).unwrap());
+    let m = corrupt_message(dir.path());
+    assert!(m.contains("tip height 1"), "{m}");
+}
+
+#[test]
+fn disk_bad_bytes_are_corrupt_not_panics() {
+    let dir = tempfile::tempdir().unwrap();
+    let (gid, b1) = disk_with_two_blocks(dir.path());
+    // A coin with an invalid coinbase flag.
+    let mut bad = coin(5, 1).encode();
+    *bad.last_mut().unwrap() = 9;
+    with_keyspace(dir.path(), "utxos", |u| u.insert(op(2).encode(), bad).unwrap());
+    assert!(corrupt_message(dir.path()).contains("utxos"));
+
+    let dir = tempfile::tempdir().unwrap();
+    disk_with_two_blocks(dir.path());
+    with_keyspace(dir.path(), "headers", |h| h.insert(gid.0, &b"short"[..]).unwrap());
+    assert!(corrupt_message(dir.path()).contains("headers"));
+
+    let dir = tempfile::tempdir().unwrap();
+    disk_with_two_blocks(dir.path());
+    with_keyspace(dir.path(), "meta", |m| m.insert("tip_height", &b"\x01"[..]).unwrap());
+    assert!(corrupt_message(dir.path()).contains("tip_height"));
+
+    let dir = tempfile::tempdir().unwrap();
+    disk_with_two_blocks(dir.path());
+    with_keyspace(dir.path(), "blocks", |b| b.insert(b1.0, &b"\x00\x01"[..]).unwrap());
+    with_keyspace(dir.path(), "undo", |u| u.insert(b1.0, &b"\xff"[..]).unwrap());
+    let s = DiskStore::open(dir.path()).unwrap();
+    assert!(matches!(s.get_block(&b1), Err(StoreError::Corrupt(_))));
+    assert!(matches!(s.get_undo(&b1), Err(StoreError::Corrupt(_))));
+    assert!(s.load().is_ok(), "load reads headers, not blocks");
+}
+
+#[test]
+fn disk_other_format_version_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    disk_with_two_blocks(dir.path());
+    with_keyspace(dir.path(), "meta", |m| {
+        assert_eq!(&*m.get("format_version").unwrap().unwrap(), FORMAT_VERSION.to_le_bytes());
+        m.insert("format_version", 2u32.to_le_bytes()).unwrap();
+    });
+    match DiskStore::open(dir.path()) {
+        Err(StoreError::Version { found: 2 }) => {}
+        other => panic!("expected Version, got {other:?}"),
+    }
+}
+
+#[test]
+fn disk_creates_missing_directories() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = DiskStore::open(&dir.path().join("a/b/c")).unwrap();
+    assert!(s.load().unwrap().is_none());
+}
+
+#[test]
+fn disk_is_locked_while_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let _s = DiskStore::open(dir.path()).unwrap();
+    assert!(matches!(DiskStore::open(dir.path()), Err(StoreError::Engine(_))));
+}
+
+/// A process that dies without dropping the store (no destructor, no final persist) loses
+/// nothing it committed. The test re-runs its own binary as the child that dies.
+#[test]
+fn disk_commit_survives_process_death() {
+    const CHILD: &str = "SCALECHAIN_STORE_TEST_CRASH_DIR";
+    let (gid, g, first) = genesis();
+    let (b1, blk1) = block(1, gid, 1);
+    let (b2, blk2) = block(2, b1, 2);
+    if let Some(dir) = std::env::var_os(CHILD) {
+        let mut s = DiskStore::open(Path::new(&dir)).unwrap();
+        s.init(PARAMS, &g, gid, &first).unwrap();
+        s.put_block(&b1, &blk1).unwrap();
+        s.commit(&Commit { tip: b1, tip_height: 1, main_chain: vec![(1, b1)], ..first.clone() }).unwrap();
+        s.put_block(&b2, &blk2).unwrap();
+        // Exits without running destructors: the store is never dropped.
+        std::process::exit(42);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "disk_commit_survives_process_death", "--test-threads=1", "--nocapture"])
+        .env(CHILD, dir.path())
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(42), "the child must reach its exit");
+    let s = DiskStore::open(dir.path()).unwrap();
+    let st = s.load().unwrap().unwrap();
+    assert_eq!((st.tip, st.tip_height), (b1, 1));
+    assert_eq!(st.main_chain, vec![gid, b1]);
+    assert_eq!(st.utxos.len(), 2);
+    // The block written after the last commit reached the OS, so a process death keeps it (a
+    // power loss might not).
+    assert_eq!(s.get_block(&b2).unwrap(), Some(blk2));
+}
+
+/// Reopen with a few thousand UTXOs; prints the timing (`--nocapture` to see it).
+#[test]
+fn disk_reopen_with_many_utxos() {
+    const N: u32 = 5000;
+    let dir = tempfile::tempdir().unwrap();
+    let (gid, g, mut first) = genesis();
+    first.utxo_add = (0..N).map(|i| (op(i), coin(u64::from(i) + 1, 0))).collect();
+    first.utxo_count = u64::from(N);
+    first.total_value = (1..=u128::from(N)).sum();
+    {
+        let mut s = DiskStore::open(dir.path()).unwrap();
+        let t = Instant::now();
+        s.init(PARAMS, &g, gid, &first).unwrap();
+        eprintln!("init with {N} UTXOs: {:?}", t.elapsed());
+        // A few blocks on top, each spending one and adding one.
+        let mut prev = gid;
+        for h in 1..=20u64 {
+            let (id, b) = block(h, prev, h);
+            s.put_block(&id, &b).unwrap();
+            let t = Instant::now();
+            s.commit(&Commit {
+                tip: id,
+                tip_height: h,
+                main_chain: vec![(h, id)],
+                undo: vec![(id, BlockUndo { spent: vec![(op(h as u32), coin(h + 1, 0))], app: vec![] })],
+                utxo_remove: vec![op(h as u32)],
+                utxo_add: vec![(op(N + h as u32), coin(h + 1, h))],
+                utxo_count: u64::from(N),
+                total_value: first.total_value,
+                ..Commit::default()
+            })
+            .unwrap();
+            if h == 20 {
+                eprintln!("one synced commit: {:?}", t.elapsed());
+            }
+            prev = id;
+        }
+    }
+    let t = Instant::now();
+    let s = DiskStore::open(dir.path()).unwrap();
+    let opened = t.elapsed();
+    let st = s.load().unwrap().unwrap();
+    let total = t.elapsed();
+    eprintln!("reopen with {N} UTXOs: open {opened:?}, open + load {total:?}");
+    assert_eq!(st.utxos.len(), N as usize);
+    assert_eq!(st.tip_height, 20);
+    assert_eq!(st.main_chain.len(), 21);
+}

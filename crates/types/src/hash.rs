@@ -1,0 +1,226 @@
+//! 32-byte digests and the chain's pluggable hash function.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use sha2::Digest;
+
+/// A 32-byte digest. Displayed and parsed as lowercase hex of the bytes in their natural order.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Hash(pub [u8; 32]);
+
+impl Hash {
+    /// The all-zero hash (the genesis block's `prev_hash`).
+    pub const ZERO: Hash = Hash([0; 32]);
+
+    /// The digest bytes.
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    /// The first eight hex digits, for logs and pictures.
+    pub fn short(&self) -> String {
+        hex::encode(&self.0[..4])
+    }
+}
+
+impl fmt::Display for Hash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&hex::encode(self.0))
+    }
+}
+
+impl fmt::Debug for Hash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Hash({self})")
+    }
+}
+
+/// Why a string is not a hash.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("expected 64 lowercase hex digits, got {0:?}")]
+pub struct ParseHashError(pub String);
+
+impl FromStr for Hash {
+    type Err = ParseHashError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let mut out = [0u8; 32];
+        if s.len() != 64 || s.bytes().any(|b| b.is_ascii_uppercase()) {
+            return Err(ParseHashError(truncate(s)));
+        }
+        hex::decode_to_slice(s, &mut out).map_err(|_| ParseHashError(truncate(s)))?;
+        Ok(Hash(out))
+    }
+}
+
+fn truncate(s: &str) -> String {
+    s.chars().take(80).collect()
+}
+
+impl Serialize for Hash {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for Hash {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// The chain's hash function, fixed at genesis. All three produce 32-byte digests.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HashKind {
+    /// SHA-256 (FIPS 180-4). Uses SHA-NI where the CPU has it.
+    #[default]
+    Sha256,
+    /// SHA-512/256 (FIPS 180-4 §5.3.6: SHA-512 with its own IV, truncated to 256 bits).
+    Sha512_256,
+    /// BLAKE3 with its default 32-byte output.
+    Blake3,
+}
+
+impl HashKind {
+    /// Every hash function, in encoding order.
+    pub const ALL: [HashKind; 3] = [HashKind::Sha256, HashKind::Sha512_256, HashKind::Blake3];
+
+    /// The byte that encodes this function in chain parameters.
+    pub fn code(self) -> u8 {
+        match self {
+            HashKind::Sha256 => 0,
+            HashKind::Sha512_256 => 1,
+            HashKind::Blake3 => 2,
+        }
+    }
+
+    /// The function a parameter byte names, if any.
+    pub fn from_code(code: u8) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.code() == code)
+    }
+
+    /// The name used on the command line and in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            HashKind::Sha256 => "sha256",
+            HashKind::Sha512_256 => "sha512_256",
+            HashKind::Blake3 => "blake3",
+        }
+    }
+
+    /// Hashes one byte string.
+    pub fn hash(self, data: &[u8]) -> Hash {
+        let mut h = self.hasher();
+        h.update(data);
+        h.finish()
+    }
+
+    /// Hashes the concatenation of several byte strings.
+    pub fn hash_parts(self, parts: &[&[u8]]) -> Hash {
+        let mut h = self.hasher();
+        for p in parts {
+            h.update(p);
+        }
+        h.finish()
+    }
+
+    /// An incremental hasher.
+    pub fn hasher(self) -> Hasher {
+        match self {
+            HashKind::Sha256 => Hasher::Sha256(sha2::Sha256::new()),
+            HashKind::Sha512_256 => Hasher::Sha512_256(sha2::Sha512_256::new()),
+            HashKind::Blake3 => Hasher::Blake3(Box::new(blake3::Hasher::new())),
+        }
+    }
+}
+
+impl fmt::Display for HashKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for HashKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| format!("unknown hash function {s:?} (expected sha256, sha512_256 or blake3)"))
+    }
+}
+
+/// An incremental hasher for one of the chain's hash functions.
+#[derive(Clone)]
+pub enum Hasher {
+    /// SHA-256.
+    Sha256(sha2::Sha256),
+    /// SHA-512/256.
+    Sha512_256(sha2::Sha512_256),
+    /// BLAKE3 (boxed: its state is large).
+    Blake3(Box<blake3::Hasher>),
+}
+
+impl Hasher {
+    /// Feeds bytes.
+    pub fn update(&mut self, data: &[u8]) {
+        match self {
+            Hasher::Sha256(h) => h.update(data),
+            Hasher::Sha512_256(h) => h.update(data),
+            Hasher::Blake3(h) => {
+                h.update(data);
+            }
+        }
+    }
+
+    /// The digest of everything fed so far.
+    pub fn finish(self) -> Hash {
+        match self {
+            Hasher::Sha256(h) => Hash(h.finalize().into()),
+            Hasher::Sha512_256(h) => Hash(h.finalize().into()),
+            Hasher::Blake3(h) => Hash(*h.finalize().as_bytes()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_round_trip_and_rejects_uppercase() {
+        let h = HashKind::Sha256.hash(b"abc");
+        assert_eq!(h.to_string(), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        assert_eq!(h.to_string().parse::<Hash>(), Ok(h));
+        assert!(h.to_string().to_uppercase().parse::<Hash>().is_err());
+        assert!("abc".parse::<Hash>().is_err());
+    }
+
+    #[test]
+    fn fips_180_4_sha512_256_examples() {
+        // FIPS 180-4 example values (NIST CSRC "SHA512_256.pdf"): "abc" and the two-block message.
+        assert_eq!(
+            HashKind::Sha512_256.hash(b"abc").to_string(),
+            "53048e2681941ef99b2e29b76b4c7dabe4c2d0c634fc6d46e0e2f13107e7af23"
+        );
+        assert_eq!(
+            HashKind::Sha512_256
+                .hash(b"abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu")
+                .to_string(),
+            "3928e184fb8690f840da3988121d31be65cb9d3ef83ee6146feac861e19b563a"
+        );
+    }
+
+    #[test]
+    fn parts_equal_concatenation() {
+        for k in HashKind::ALL {
+            assert_eq!(k.hash_parts(&[b"ab", b"", b"c"]), k.hash(b"abc"));
+            assert_eq!(k.name().parse::<HashKind>(), Ok(k));
+            assert_eq!(HashKind::from_code(k.code()), Some(k));
+        }
+        assert!(HashKind::from_code(3).is_none());
+    }
+}
