@@ -21,6 +21,7 @@ pub mod app;
 pub mod check;
 pub mod connect;
 pub mod error;
+pub mod fuzz;
 pub mod params;
 pub mod pow;
 pub mod tree;
