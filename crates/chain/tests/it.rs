@@ -630,3 +630,22 @@ fn a_replayed_input_less_transaction_cannot_overwrite_an_unspent_output() {
     t.reseal(&mut b);
     t.reject(b, |e| matches!(tx_rule(e), Some(TxRule::OverwritesUnspent { output: 0, .. })));
 }
+
+#[test]
+fn header_context_refuses_a_prev_hash_that_is_not_the_parent() {
+    // Through accept_block an unknown prev_hash makes an orphan; the stage itself must still
+    // refuse a header checked against the wrong parent.
+    let mut t = setup();
+    t.extend(1, 1);
+    let b = t.next(1);
+    let genesis = t.chain.block_at(0).unwrap().unwrap().header;
+    let tree = t.chain.tree();
+    let r = scalechain_consensus::check::check_header_context(
+        &t.p,
+        &b.header,
+        &genesis,
+        &tree.branch(tree.genesis()),
+        NOW,
+    );
+    assert!(matches!(r, Err(BlockError::BadPrev { .. })), "{r:?}");
+}
