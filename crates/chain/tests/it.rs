@@ -402,6 +402,73 @@ fn limits() {
     t.reject(b, |e| matches!(tx_rule(e), Some(TxRule::DataTooLarge { size: 16, max: 10 })));
 }
 
+#[test]
+fn transaction_size_and_input_limits() {
+    let mut p = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
+    p.max_tx_inputs = 2;
+    p.max_tx_bytes = 1_000;
+    p.max_tx_data = 4_000;
+    let mut t = setup_with(p, Apps::none());
+    let mut b = t.next(1);
+    let i = b.txs[1].inputs[0];
+    b.txs[1].inputs = vec![i; 3];
+    t.reseal(&mut b);
+    t.reject(b, |e| matches!(tx_rule(e), Some(TxRule::TooManyInputs { count: 3, max: 2 })));
+    let mut b = t.next(1);
+    b.txs[1].data = vec![7; 1_000];
+    t.resign(&mut b, 1);
+    t.reseal(&mut b);
+    let size = b.txs[1].encoded_len() as u64;
+    t.reject(b, |e| {
+        e.tx_rule().map(|r| r.rule()) == Some("tx-too-large")
+            && matches!(tx_rule(e), Some(TxRule::TooLarge { size: s, max: 1_000 }) if *s == size)
+    });
+}
+
+#[test]
+fn block_size_limit() {
+    let mut p = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
+    p.max_block_bytes = 100_000;
+    p.max_tx_bytes = 40_000;
+    p.max_tx_data = 30_000;
+    let mut t = setup_with(p, Apps::none());
+    let mut b = t.next(4);
+    for i in 1..=4 {
+        b.txs[i].data = vec![i as u8; 26_000];
+        t.resign(&mut b, i);
+    }
+    t.reseal(&mut b);
+    let size = b.encoded_len() as u64;
+    assert!(size > 100_000);
+    t.reject(b, |e| matches!(e, BlockError::TooLarge { size: s, max: 100_000 } if *s == size));
+    // Three of them fit.
+    let mut b = t.next(3);
+    for i in 1..=3 {
+        b.txs[i].data = vec![i as u8; 26_000];
+        t.resign(&mut b, i);
+    }
+    t.reseal(&mut b);
+    assert!(matches!(t.chain.accept_block(b, NOW).unwrap(), Accepted::Connected(_)));
+}
+
+#[test]
+fn input_scheme_not_allowed_and_unsupported_header_version() {
+    let mut t = setup();
+    let mut b = t.next(2);
+    let foreign = SecretKey::from_seed(Scheme::Secp256k1, [5; 32]);
+    b.txs[1].inputs[0].witness.pubkey = foreign.public();
+    t.reseal(&mut b);
+    t.reject(b, |e| {
+        matches!(tx_rule(e), Some(TxRule::InputSchemeNotAllowed { input: 0, scheme: Scheme::Secp256k1 }))
+    });
+    let mut b = t.next(2);
+    b.header.version = 2;
+    t.reseal(&mut b);
+    t.reject(b, |e| {
+        matches!(e, BlockError::UnsupportedVersion(2)) && e.rule() == "unsupported-header-version"
+    });
+}
+
 /// Builds `n` blocks on `parent_height` of the main chain using a fork of the generator.
 fn branch(t: &T, gen: &mut Generator, parent: &Block, n: usize, m: usize, spacing: u64) -> Vec<Block> {
     let mut out: Vec<Block> = Vec::new();

@@ -1,0 +1,112 @@
+//! `connect_block` against hand-built UTXO views: the overflow rules that no chain whose
+//! parameters pass `Params::validate` can reach (its total supply stays below 2^53), so they are
+//! exercised here with coins that could only exist in a corrupted or foreign UTXO set.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+
+use scalechain_consensus::connect::ConnectCtx;
+use scalechain_consensus::params::SigMode;
+use scalechain_consensus::{connect_block, Apps, BlockError, Coin, Params, TxRule, UtxoSet, VerifyConfig};
+use scalechain_types::keys::sighash;
+use scalechain_types::{
+    Amount, Block, Hash, HashKind, Header, Lock, OutPoint, Scheme, SecretKey, Target, Tx, TxIn, TxKind,
+    TxOut, Witness,
+};
+
+struct Fixture {
+    p: Params,
+    chain_id: Hash,
+    key: SecretKey,
+    utxos: UtxoSet,
+}
+
+fn outpoint(i: usize) -> OutPoint {
+    OutPoint { txid: Hash([i as u8 + 1; 32]), index: 0 }
+}
+
+fn self_out(p: &Params, key: &SecretKey, value: u64) -> TxOut {
+    TxOut {
+        value: Amount::new(value).unwrap(),
+        lock: Lock { scheme: Scheme::Ed25519, pubkey_hash: key.public().hash(p.hash) },
+    }
+}
+
+impl Fixture {
+    /// A UTXO set holding one coin per value, all locked to one Ed25519 key.
+    fn new(values: &[u64]) -> Fixture {
+        let p = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
+        let key = SecretKey::from_seed(Scheme::Ed25519, [3; 32]);
+        let mut utxos = UtxoSet::new();
+        for (i, &v) in values.iter().enumerate() {
+            utxos.insert(outpoint(i), Coin { out: self_out(&p, &key, v), height: 0, coinbase: false });
+        }
+        Fixture { chain_id: Hash([9; 32]), p, key, utxos }
+    }
+
+    /// A signed transfer spending the coins at positions `spend` of the fixture's values.
+    fn transfer(&self, spend: &[usize], out: u64) -> Tx {
+        let witness = Witness { pubkey: self.key.public(), signature: [0; 64] };
+        let inputs = spend.iter().map(|&i| TxIn { prev: outpoint(i), witness }).collect();
+        let mut tx = Tx {
+            version: 1,
+            kind: TxKind::TRANSFER,
+            inputs,
+            outputs: vec![self_out(&self.p, &self.key, out)],
+            data: vec![],
+        };
+        let msg = sighash(self.p.hash, &self.chain_id, &tx.txid(self.p.hash));
+        for input in &mut tx.inputs {
+            input.witness.signature = self.key.sign(&msg);
+        }
+        tx
+    }
+
+    /// Connects a block of `txs` (after a coinbase) and checks the view was not touched.
+    fn connect(&self, txs: Vec<Tx>) -> Result<(), BlockError> {
+        let header = Header {
+            version: 1,
+            height: 100,
+            prev_hash: Hash::ZERO,
+            merkle_root: Hash::ZERO,
+            time: 0,
+            target: Target(Hash([0xff; 32])),
+            nonce: 0,
+        };
+        let mut block = Block { header, txs };
+        block.txs.insert(0, Tx::coinbase(100, vec![self_out(&self.p, &self.key, 1)]));
+        block.header.merkle_root = block.compute_merkle_root(self.p.hash);
+        let txids: Vec<Hash> = block.txs.iter().map(|t| t.txid(self.p.hash)).collect();
+        let (apps, verify) = (Apps::none(), VerifyConfig::parallel([1; 32]));
+        let ctx = ConnectCtx { params: &self.p, chain_id: &self.chain_id, apps: &apps, verify: &verify };
+        let before = self.utxos.clone();
+        let res = connect_block(&ctx, &block, &txids, &self.utxos, &BTreeMap::new()).map(|_| ());
+        assert_eq!(self.utxos, before, "connect_block must not mutate the view");
+        res
+    }
+}
+
+#[test]
+fn a_valid_block_over_the_fixture_connects() {
+    let f = Fixture::new(&[1_000, 2_000]);
+    f.connect(vec![f.transfer(&[0, 1], 2_500)]).unwrap();
+}
+
+#[test]
+fn input_values_that_overflow_are_refused() {
+    let f = Fixture::new(&[Amount::MAX.get(), 1]);
+    match f.connect(vec![f.transfer(&[0, 1], 10)]).unwrap_err() {
+        BlockError::Tx { index: 1, error: TxRule::InputOverflow { input: 1 }, .. } => {}
+        e => panic!("expected input-overflow at tx 1 input 1, got {e}"),
+    }
+}
+
+#[test]
+fn fees_that_overflow_are_refused() {
+    let max = Amount::MAX.get();
+    // Each transaction alone is fine (fee MAX − 1); their fees together pass 2^53 − 1.
+    let f = Fixture::new(&[max, max]);
+    let e = f.connect(vec![f.transfer(&[0], 1), f.transfer(&[1], 1)]).unwrap_err();
+    assert!(matches!(e, BlockError::FeeOverflow), "expected fee-overflow, got {e}");
+    assert_eq!(e.rule(), "fee-overflow");
+}
