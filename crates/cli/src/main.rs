@@ -53,6 +53,36 @@ enum Cmd {
         #[command(subcommand)]
         cmd: ChainCmd,
     },
+    /// Rerun a seed experiment on this machine: writes DIR/<experiment>.csv, DIR/<experiment>.svg
+    /// and appends a section to DIR/report.md (see docs/STUDY.md).
+    Study {
+        /// tx-throughput, block-validation, speedup, hash, components, utxo-memory, or all.
+        experiment: String,
+        /// Output directory.
+        #[arg(long, default_value = "study")]
+        out: PathBuf,
+        /// Small sizes and few runs (seconds; for smoke tests).
+        #[arg(long)]
+        quick: bool,
+        /// Threads for parallel modes (default: all cores; for `speedup`, the largest count).
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Largest n is 2^max-log2.
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(0..=22))]
+        max_log2: u32,
+        /// Runs per point, median reported (default 10, or 3 with --quick).
+        #[arg(long)]
+        runs: Option<usize>,
+        /// Workload seed.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+    /// Internal: one hash-study run in its own process (prints seconds and peak KiB).
+    #[command(hide = true)]
+    StudyHashWorker {
+        /// ALG BYTES THREADS COUNT.
+        args: Vec<String>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -165,6 +195,16 @@ fn main() -> ExitCode {
                 export(&data_dir, format, from, to, output)
             }
             ChainCmd::Import { data_dir, file } => import(&data_dir, &file),
+        },
+        Cmd::Study { experiment, out, quick, threads, max_log2, runs, seed } => {
+            study(&experiment, out, quick, threads, max_log2, runs, seed)
+        }
+        Cmd::StudyHashWorker { args } => match scalechain_study::exp::hash::worker_main(&args) {
+            Ok(line) => {
+                println!("{line}");
+                Ok(())
+            }
+            Err(e) => Err(Fail(2, e)),
         },
     };
     match r {
@@ -344,5 +384,40 @@ fn import(dir: &Path, file: &Path) -> Result<(), Fail> {
         chain.tip(),
         chain.tip_height()
     );
+    Ok(())
+}
+
+fn study(
+    experiment: &str,
+    out: PathBuf,
+    quick: bool,
+    threads: Option<usize>,
+    max_log2: u32,
+    runs: Option<usize>,
+    seed: u64,
+) -> Result<(), Fail> {
+    use scalechain_study::{Experiment, Opts};
+    let list: Vec<Experiment> = if experiment == "all" {
+        Experiment::ALL.to_vec()
+    } else {
+        vec![experiment.parse().map_err(|e: String| Fail(2, e))?]
+    };
+    if threads == Some(0) || runs == Some(0) {
+        return Err(Fail(2, "--threads and --runs must be at least 1".into()));
+    }
+    let worker = std::env::current_exe().ok();
+    for exp in list {
+        let opts = Opts { out: out.clone(), quick, threads, max_log2, runs, seed, worker: worker.clone() };
+        let t = Instant::now();
+        let table = scalechain_study::run(exp, opts).map_err(|e| Fail(1, format!("{}: {e}", exp.name())))?;
+        println!(
+            "{}: {} rows in {:.1} s -> {}",
+            exp.name(),
+            table.rows.len(),
+            t.elapsed().as_secs_f64(),
+            out.join(format!("{}.csv", exp.name())).display()
+        );
+    }
+    println!("report: {}", out.join("report.md").display());
     Ok(())
 }

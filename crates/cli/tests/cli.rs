@@ -227,3 +227,49 @@ fn sigkill_during_import_recovers_and_resumes() {
         assert_eq!(want[k], got[k], "{k}");
     }
 }
+
+/// `scalechain study all --quick` runs every experiment end to end in seconds and writes, for
+/// each, a CSV with the documented columns, an SVG and a report section; a native-build rerun
+/// merges into the same files. Bad arguments are refused.
+#[test]
+fn study_quick_smoke() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("study");
+    let o = bin()
+        .args(["study", "all", "--quick", "--max-log2", "6", "--runs", "1", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    for (exp, header) in [
+        ("tx-throughput", "n,mode,threads,build,median_s,tx_per_s,runs,commit,seed"),
+        ("block-validation", "n,mode,threads,build,fork_s,merkle_s,tx_verify_s,total_s,bound_s"),
+        ("speedup", "task,n,threads,build,median_s,speedup,amdahl,parallel_fraction"),
+        ("hash", "algorithm,bytes,threads,build,impl,hashes_per_s,mb_per_s,peak_rss_kib"),
+        ("components", "component,ns,iterations,build"),
+        ("utxo-memory", "structure,outputs,build,rss_bytes_per_output,heap_bytes_per_output"),
+    ] {
+        let csv = std::fs::read_to_string(out.join(format!("{exp}.csv"))).unwrap();
+        assert!(csv.starts_with(header), "{exp}: {}", csv.lines().next().unwrap_or(""));
+        assert!(csv.lines().count() > 1, "{exp} has no rows");
+        let svg = std::fs::read_to_string(out.join(format!("{exp}.svg"))).unwrap();
+        assert!(svg.starts_with("<svg") && svg.contains("<polyline"), "{exp}.svg");
+        assert!(report.contains(&format!("## `{exp}` (quick)")), "{exp} section missing");
+    }
+    // tx-throughput: every mode at every n, and positive rates.
+    let csv = std::fs::read_to_string(out.join("tx-throughput.csv")).unwrap();
+    for mode in ["sequential", "batch", "parallel", "bound", "bound_single"] {
+        assert_eq!(csv.lines().filter(|l| l.split(',').nth(1) == Some(mode)).count(), 7, "{mode}");
+    }
+    assert!(csv.lines().skip(1).all(|l| l
+        .split(',')
+        .nth(5)
+        .and_then(|r| r.parse::<f64>().ok())
+        .is_some_and(|r| r > 0.0)));
+    // The seed's figures stand beside ours.
+    assert!(report.contains("Beside seed 000 Table 5.1") && report.contains("Seed 004"));
+    let o = bin().args(["study", "nonsense", "--out"]).arg(&out).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown experiment"));
+}

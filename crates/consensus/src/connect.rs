@@ -15,7 +15,8 @@ use rayon::prelude::*;
 
 use scalechain_types::codec::{put_count, put_var_bytes, Decode, DecodeError, Encode, Reader};
 use scalechain_types::keys::sighash;
-use scalechain_types::{Amount, Block, Hash, OutPoint, Tx, TxKind};
+use scalechain_types::profile;
+use scalechain_types::{Amount, Block, Hash, OutPoint, Tx, TxIn, TxKind};
 
 use crate::app::{AppContext, AppOverlay, AppStateView, Apps};
 use crate::error::{BlockError, TxRule};
@@ -170,6 +171,7 @@ pub fn connect_block(
     view: &(dyn UtxoView + Sync),
     app_state: &(dyn AppStateView + Sync),
 ) -> Result<BlockDiff, BlockError> {
+    let _s = profile::span("connect.block");
     let jobs = sig_jobs(ctx, block, txids);
     let (contextual, sigs) = if ctx.verify.mode == VerifyMode::Parallel {
         rayon::join(|| contextual(ctx, block, txids, view, app_state), || verify_jobs(ctx.verify, &jobs))
@@ -184,6 +186,30 @@ pub fn connect_block(
     Ok(diff)
 }
 
+/// The rules between one input and the coin it spends: maturity at `height`, the witness's
+/// scheme against the lock's, and `H(pubkey)` against the lock's hash.
+pub fn check_spend(p: &Params, height: u64, ii: usize, input: &TxIn, coin: &Coin) -> Result<(), TxRule> {
+    if coin.coinbase {
+        let mature = coin.height.saturating_add(p.coinbase_maturity);
+        if height < mature {
+            return Err(TxRule::ImmatureCoinbase {
+                input: ii,
+                prev: input.prev,
+                created: coin.height,
+                mature,
+            });
+        }
+    }
+    let key = &input.witness.pubkey;
+    if key.scheme() != coin.out.lock.scheme {
+        return Err(TxRule::SchemeMismatch { input: ii, expected: coin.out.lock.scheme, got: key.scheme() });
+    }
+    if key.hash(p.hash) != coin.out.lock.pubkey_hash {
+        return Err(TxRule::WrongKey { input: ii });
+    }
+    Ok(())
+}
+
 fn contextual(
     ctx: &ConnectCtx<'_>,
     block: &Block,
@@ -191,6 +217,7 @@ fn contextual(
     view: &dyn UtxoView,
     app_state: &dyn AppStateView,
 ) -> Result<BlockDiff, BlockError> {
+    let _s = profile::span("connect.contextual");
     let p = ctx.params;
     let height = block.header.height;
     let position: HashMap<Hash, usize> = txids.iter().enumerate().map(|(i, t)| (*t, i)).collect();
@@ -220,28 +247,7 @@ fn contextual(
                 }));
             };
             spent_by.insert(prev, ti);
-            if coin.coinbase {
-                let mature = coin.height.saturating_add(p.coinbase_maturity);
-                if height < mature {
-                    return Err(err(TxRule::ImmatureCoinbase {
-                        input: ii,
-                        prev,
-                        created: coin.height,
-                        mature,
-                    }));
-                }
-            }
-            let key = &input.witness.pubkey;
-            if key.scheme() != coin.out.lock.scheme {
-                return Err(err(TxRule::SchemeMismatch {
-                    input: ii,
-                    expected: coin.out.lock.scheme,
-                    got: key.scheme(),
-                }));
-            }
-            if key.hash(p.hash) != coin.out.lock.pubkey_hash {
-                return Err(err(TxRule::WrongKey { input: ii }));
-            }
+            check_spend(p, height, ii, input, &coin).map_err(err)?;
             in_sum =
                 in_sum.checked_add(coin.out.value).map_err(|_| err(TxRule::InputOverflow { input: ii }))?;
         }

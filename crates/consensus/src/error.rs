@@ -189,6 +189,9 @@ pub enum TxRule {
     /// The application module rejected the transaction.
     #[error("{0}")]
     App(AppError),
+    /// A coinbase offered outside a block (to the mempool or to `verify_txs`).
+    #[error("a coinbase is only valid as the first transaction of a block")]
+    LooseCoinbase,
 }
 
 impl TxRule {
@@ -220,6 +223,7 @@ impl TxRule {
             TxRule::OutputsExceedInputs { .. } => "outputs-exceed-inputs",
             TxRule::OverwritesUnspent { .. } => "overwrites-unspent",
             TxRule::App(e) => e.rule,
+            TxRule::LooseCoinbase => "loose-coinbase",
         }
     }
 }

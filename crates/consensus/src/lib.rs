@@ -25,6 +25,7 @@ pub mod fuzz;
 pub mod params;
 pub mod pow;
 pub mod tree;
+pub mod txverify;
 pub mod utxo;
 pub mod verify;
 
@@ -33,5 +34,6 @@ pub use connect::{connect_block, disconnect_block, BlockDiff, BlockUndo};
 pub use error::{BlockError, BlockRejection, TxRule};
 pub use params::{genesis_block, Params, SigMode};
 pub use tree::{BlockTree, TreeError};
+pub use txverify::{verify_txs, TxEnv, TxVerdict};
 pub use utxo::{Coin, UtxoSet, UtxoView};
 pub use verify::{VerifyConfig, VerifyMode};

@@ -19,6 +19,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use scalechain_types::keys::{self, Ed25519Item};
+use scalechain_types::profile;
 use scalechain_types::{Hash, HashKind, PubKey, Scheme, SigError, Signature};
 
 /// How signatures are verified.
@@ -98,6 +99,14 @@ fn chunk_rng(seed: &[u8; 32], chunk: usize) -> ChaCha20Rng {
 /// Verifies a batch of Ed25519 jobs (`idx` are indices into `jobs`); on failure returns the
 /// lowest failing index, found by single verification.
 fn ed_batch(jobs: &[SigJob], idx: &[usize], seed: &[u8; 32], chunk: usize) -> Option<JobFailure> {
+    if batch_ok(jobs, idx, chunk_rng(seed, chunk)) {
+        return None;
+    }
+    idx.iter().find_map(|&i| single(&jobs[i]).err().map(|e| (i, e)))
+}
+
+/// Does the ZIP-215 batch of the Ed25519 jobs `idx` verify?
+fn batch_ok(jobs: &[SigJob], idx: &[usize], rng: ChaCha20Rng) -> bool {
     let keys: Vec<[u8; 32]> = idx
         .iter()
         .map(|&i| jobs[i].pubkey.as_bytes().try_into().expect("ed25519 keys are 32 bytes"))
@@ -107,14 +116,39 @@ fn ed_batch(jobs: &[SigJob], idx: &[usize], seed: &[u8; 32], chunk: usize) -> Op
         .zip(&keys)
         .map(|(&i, key)| Ed25519Item { key, sig: &jobs[i].sig, msg: jobs[i].msg.as_bytes() })
         .collect();
-    if keys::verify_ed25519_batch(&items, chunk_rng(seed, chunk)).is_ok() {
-        return None;
+    keys::verify_ed25519_batch(&items, rng).is_ok()
+}
+
+/// Verifies `jobs` on the calling thread the way `batch` mode does (Ed25519 in ZIP-215 batches
+/// of `cfg.batch_size`, secp256k1 singly) and returns **every** failure in job order: a failed
+/// batch is re-verified singly. `stream` keeps the batch coefficients of concurrent callers
+/// independent (pass a distinct value per call that shares `cfg.seed`).
+pub fn batch_failures(cfg: &VerifyConfig, jobs: &[SigJob], stream: u64) -> Vec<JobFailure> {
+    let mut failures = Vec::new();
+    let ed: Vec<usize> = (0..jobs.len()).filter(|&i| jobs[i].pubkey.scheme() == Scheme::Ed25519).collect();
+    for (c, idx) in ed.chunks(cfg.batch_size.max(1)).enumerate() {
+        let rng = ChaCha20Rng::from_seed(
+            HashKind::Sha256.hash_parts(&[&cfg.seed, &stream.to_le_bytes(), &(c as u64).to_le_bytes()]).0,
+        );
+        if batch_ok(jobs, idx, rng) {
+            continue;
+        }
+        failures.extend(idx.iter().filter_map(|&i| single(&jobs[i]).err().map(|e| (i, e))));
     }
-    idx.iter().find_map(|&i| single(&jobs[i]).err().map(|e| (i, e)))
+    for (i, job) in jobs.iter().enumerate() {
+        if job.pubkey.scheme() != Scheme::Ed25519 {
+            if let Err(e) = single(job) {
+                failures.push((i, e));
+            }
+        }
+    }
+    failures.sort_unstable_by_key(|(i, _)| *i);
+    failures
 }
 
 /// Verifies every job; `Err` names the lowest-indexed failure.
 pub fn verify_jobs(cfg: &VerifyConfig, jobs: &[SigJob]) -> Result<(), JobFailure> {
+    let _s = profile::span("verify.jobs");
     if cfg.mode == VerifyMode::Sequential {
         return match jobs.iter().enumerate().find_map(|(i, j)| single(j).err().map(|e| (i, e))) {
             Some(f) => Err(f),

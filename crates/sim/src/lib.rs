@@ -8,6 +8,8 @@
 //! block, which the rules allow — and pays 1–4 new outputs to keys of its own key ring, with a
 //! small fee that the block's coinbase collects. Coinbase outputs join the pool once mature.
 
+pub mod workload;
+
 use std::collections::HashMap;
 
 use rand_chacha::ChaCha20Rng;

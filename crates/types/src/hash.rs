@@ -113,9 +113,15 @@ impl HashKind {
 
     /// Hashes one byte string.
     pub fn hash(self, data: &[u8]) -> Hash {
-        let mut h = self.hasher();
-        h.update(data);
-        h.finish()
+        match self {
+            // One-shot: no boxed incremental state for the common case.
+            HashKind::Blake3 => Hash(*blake3::hash(data).as_bytes()),
+            _ => {
+                let mut h = self.hasher();
+                h.update(data);
+                h.finish()
+            }
+        }
     }
 
     /// Hashes the concatenation of several byte strings.

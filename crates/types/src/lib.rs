@@ -25,6 +25,7 @@ pub mod codec;
 pub mod hash;
 pub mod keys;
 pub mod merkle;
+pub mod profile;
 pub mod tx;
 
 pub use amount::{Amount, AmountError};

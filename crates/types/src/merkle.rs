@@ -12,6 +12,7 @@ use rayon::prelude::*;
 
 use crate::codec::Encode;
 use crate::hash::{Hash, HashKind};
+use crate::profile;
 use crate::tx::Tx;
 
 /// Below this many nodes a level is hashed on one thread (spawning costs more than hashing).
@@ -34,8 +35,10 @@ pub fn node_hash(kind: HashKind, left: &Hash, right: &Hash) -> Hash {
 fn next_level(kind: HashKind, level: &[Hash]) -> Vec<Hash> {
     let pair = |c: &[Hash]| if c.len() == 2 { node_hash(kind, &c[0], &c[1]) } else { c[0] };
     if level.len() >= PAR_THRESHOLD {
+        let _s = profile::span("merkle.level_par");
         level.par_chunks(2).map(pair).collect()
     } else {
+        let _s = profile::span("merkle.level_seq");
         level.chunks(2).map(pair).collect()
     }
 }
@@ -61,8 +64,10 @@ pub fn tx_leaves(kind: HashKind, txs: &[Tx]) -> Vec<Hash> {
         kind.hash(&buf)
     };
     if txs.len() >= 256 {
+        let _s = profile::span("merkle.leaves_par");
         txs.par_iter().map(leaf).collect()
     } else {
+        let _s = profile::span("merkle.leaves_seq");
         txs.iter().map(leaf).collect()
     }
 }
@@ -74,7 +79,11 @@ pub fn root_of_txs(kind: HashKind, txs: &[Tx]) -> Hash {
 
 /// The RFC 6962 root over arbitrary data items.
 pub fn root<T: AsRef<[u8]> + Sync>(kind: HashKind, items: &[T]) -> Hash {
-    root_from_leaves(kind, items.par_iter().map(|d| leaf_hash(kind, d.as_ref())).collect())
+    let leaves = {
+        let _s = profile::span("merkle.leaves_par");
+        items.par_iter().map(|d| leaf_hash(kind, d.as_ref())).collect()
+    };
+    root_from_leaves(kind, leaves)
 }
 
 /// A whole tree, kept to produce inclusion proofs.

@@ -1,0 +1,85 @@
+//! `verify_txs` over generated workloads: every strategy gives the same verdict on every
+//! transaction, valid or not, whatever the chunking and thread count.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+
+use scalechain_consensus::connect::ConnectCtx;
+use scalechain_consensus::params::SigMode;
+use scalechain_consensus::{
+    verify_txs, Apps, Params, TxEnv, TxRule, TxVerdict, UtxoSet, VerifyConfig, VerifyMode,
+};
+use scalechain_sim::workload::{transfers, Spec, FEE};
+use scalechain_types::{Amount, Hash, HashKind, OutPoint, Scheme, Tx, TxOut};
+
+type Verdicts = Vec<Result<TxVerdict, TxRule>>;
+
+fn verdicts(p: &Params, utxos: &UtxoSet, txs: &[Tx], mode: VerifyMode, batch: usize) -> Verdicts {
+    let apps = Apps::none();
+    let verify = VerifyConfig { mode, seed: [4; 32], batch_size: batch };
+    let chain_id = Hash([1; 32]);
+    let ctx = ConnectCtx { params: p, chain_id: &chain_id, apps: &apps, verify: &verify };
+    let app_state = BTreeMap::new();
+    let env = TxEnv { ctx, view: utxos, app_state: &app_state, height: 50, time: 0 };
+    verify_txs(&env, txs)
+}
+
+fn rule(v: &Result<TxVerdict, TxRule>) -> &'static str {
+    match v {
+        Ok(_) => "ok",
+        Err(e) => e.rule(),
+    }
+}
+
+#[test]
+fn every_strategy_gives_the_same_verdicts_on_valid_and_invalid_transactions() {
+    let p = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
+    let w = transfers(&p, &Hash([1; 32]), &Spec::simple(300, 3));
+    let mut txs = w.txs.clone();
+    for i in [5, 70, 71, 299] {
+        txs[i].inputs[0].witness.signature[7] ^= 0x10;
+    }
+    txs[100].inputs[0].prev = OutPoint { txid: Hash([0xee; 32]), index: 0 };
+    txs[150].outputs[0].value = Amount::new(2_000_000).unwrap();
+    let lock = w.txs[0].outputs[0].lock;
+    txs[200] = Tx::coinbase(50, vec![TxOut { value: Amount::new(1).unwrap(), lock }]);
+    let expect = |i: usize| match i {
+        5 | 70 | 71 | 299 => "bad-signature",
+        100 => "missing-input",
+        150 => "outputs-exceed-inputs",
+        200 => "loose-coinbase",
+        _ => "ok",
+    };
+    let reference = verdicts(&p, &w.utxos, &txs, VerifyMode::Sequential, 64);
+    for (i, v) in reference.iter().enumerate() {
+        assert_eq!(rule(v), expect(i), "tx {i}");
+        if let Ok(v) = v {
+            assert_eq!(v.fee.get(), FEE);
+            assert_eq!(v.txid, txs[i].txid(p.hash));
+        }
+    }
+    for mode in [VerifyMode::Batch, VerifyMode::Parallel] {
+        for batch in [1, 7, 64, 256] {
+            for threads in [1, 2, 3] {
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+                let got = pool.install(|| verdicts(&p, &w.utxos, &txs, mode, batch));
+                assert_eq!(got, reference, "{mode:?} batch {batch} threads {threads}");
+            }
+        }
+    }
+}
+
+#[test]
+fn secp256k1_and_multi_input_workloads_agree_across_strategies() {
+    let p = Params::devnet(HashKind::Blake3, SigMode::Mixed);
+    let spec = Spec { n: 80, inputs: 3, outputs: 2, scheme: Scheme::Secp256k1, keys: 16, seed: 9 };
+    let w = transfers(&p, &Hash([1; 32]), &spec);
+    let mut txs = w.txs.clone();
+    txs[10].inputs[2].witness.signature[40] ^= 1;
+    let reference = verdicts(&p, &w.utxos, &txs, VerifyMode::Sequential, 16);
+    assert!(matches!(reference[10], Err(TxRule::BadSignature { input: 2, .. })), "{:?}", reference[10]);
+    assert_eq!(reference.iter().filter(|v| v.is_ok()).count(), 79);
+    for mode in [VerifyMode::Batch, VerifyMode::Parallel] {
+        assert_eq!(verdicts(&p, &w.utxos, &txs, mode, 16), reference, "{mode:?}");
+    }
+}

@@ -1,0 +1,277 @@
+//! `hash` (seed 002): SHA-256, SHA-512 and BLAKE3 at 25 B, 64 B, 1 KiB and 1 MiB inputs on
+//! 1, 2, 4 and 8 threads: hashes/s, MB/s (10^6 bytes) and peak resident memory of the process
+//! that did the hashing. With a worker binary each configuration runs in its own process (as
+//! the seed measured it), so `peak_rss_kib` is that run's own `maxrss`; in-process it is the
+//! study process's peak so far. `openssl speed` on the same sizes is a reference row when
+//! openssl is installed.
+
+use std::hint::black_box;
+use std::process::Command;
+use std::time::Instant;
+
+use sha2::Digest;
+
+use crate::machine::peak_rss_kib;
+use crate::output::sig4;
+use crate::plot::{Chart, Series};
+use crate::{median, seeds, Ctx, Experiment, StudyError, Table};
+
+/// Columns of `hash.csv`.
+pub const COLUMNS: &[&str] = &[
+    "algorithm",
+    "bytes",
+    "threads",
+    "build",
+    "impl",
+    "hashes_per_s",
+    "mb_per_s",
+    "peak_rss_kib",
+    "runs",
+    "commit",
+    "seed",
+];
+
+/// The algorithms.
+pub const ALGORITHMS: [&str; 3] = ["sha256", "sha512", "blake3"];
+/// Input sizes.
+pub const SIZES: [usize; 4] = [25, 64, 1024, 1 << 20];
+/// Thread counts.
+pub const THREADS: [usize; 4] = [1, 2, 4, 8];
+
+fn hash_once(alg: &str, data: &[u8]) {
+    match alg {
+        "sha256" => {
+            black_box(sha2::Sha256::digest(data));
+        }
+        "sha512" => {
+            black_box(sha2::Sha512::digest(data));
+        }
+        _ => {
+            black_box(blake3::hash(data));
+        }
+    }
+}
+
+/// Hashes `count` inputs of `bytes` bytes on each of `threads` threads; returns the seconds
+/// taken and the peak resident memory (KiB) of this process afterwards.
+pub fn work(alg: &str, bytes: usize, threads: usize, count: u64) -> (f64, Option<u64>) {
+    let t0 = Instant::now();
+    std::thread::scope(|s| {
+        for t in 0..threads.max(1) {
+            s.spawn(move || {
+                let mut data = vec![t as u8; bytes];
+                for i in 0..count {
+                    data[0] = i as u8;
+                    hash_once(alg, &data);
+                }
+            });
+        }
+    });
+    (t0.elapsed().as_secs_f64(), peak_rss_kib())
+}
+
+/// The hidden `study-hash-worker` command: `ALG BYTES THREADS COUNT` in, `SECONDS PEAK_KIB` out.
+pub fn worker_main(args: &[String]) -> Result<String, String> {
+    let [alg, bytes, threads, count] = args else {
+        return Err("usage: study-hash-worker ALG BYTES THREADS COUNT".into());
+    };
+    if !ALGORITHMS.contains(&alg.as_str()) {
+        return Err(format!("unknown algorithm {alg:?}"));
+    }
+    let num = |s: &str| s.parse::<u64>().map_err(|e| format!("{s:?}: {e}"));
+    let (bytes, threads, count) = (num(bytes)?, num(threads)?, num(count)?);
+    if bytes > 1 << 30 || threads > 1024 {
+        return Err("bytes at most 2^30 and threads at most 1024".into());
+    }
+    let (s, peak) = work(alg, bytes as usize, threads as usize, count);
+    Ok(format!("{s} {}", peak.unwrap_or(0)))
+}
+
+fn run_once(
+    ctx: &Ctx,
+    alg: &str,
+    bytes: usize,
+    threads: usize,
+    count: u64,
+) -> Result<(f64, Option<u64>), StudyError> {
+    let Some(bin) = &ctx.opts.worker else {
+        return Ok(work(alg, bytes, threads, count));
+    };
+    let out = Command::new(bin)
+        .args(["study-hash-worker", alg, &bytes.to_string(), &threads.to_string(), &count.to_string()])
+        .output()
+        .map_err(|e| StudyError::io(bin, e))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut it = text.split_whitespace();
+    match (it.next().and_then(|s| s.parse().ok()), it.next().and_then(|s| s.parse().ok())) {
+        (Some(s), Some(k)) if out.status.success() => Ok((s, Some(k))),
+        _ => Err(StudyError::Wrong(format!(
+            "hash worker failed: {} {}",
+            text.trim(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))),
+    }
+}
+
+/// `openssl speed` for one algorithm and size: hashes per second, if openssl is installed.
+fn openssl(alg: &str, bytes: usize) -> Option<f64> {
+    let out = Command::new("openssl")
+        .args(["speed", "-seconds", "1", "-bytes", &bytes.to_string(), "-evp", alg])
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    // The last line reads `<alg>  <rate>k`: thousands of bytes per second.
+    let line = text.lines().rev().find(|l| l.trim_start().starts_with(alg))?;
+    let rate: f64 = line.split_whitespace().last()?.trim_end_matches('k').parse().ok()?;
+    Some(rate * 1000.0 / bytes as f64)
+}
+
+/// Runs the experiment.
+pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
+    let runs = ctx.runs();
+    let target_s = if ctx.opts.quick { 0.01 } else { 0.25 };
+    let threads: Vec<usize> = match ctx.opts.threads {
+        Some(t) => THREADS.iter().copied().filter(|x| *x <= t.max(1)).collect(),
+        None => THREADS.to_vec(),
+    };
+    ctx.start((ALGORITHMS.len() * SIZES.len() * (threads.len() + 1)) as u64, "hashing");
+    let mut table = Table::new(COLUMNS);
+    for alg in ALGORITHMS {
+        for bytes in SIZES {
+            // Calibrate one thread's count to about `target_s`.
+            let mut count = 16u64;
+            loop {
+                let (s, _) = work(alg, bytes, 1, count);
+                if s >= target_s / 10.0 || count > 1 << 30 {
+                    count = ((count as f64) * target_s / s.max(1e-9)).max(1.0) as u64;
+                    break;
+                }
+                count *= 4;
+            }
+            for &t in &threads {
+                ctx.progress.set_message(format!("{alg}, {bytes} B, {t} threads"));
+                let mut secs = Vec::with_capacity(runs);
+                let mut peak = None;
+                for _ in 0..runs {
+                    let (s, k) = run_once(ctx, alg, bytes, t, count)?;
+                    secs.push(s);
+                    peak = peak.max(k);
+                }
+                let hps = (count * t as u64) as f64 / median(secs);
+                table.push(row(ctx, alg, bytes, t, "scalechain", hps, peak, runs));
+                ctx.progress.inc(1);
+            }
+            ctx.progress.set_message(format!("openssl speed {alg}, {bytes} B"));
+            // openssl has no BLAKE3; a quick run skips openssl (a second per size).
+            if alg != "blake3" && !ctx.opts.quick {
+                if let Some(hps) = openssl(alg, bytes) {
+                    table.push(row(ctx, alg, bytes, 1, "openssl", hps, None, 1));
+                }
+            }
+            ctx.progress.inc(1);
+        }
+    }
+    ctx.finish(Experiment::Hash, &table, charts, section)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn row(
+    ctx: &Ctx,
+    alg: &str,
+    bytes: usize,
+    t: usize,
+    imp: &str,
+    hps: f64,
+    peak: Option<u64>,
+    runs: usize,
+) -> Vec<String> {
+    vec![
+        alg.into(),
+        bytes.to_string(),
+        t.to_string(),
+        ctx.machine.build.into(),
+        imp.into(),
+        format!("{hps:.1}"),
+        format!("{:.3}", hps * bytes as f64 / 1e6),
+        peak.map_or(String::new(), |k| k.to_string()),
+        runs.to_string(),
+        ctx.machine.commit.into(),
+        "0".into(),
+    ]
+}
+
+fn charts(t: &Table) -> Vec<Chart> {
+    SIZES
+        .iter()
+        .map(|&bytes| {
+            let mut series = Vec::new();
+            let b = bytes.to_string();
+            let mut builds: Vec<String> = t.rows.iter().map(|r| r[3].clone()).collect();
+            builds.sort();
+            builds.dedup();
+            for build in &builds {
+                for alg in ALGORITHMS {
+                    let pts = t
+                        .select("algorithm", alg)
+                        .filter(|r| r[1] == b && &r[3] == build && r[4] == "scalechain")
+                        .filter_map(|r| Some((t.num(r, "threads")?, t.num(r, "mb_per_s")?)))
+                        .collect();
+                    series.push(Series::line(format!("{alg} ({build})"), pts));
+                }
+            }
+            for alg in ["sha256", "blake3"] {
+                let pts = seeds::HASH
+                    .iter()
+                    .filter(|r| r.algorithm == alg && r.input_bytes as usize == bytes)
+                    .filter_map(|r| {
+                        Some((
+                            f64::from(r.threads),
+                            r.mb_per_s.or(r.hashes_per_s.map(|h| h * bytes as f64 / 1e6))?,
+                        ))
+                    })
+                    .collect::<Vec<_>>();
+                if !pts.is_empty() {
+                    series.push(Series::seed(format!("seed 002 {alg}"), pts));
+                }
+            }
+            Chart {
+                title: format!("Hashing {bytes}-byte inputs (seed 002)"),
+                x_label: "threads".into(),
+                y_label: "MB/s".into(),
+                log_x: true,
+                log_y: true,
+                series,
+            }
+        })
+        .collect()
+}
+
+fn section(t: &Table) -> String {
+    let mut s = String::from(
+        "Each thread hashes its own inputs (independent work, as in seed 002). `openssl` rows are \
+         `openssl speed -evp` on one thread in the same run.\n\n",
+    );
+    s.push_str(&t.markdown(&[
+        "algorithm",
+        "bytes",
+        "threads",
+        "build",
+        "impl",
+        "hashes_per_s",
+        "mb_per_s",
+        "peak_rss_kib",
+    ]));
+    s.push_str(&format!("\n**Seed 002** ({}):\n\n| algorithm | bytes | threads | hashes/s | MB/s |\n|---|---:|---:|---:|---:|\n", seeds::HASH_SOURCE));
+    for r in seeds::HASH {
+        let f = |x: Option<f64>| x.map_or("–".into(), sig4);
+        s.push_str(&format!(
+            "| {} | {} | {} | {} | {} |\n",
+            r.algorithm,
+            r.input_bytes,
+            r.threads,
+            f(r.hashes_per_s),
+            f(r.mb_per_s)
+        ));
+    }
+    s
+}

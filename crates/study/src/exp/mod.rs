@@ -1,0 +1,78 @@
+//! One module per experiment.
+
+pub mod block_validation;
+pub mod components;
+pub mod hash;
+pub mod speedup;
+pub mod tx_throughput;
+pub mod utxo_memory;
+
+use std::collections::BTreeMap;
+
+use scalechain_consensus::connect::ConnectCtx;
+use scalechain_consensus::params::SigMode;
+use scalechain_consensus::{Apps, Params, TxEnv, UtxoSet, VerifyConfig};
+use scalechain_types::keys::{sighash, Ed25519Item};
+use scalechain_types::{Hash, HashKind, Signature, Tx};
+
+/// The chain the workloads sign for.
+pub const CHAIN_ID: Hash = Hash([0x5c; 32]);
+
+/// Devnet parameters with block limits raised to hold 2^20 transactions.
+pub fn study_params() -> Params {
+    let mut p = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
+    p.max_block_txs = 1 << 22;
+    p.max_block_bytes = 1 << 30;
+    p
+}
+
+/// Verification settings with a fixed seed (the study's workloads are honest).
+pub fn verify_config(mode: scalechain_consensus::VerifyMode) -> VerifyConfig {
+    VerifyConfig { mode, seed: [0x11; 32], batch_size: 256 }
+}
+
+/// Calls `f` with a transaction environment over `utxos`.
+pub fn with_env<R>(p: &Params, cfg: &VerifyConfig, utxos: &UtxoSet, f: impl FnOnce(&TxEnv<'_>) -> R) -> R {
+    let apps = Apps::none();
+    let app_state = BTreeMap::new();
+    let ctx = ConnectCtx { params: p, chain_id: &CHAIN_ID, apps: &apps, verify: cfg };
+    f(&TxEnv { ctx, view: utxos, app_state: &app_state, height: 1_000, time: 0 })
+}
+
+/// The raw signature material of transactions: (key bytes, signature, sighash), one per input.
+pub fn raw_sigs(p: &Params, txs: &[Tx]) -> Vec<([u8; 32], Signature, Hash)> {
+    txs.iter()
+        .flat_map(|tx| {
+            let msg = sighash(p.hash, &CHAIN_ID, &tx.txid(p.hash));
+            tx.inputs.iter().map(move |i| {
+                let key: [u8; 32] = i.witness.pubkey.as_bytes().try_into().unwrap_or([0; 32]);
+                (key, i.witness.signature, msg)
+            })
+        })
+        .collect()
+}
+
+/// The bound: raw ZIP-215 batch verification of `sigs` in chunks spread over the current rayon
+/// pool exactly as the engine spreads them (no ledger work). Returns whether all verified.
+pub fn raw_batch(sigs: &[([u8; 32], Signature, Hash)], batch_size: usize) -> bool {
+    use rand_core::SeedableRng;
+    use rayon::prelude::*;
+    let threads = rayon::current_num_threads().max(1);
+    let per = sigs.len().div_ceil(threads).clamp(64.min(batch_size), batch_size);
+    sigs.par_chunks(per.max(1)).enumerate().all(|(c, chunk)| {
+        let items: Vec<Ed25519Item<'_>> =
+            chunk.iter().map(|(k, s, m)| Ed25519Item { key: k, sig: s, msg: m.as_bytes() }).collect();
+        let rng = rand_chacha::ChaCha20Rng::seed_from_u64(c as u64);
+        scalechain_types::keys::verify_ed25519_batch(&items, rng).is_ok()
+    })
+}
+
+/// The single-verification bound: each signature verified alone, on the calling thread.
+pub fn raw_single(sigs: &[([u8; 32], Signature, Hash)]) -> bool {
+    sigs.iter().all(|(k, s, m)| scalechain_types::keys::verify_ed25519(k, m.as_bytes(), s).is_ok())
+}
+
+/// n = 2^0 … 2^max.
+pub fn powers(max_log2: u32) -> Vec<usize> {
+    (0..=max_log2).map(|k| 1usize << k).collect()
+}

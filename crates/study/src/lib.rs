@@ -1,0 +1,263 @@
+//! The scalability study: experiments that rerun the seed documents' measurements on this
+//! machine and write `DIR/<experiment>.csv`, an SVG plot `DIR/<experiment>.svg`, and a section
+//! of `DIR/report.md` that puts the seed's published figures beside ours, with the machine,
+//! the build and the commit. `docs/STUDY.md` documents every experiment and column.
+//!
+//! Every experiment runs the production code (`verify_txs`, `check_block`, `connect_block`,
+//! the Merkle tree, the UTXO set) on generated workloads, and measures alongside it the bound
+//! that code cannot beat on this machine (raw signature verification of the same signatures
+//! with the same threads), so results are reported as ratios measured in one run.
+
+pub mod exp;
+pub mod machine;
+pub mod output;
+pub mod plot;
+pub mod seeds;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+pub use machine::Machine;
+pub use output::Table;
+
+/// What can go wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum StudyError {
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The plot could not be drawn.
+    #[error("plot: {0}")]
+    Plot(String),
+    /// The code under measurement gave a wrong answer (a measurement of failures is no
+    /// measurement).
+    #[error("{0}")]
+    Wrong(String),
+    /// A thread pool could not be built.
+    #[error("thread pool: {0}")]
+    Pool(String),
+}
+
+impl StudyError {
+    /// An IO error on `path`.
+    pub fn io(path: &Path, source: std::io::Error) -> StudyError {
+        StudyError::Io { path: path.to_path_buf(), source }
+    }
+}
+
+/// The experiments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Experiment {
+    /// Seed 000 Fig 3.1a / Table 5.1.
+    TxThroughput,
+    /// Seed 000 Fig 3.2 / Table 5.3.
+    BlockValidation,
+    /// Seed 000 Fig 3.3.
+    Speedup,
+    /// Seed 002.
+    Hash,
+    /// Seed 004.
+    Components,
+    /// Memory per unspent output of the in-memory UTXO set.
+    UtxoMemory,
+}
+
+impl Experiment {
+    /// Every experiment, in the order `all` runs them.
+    pub const ALL: [Experiment; 6] = [
+        Experiment::TxThroughput,
+        Experiment::BlockValidation,
+        Experiment::Speedup,
+        Experiment::Hash,
+        Experiment::Components,
+        Experiment::UtxoMemory,
+    ];
+
+    /// The command-line name (also the file stem of its outputs).
+    pub fn name(self) -> &'static str {
+        match self {
+            Experiment::TxThroughput => "tx-throughput",
+            Experiment::BlockValidation => "block-validation",
+            Experiment::Speedup => "speedup",
+            Experiment::Hash => "hash",
+            Experiment::Components => "components",
+            Experiment::UtxoMemory => "utxo-memory",
+        }
+    }
+}
+
+impl std::str::FromStr for Experiment {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Experiment::ALL.into_iter().find(|e| e.name() == s).ok_or_else(|| {
+            let names: Vec<&str> = Experiment::ALL.iter().map(|e| e.name()).collect();
+            format!("unknown experiment {s:?} (expected one of: {}, all)", names.join(", "))
+        })
+    }
+}
+
+/// Options shared by the experiments.
+#[derive(Clone, Debug)]
+pub struct Opts {
+    /// Output directory.
+    pub out: PathBuf,
+    /// Small sizes and few runs: seconds, for smoke tests.
+    pub quick: bool,
+    /// Threads for parallel modes (default: all logical cores).
+    pub threads: Option<usize>,
+    /// Largest n is 2^max_log2.
+    pub max_log2: u32,
+    /// Runs per point (median reported); default 10 (3 with `quick`).
+    pub runs: Option<usize>,
+    /// Workload seed.
+    pub seed: u64,
+    /// The `scalechain` binary, to run hash workers in their own process (so each reports
+    /// its own peak memory); `None` measures in-process.
+    pub worker: Option<PathBuf>,
+}
+
+impl Opts {
+    /// Defaults writing to `out`.
+    pub fn new(out: impl Into<PathBuf>) -> Opts {
+        Opts { out: out.into(), quick: false, threads: None, max_log2: 20, runs: None, seed: 1, worker: None }
+    }
+}
+
+/// The running context of one experiment.
+pub struct Ctx {
+    /// Options.
+    pub opts: Opts,
+    /// Where we run.
+    pub machine: Machine,
+    /// Progress on the terminal (hidden when stderr is not one).
+    pub progress: ProgressBar,
+}
+
+impl Ctx {
+    /// Threads for parallel modes.
+    pub fn threads(&self) -> usize {
+        self.opts.threads.unwrap_or(self.machine.cores).max(1)
+    }
+
+    /// Runs per point.
+    pub fn runs(&self) -> usize {
+        self.opts.runs.unwrap_or(if self.opts.quick { 3 } else { 10 }).max(1)
+    }
+
+    /// A rayon pool of `n` threads.
+    pub fn pool(&self, n: usize) -> Result<rayon::ThreadPool, StudyError> {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n.max(1))
+            .build()
+            .map_err(|e| StudyError::Pool(e.to_string()))
+    }
+
+    /// Starts a progress bar of `len` steps.
+    pub fn start(&self, len: u64, what: &str) {
+        self.progress.set_length(len);
+        self.progress.set_position(0);
+        self.progress.set_message(what.to_string());
+    }
+
+    /// Writes the CSV (merged with other builds' rows), the SVG and the report section;
+    /// returns the merged table.
+    pub fn finish(
+        &self,
+        exp: Experiment,
+        table: &Table,
+        charts: impl FnOnce(&Table) -> Vec<plot::Chart>,
+        section: impl FnOnce(&Table) -> String,
+    ) -> Result<Table, StudyError> {
+        let dir = &self.opts.out;
+        std::fs::create_dir_all(dir).map_err(|e| StudyError::io(dir, e))?;
+        let merged = table.write_merged(&dir.join(format!("{}.csv", exp.name())), self.machine.build)?;
+        plot::write_svg(&dir.join(format!("{}.svg", exp.name())), &charts(&merged))?;
+        let body = section(&merged);
+        let text = format!(
+            "## `{}`{}\n\n{}\n{}\n![{}]({}.svg)\n\nData: [`{}.csv`]({}.csv).\n",
+            exp.name(),
+            if self.opts.quick { " (quick)" } else { "" },
+            self.machine.markdown(),
+            body,
+            exp.name(),
+            exp.name(),
+            exp.name(),
+            exp.name(),
+        );
+        output::append_report(dir, &text)?;
+        self.progress.finish_and_clear();
+        Ok(merged)
+    }
+}
+
+/// Runs one experiment; returns its merged table.
+pub fn run(exp: Experiment, opts: Opts) -> Result<Table, StudyError> {
+    let progress = ProgressBar::new(1);
+    progress.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let ctx = Ctx { opts, machine: Machine::detect(), progress };
+    match exp {
+        Experiment::TxThroughput => exp::tx_throughput::run(&ctx),
+        Experiment::BlockValidation => exp::block_validation::run(&ctx),
+        Experiment::Speedup => exp::speedup::run(&ctx),
+        Experiment::Hash => exp::hash::run(&ctx),
+        Experiment::Components => exp::components::run(&ctx),
+        Experiment::UtxoMemory => exp::utxo_memory::run(&ctx),
+    }
+}
+
+/// The median of samples (the mean of the middle two for an even count).
+pub fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    if !v.len().is_multiple_of(2) {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    }
+}
+
+/// Runs `f` `runs` times and returns the median wall time in seconds.
+pub fn time_median(runs: usize, mut f: impl FnMut()) -> f64 {
+    median(
+        (0..runs.max(1))
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                t.elapsed().as_secs_f64()
+            })
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert!(median(vec![]).is_nan());
+    }
+
+    #[test]
+    fn experiment_names_round_trip() {
+        for e in Experiment::ALL {
+            assert_eq!(e.name().parse::<Experiment>(), Ok(e));
+        }
+        assert!("nope".parse::<Experiment>().is_err());
+    }
+}
