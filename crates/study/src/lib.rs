@@ -242,6 +242,22 @@ pub fn time_median(runs: usize, mut f: impl FnMut()) -> f64 {
     )
 }
 
+/// Runs every closure `runs` times in interleaved rounds (round `r` starts at closure `r`, so
+/// the order rotates) and returns each one's median wall time in seconds.
+pub fn interleaved_medians(runs: usize, fs: &mut [&mut dyn FnMut() -> bool]) -> Vec<f64> {
+    let k = fs.len();
+    let mut samples = vec![Vec::with_capacity(runs); k];
+    for round in 0..runs.max(1) {
+        for j in 0..k {
+            let i = (round + j) % k;
+            let t = Instant::now();
+            std::hint::black_box(fs[i]());
+            samples[i].push(t.elapsed().as_secs_f64());
+        }
+    }
+    samples.into_iter().map(median).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

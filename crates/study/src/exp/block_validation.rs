@@ -18,7 +18,7 @@ use scalechain_types::{Block, Header};
 use super::{powers, raw_batch, raw_sigs, study_params, verify_config, CHAIN_ID};
 use crate::output::sig4;
 use crate::plot::{Chart, Series};
-use crate::{seeds, time_median, Ctx, Experiment, StudyError, Table};
+use crate::{interleaved_medians, seeds, Ctx, Experiment, StudyError, Table};
 
 /// Columns of `block-validation.csv`.
 pub const COLUMNS: &[&str] = &[
@@ -94,30 +94,29 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
                     "{mode} rejected the valid block of {n} transactions"
                 )));
             };
-            let fork_s = time_median(runs, || {
-                pool.install(fork);
-            });
-            let merkle_s = time_median(runs, || {
-                pool.install(|| block.compute_merkle_root(p.hash));
-            });
-            let tx_s = time_median(runs, || {
-                pool.install(|| {
-                    let txids = check_block_txs(&block, &p, &apps).ok();
-                    txids.map(|t| connect_block(&cctx, &block, &t, &w.utxos, &app_state).is_ok())
-                });
-            });
-            let total_s = time_median(runs, || {
-                pool.install(full);
-            });
-            let bound_s = if vm == VerifyMode::Parallel {
-                time_median(runs, || {
-                    pool.install(|| raw_batch(&sigs, cfg.batch_size));
-                })
-            } else {
-                time_median(runs, || {
-                    super::raw_single(&sigs);
-                })
+            let tx_verify = || {
+                check_block_txs(&block, &p, &apps)
+                    .is_ok_and(|t| connect_block(&cctx, &block, &t, &w.utxos, &app_state).is_ok())
             };
+            let bound = || {
+                if vm == VerifyMode::Parallel {
+                    raw_batch(&sigs, cfg.batch_size)
+                } else {
+                    super::raw_single(&sigs)
+                }
+            };
+            // Interleaved rounds: machine drift lands on every step alike.
+            let m = interleaved_medians(
+                runs,
+                &mut [
+                    &mut || pool.install(fork),
+                    &mut || pool.install(|| block.compute_merkle_root(p.hash) == block.header.merkle_root),
+                    &mut || pool.install(tx_verify),
+                    &mut || pool.install(full).is_some(),
+                    &mut || pool.install(bound),
+                ],
+            );
+            let (fork_s, merkle_s, tx_s, total_s, bound_s) = (m[0], m[1], m[2], m[3], m[4]);
             let mut utxos = w.utxos.clone();
             let t0 = Instant::now();
             diff.changes.apply_utxos(&mut utxos);

@@ -8,11 +8,14 @@ use scalechain_sim::workload::{transfers, Spec};
 use super::{powers, raw_batch, raw_sigs, study_params, verify_config, with_env};
 use crate::output::sig4;
 use crate::plot::{Chart, Series};
-use crate::{seeds, time_median, Ctx, Experiment, StudyError, Table};
+use crate::{interleaved_medians, seeds, Ctx, Experiment, StudyError, Table};
 
 /// Columns of `tx-throughput.csv`.
 pub const COLUMNS: &[&str] =
     &["n", "mode", "threads", "build", "median_s", "tx_per_s", "runs", "commit", "seed"];
+
+/// A measured closure: returns whether the workload verified.
+type Timed<'a> = Box<dyn FnMut() -> bool + 'a>;
 
 /// The n at which the ratio targets are judged (or the largest n run, if smaller).
 pub const TARGET_N: usize = 1 << 16;
@@ -30,17 +33,37 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
     let mut table = Table::new(COLUMNS);
     for n in powers(max) {
         let txs = &w.txs[..n];
-        let mut measure = |mode: &str, t: usize, f: &mut dyn FnMut() -> bool| -> Result<(), StudyError> {
-            ctx.progress.set_message(format!("n = {n}, {mode}"));
+        let ledger = |vm: VerifyMode, pool: &rayon::ThreadPool| {
+            let cfg = verify_config(vm);
+            pool.install(|| {
+                with_env(&p, &cfg, &w.utxos, |env| verify_txs(env, txs).iter().all(Result::is_ok))
+            })
+        };
+        let bs = verify_config(VerifyMode::Parallel).batch_size;
+        let mut modes: Vec<(&str, usize, Timed<'_>)> = vec![
+            ("sequential", 1, Box::new(|| ledger(VerifyMode::Sequential, &one))),
+            ("batch", 1, Box::new(|| ledger(VerifyMode::Batch, &one))),
+            ("parallel", threads, Box::new(|| ledger(VerifyMode::Parallel, &many))),
+            ("bound", threads, Box::new(|| many.install(|| raw_batch(&sigs[..n], bs)))),
+            ("bound_single", 1, Box::new(|| super::raw_single(&sigs[..n]))),
+        ];
+        ctx.progress.set_message(format!("n = {n}"));
+        for (mode, _, f) in modes.iter_mut() {
             if !f() {
                 return Err(StudyError::Wrong(format!("{mode} rejected a valid workload at n = {n}")));
             }
-            let s = time_median(runs, || {
-                f();
-            });
+        }
+        // Rounds interleave the modes (rotating the order), so drift in the machine's speed
+        // lands on every mode alike and the ratios stay fair.
+        let medians = {
+            let mut fs: Vec<&mut dyn FnMut() -> bool> =
+                modes.iter_mut().map(|(_, _, f)| &mut **f as _).collect();
+            interleaved_medians(runs, &mut fs)
+        };
+        for ((mode, t, _), s) in modes.iter().zip(medians) {
             table.push(vec![
                 n.to_string(),
-                mode.into(),
+                mode.to_string(),
                 t.to_string(),
                 ctx.machine.build.into(),
                 format!("{s:.9}"),
@@ -50,24 +73,7 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
                 ctx.opts.seed.to_string(),
             ]);
             ctx.progress.inc(1);
-            Ok(())
-        };
-        for (mode, vm) in [("sequential", VerifyMode::Sequential), ("batch", VerifyMode::Batch)] {
-            let cfg = verify_config(vm);
-            measure(mode, 1, &mut || {
-                one.install(|| {
-                    with_env(&p, &cfg, &w.utxos, |env| verify_txs(env, txs).iter().all(Result::is_ok))
-                })
-            })?;
         }
-        let cfg = verify_config(VerifyMode::Parallel);
-        measure("parallel", threads, &mut || {
-            many.install(|| {
-                with_env(&p, &cfg, &w.utxos, |env| verify_txs(env, txs).iter().all(Result::is_ok))
-            })
-        })?;
-        measure("bound", threads, &mut || many.install(|| raw_batch(&sigs[..n], cfg.batch_size)))?;
-        measure("bound_single", 1, &mut || super::raw_single(&sigs[..n]))?;
     }
     ctx.finish(Experiment::TxThroughput, &table, charts, |t| section(t, ctx.machine.build))
 }
