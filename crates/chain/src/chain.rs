@@ -200,7 +200,7 @@ impl<S: ChainStore> Chain<S> {
                 }
             }
         }
-        let chain = Chain {
+        let mut chain = Chain {
             chain_id: state.chain_id,
             apps,
             verify,
@@ -212,6 +212,11 @@ impl<S: ChainStore> Chain<S> {
             orphans: OrphanPool::new(MAX_ORPHANS),
             params,
         };
+        // Recovery: blocks stored (each passed the stateless and header checks) but not yet
+        // committed when the process stopped may form a branch with more work than the committed
+        // tip. Connect it now, as the interrupted run would have; otherwise those blocks would
+        // count as known and never be connected when they arrive again.
+        chain.activate_best(None)?;
         Ok(chain)
     }
 

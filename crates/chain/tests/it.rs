@@ -716,3 +716,28 @@ fn header_context_refuses_a_prev_hash_that_is_not_the_parent() {
     );
     assert!(matches!(r, Err(BlockError::BadPrev { .. })), "{r:?}");
 }
+
+/// A crash between storing a block and committing it leaves a stored, unconnected block with
+/// more work than the committed tip. Reopening connects it (recovery), so the block arriving
+/// again is a duplicate of the tip rather than a known block that never connects.
+#[test]
+fn reopening_connects_blocks_stored_but_not_committed_before_a_crash() {
+    use scalechain_chain::ChainStore;
+    let mut t = setup();
+    t.extend(3, 4);
+    let b1 = t.next(5);
+    let h1 = b1.hash(t.p.hash);
+    // The interrupted run: the block reached the store, its commit did not.
+    let mut crashed = t.chain.store().clone();
+    crashed.put_block(&h1, &b1).unwrap();
+    let committed_tip = t.chain.tip();
+    let reopened = Chain::open(crashed, Apps::none(), VerifyConfig::parallel([7; 32])).unwrap();
+    assert_ne!(reopened.tip(), committed_tip);
+    assert_eq!(reopened.tip(), h1, "the stored block with more work is connected on reopen");
+    // It is the state the uninterrupted run reaches.
+    assert!(matches!(t.chain.accept_block(b1.clone(), NOW).unwrap(), Accepted::Connected(_)));
+    assert_eq!(reopened.utxos(), t.chain.utxos());
+    let mut reopened = reopened;
+    assert_eq!(reopened.accept_block(b1, NOW).unwrap(), Accepted::Duplicate);
+    reopened.verify_all(NOW, |_, _| {}).unwrap();
+}

@@ -229,8 +229,8 @@ fn sigkill_during_import_recovers_and_resumes() {
 }
 
 /// `scalechain study all --quick` runs every experiment end to end in seconds and writes, for
-/// each, a CSV with the documented columns, an SVG and a report section; a native-build rerun
-/// merges into the same files. Bad arguments are refused.
+/// each, a CSV with the documented columns, an SVG and a report section. Bad arguments are
+/// refused.
 #[test]
 fn study_quick_smoke() {
     let dir = tempfile::tempdir().unwrap();
