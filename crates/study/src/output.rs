@@ -34,6 +34,15 @@ impl Table {
         self.columns.iter().position(|c| c == name)
     }
 
+    /// The distinct values of a column, sorted.
+    pub fn distinct(&self, column: &str) -> Vec<String> {
+        let Some(c) = self.col(column) else { return Vec::new() };
+        let mut v: Vec<String> = self.rows.iter().map(|r| r[c].clone()).collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+
     /// Rows whose `column` equals `value`.
     pub fn select<'a>(&'a self, column: &str, value: &'a str) -> impl Iterator<Item = &'a Vec<String>> + 'a {
         let c = self.col(column);
@@ -148,6 +157,8 @@ mod tests {
         let m = a2.write_merged(&path, "portable").unwrap();
         assert_eq!(m.rows.len(), 2);
         assert_eq!(m.select("build", "portable").count(), 1);
+        assert_eq!(m.distinct("build"), vec!["native".to_string(), "portable".to_string()]);
+        assert!(m.distinct("nope").is_empty());
         let back = Table::from_csv(&fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(back, m);
         assert_eq!(back.num(&back.rows[1], "v"), Some(11.0));

@@ -204,9 +204,7 @@ fn measure_commit(
 fn charts(t: &Table) -> Vec<Chart> {
     let mut steps = Vec::new();
     let mut speed = Vec::new();
-    let mut builds: Vec<String> = t.rows.iter().map(|r| r[3].clone()).collect();
-    builds.sort();
-    builds.dedup();
+    let builds = t.distinct("build");
     for b in &builds {
         for mode in ["sequential", "parallel"] {
             for col in ["fork_s", "merkle_s", "tx_verify_s", "total_s", "bound_s"] {
@@ -268,9 +266,7 @@ fn section(t: &Table, build: &str) -> String {
          for `sequential`). Median of the runs.\n\n",
     );
     let max_n = t.rows.iter().filter_map(|r| r[0].parse::<usize>().ok()).max().unwrap_or(1);
-    let mut builds: Vec<&str> = t.rows.iter().map(|r| r[3].as_str()).collect();
-    builds.sort_unstable();
-    builds.dedup();
+    let builds = t.distinct("build");
     s.push_str(&format!("**Targets at n = {max_n}** (parallel mode):\n\n"));
     s.push_str("| build | total / bound (target ≤ 1.15) | merkle / bound (target ≤ 0.05) | apply s | store commit s |\n|---|---:|---:|---:|---:|\n");
     for b in &builds {

@@ -177,9 +177,7 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
 
 fn charts(t: &Table) -> Vec<Chart> {
     // One bar-like series per build: components along x by index.
-    let mut builds: Vec<String> = t.rows.iter().map(|r| r[3].clone()).collect();
-    builds.sort();
-    builds.dedup();
+    let builds = t.distinct("build");
     let mut series: Vec<Series> = builds
         .iter()
         .map(|b| {

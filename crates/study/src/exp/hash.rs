@@ -206,9 +206,7 @@ fn charts(t: &Table) -> Vec<Chart> {
         .map(|&bytes| {
             let mut series = Vec::new();
             let b = bytes.to_string();
-            let mut builds: Vec<String> = t.rows.iter().map(|r| r[3].clone()).collect();
-            builds.sort();
-            builds.dedup();
+            let builds = t.distinct("build");
             for build in &builds {
                 for alg in ALGORITHMS {
                     let pts = t
@@ -251,16 +249,7 @@ fn section(t: &Table) -> String {
         "Each thread hashes its own inputs (independent work, as in seed 002). `openssl` rows are \
          `openssl speed -evp` on one thread in the same run.\n\n",
     );
-    s.push_str(&t.markdown(&[
-        "algorithm",
-        "bytes",
-        "threads",
-        "build",
-        "impl",
-        "hashes_per_s",
-        "mb_per_s",
-        "peak_rss_kib",
-    ]));
+    s.push_str(&t.markdown(&COLUMNS[..8]));
     s.push_str(&format!("\n**Seed 002** ({}):\n\n| algorithm | bytes | threads | hashes/s | MB/s |\n|---|---:|---:|---:|---:|\n", seeds::HASH_SOURCE));
     for r in seeds::HASH {
         let f = |x: Option<f64>| x.map_or("–".into(), sig4);

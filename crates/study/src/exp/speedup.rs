@@ -112,9 +112,7 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
 }
 
 fn charts(t: &Table) -> Vec<Chart> {
-    let mut builds: Vec<String> = t.rows.iter().map(|r| r[3].clone()).collect();
-    builds.sort();
-    builds.dedup();
+    let builds = t.distinct("build");
     ["tx-verify", "merkle"]
         .iter()
         .map(|task| {
@@ -148,16 +146,7 @@ fn section(t: &Table, cores: usize) -> String {
          plateau near 2 measured and 2.5 theoretical on 8 cores (graphs only; no table). \
          Median of the runs.\n\n"
     );
-    s.push_str(&t.markdown(&[
-        "task",
-        "n",
-        "threads",
-        "build",
-        "median_s",
-        "speedup",
-        "amdahl",
-        "parallel_fraction",
-    ]));
+    s.push_str(&t.markdown(&COLUMNS[..8]));
     s
 }
 

@@ -91,10 +91,7 @@ pub fn ratios(t: &Table, n: usize, build: &str) -> (Option<f64>, Option<f64>) {
 
 fn charts(t: &Table) -> Vec<Chart> {
     let mut series = Vec::new();
-    let mut builds: Vec<String> = t.rows.iter().map(|r| r[3].clone()).collect();
-    builds.dedup();
-    builds.sort();
-    builds.dedup();
+    let builds = t.distinct("build");
     for build in &builds {
         for mode in ["sequential", "batch", "parallel", "bound", "bound_single"] {
             let pts = t
@@ -127,9 +124,7 @@ fn section(t: &Table, build: &str) -> String {
          checks, signature) of n independent 1-input/1-output Ed25519 transactions, against the raw \
          ZIP-215 bounds on the same signatures. Median of the runs.\n\n",
     );
-    let mut builds: Vec<&str> = t.rows.iter().map(|r| r[3].as_str()).collect();
-    builds.sort_unstable();
-    builds.dedup();
+    let builds = t.distinct("build");
     let max_n = t.rows.iter().filter_map(|r| r[0].parse::<usize>().ok()).max().unwrap_or(1);
     let n = TARGET_N.min(max_n);
     s.push_str(&format!("**Targets at n = {n}** (ratio of throughputs, same threads, same build):\n\n"));

@@ -136,14 +136,6 @@ fn section(t: &Table) -> String {
          at 10M outputs), and the structure's own heap accounting. The std row is an estimate from \
          its capacity (hashbrown buckets × entry + control byte). Lookups draw existing outpoints.\n\n"
     );
-    s.push_str(&t.markdown(&[
-        "structure",
-        "outputs",
-        "build",
-        "rss_bytes_per_output",
-        "heap_bytes_per_output",
-        "insert_ns",
-        "lookup_ns",
-    ]));
+    s.push_str(&t.markdown(&COLUMNS[..7]));
     s
 }
