@@ -127,8 +127,13 @@ pub fn transfers(params: &Params, chain_id: &Hash, spec: &Spec) -> Transfers {
 /// A block at `height` on `prev` holding a coinbase (claiming subsidy plus fees) and `txs`,
 /// with its Merkle root set and mined against `target` (pass an easy target).
 pub fn block(params: &Params, prev: &Header, txs: &[Tx], target: Target) -> Block {
+    block_paying(params, prev, txs, target, txs.len() as u64 * FEE)
+}
+
+/// [`block`] for transactions whose fees sum to `fees` (e.g. application transactions, which
+/// may pay none).
+pub fn block_paying(params: &Params, prev: &Header, txs: &[Tx], target: Target, fees: u64) -> Block {
     let height = prev.height + 1;
-    let fees = txs.len() as u64 * FEE;
     let reward = params.subsidy(height).get().saturating_add(fees);
     let lock = Lock { scheme: Scheme::Ed25519, pubkey_hash: params.hash.hash(b"workload-miner") };
     let coinbase =

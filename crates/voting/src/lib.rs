@@ -4,8 +4,10 @@
 //! decrypts the tally with a proof that anyone can check.
 //!
 //! This crate holds the cryptography, pure and deterministic given its randomness (which comes in
-//! as an argument). [`elgamal`] is exponential ElGamal on ristretto255.
+//! as an argument). [`elgamal`] is exponential ElGamal on ristretto255; [`app`] is the
+//! application module that puts elections and ballots on the chain.
 
+pub mod app;
 pub mod elgamal;
 
 /// Why a ballot, a tally or a decryption was refused.

@@ -1,0 +1,231 @@
+//! The voting module on a chain: a whole election end to end, and every kind of invalid ballot
+//! refused by consensus with its own rule, leaving the chain unchanged.
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Arc;
+
+use curve25519_dalek::constants::RISTRETTO_BASEPOINT_POINT as G;
+use curve25519_dalek::scalar::Scalar;
+use rand_chacha::ChaCha20Rng;
+use rand_core::{Rng, SeedableRng};
+use scalechain_chain::{Accepted, Chain, MemStore};
+use scalechain_consensus::params::SigMode;
+use scalechain_consensus::{Apps, Params, VerifyConfig};
+use scalechain_sim::workload::block_paying;
+use scalechain_types::{Hash, HashKind, Scheme, SecretKey, Tx};
+use scalechain_voting::app::{
+    ballots_prefix, token_message, CastBallot, Election, Message, VotingModule, SCHEME_ELGAMAL,
+};
+use scalechain_voting::elgamal::{self, Ballot, Dlog, Statement};
+
+const NOW: u64 = u64::MAX / 2;
+const L: usize = 3;
+
+struct Vote {
+    chain: Chain<MemStore>,
+    p: Params,
+    ea_token: SecretKey,
+    ea_secret: elgamal::SecretKey,
+    election: Election,
+    id: Hash,
+    rng: std::cell::RefCell<ChaCha20Rng>,
+}
+
+fn voter_key(i: u64) -> SecretKey {
+    let mut s = [0x77u8; 32];
+    s[..8].copy_from_slice(&i.to_le_bytes());
+    SecretKey::from_seed(Scheme::Ed25519, s)
+}
+
+fn pk32(k: &SecretKey) -> [u8; 32] {
+    k.public().as_bytes().try_into().unwrap()
+}
+
+impl Vote {
+    fn new(start: u64, end: u64) -> Vote {
+        let p = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
+        let mut apps = Apps::none();
+        apps.register(Arc::new(VotingModule));
+        let chain = Chain::open_or_init(MemStore::new(), &p, apps, VerifyConfig::parallel([3; 32])).unwrap();
+        let mut rng = ChaCha20Rng::seed_from_u64(11);
+        let ea_token = SecretKey::from_seed(Scheme::Ed25519, [0xea; 32]);
+        let (ea_secret, k) = elgamal::keygen(&mut rng);
+        let election = Election {
+            candidates: L as u8,
+            start,
+            end,
+            scheme: SCHEME_ELGAMAL,
+            token_key: pk32(&ea_token),
+            election_key: k.0.compress().to_bytes(),
+            label: b"test election".to_vec(),
+        };
+        let id = election.id(p.hash);
+        Vote { chain, p, ea_token, ea_secret, election, id, rng: std::cell::RefCell::new(rng) }
+    }
+
+    fn block(&self, txs: &[Tx]) -> scalechain_types::Block {
+        let prev = self.chain.tip_header();
+        block_paying(&self.p, &prev, txs, self.chain.next_target(), 0)
+    }
+
+    fn mine(&mut self, txs: &[Tx]) {
+        let b = self.block(txs);
+        assert!(matches!(self.chain.accept_block(b, NOW).unwrap(), Accepted::Connected(_)));
+    }
+
+    /// Voter `i`'s ballot: `edit` may change the encrypted ballot before the voter signs it.
+    fn ballot(&self, i: u64, choice: usize, edit: impl FnOnce(&mut Ballot)) -> CastBallot {
+        let voter = voter_key(i);
+        let kind = self.p.hash;
+        let voter_id = kind.hash(&pk32(&voter));
+        let st = Statement { election: &self.id.0, voter: &voter_id.0 };
+        let mut ballot =
+            elgamal::cast(&self.election.key().unwrap(), &st, choice, L, &mut *self.rng.borrow_mut())
+                .unwrap();
+        edit(&mut ballot);
+        let token = self.ea_token.sign(&token_message(kind, &self.id, &pk32(&voter)));
+        let mut b = CastBallot {
+            election: self.election.clone(),
+            voter_key: pk32(&voter),
+            token,
+            ballot: ballot.encode(),
+            signature: [0; 64],
+        };
+        sign(&mut b, &voter, kind);
+        b
+    }
+
+    /// Asserts a block of `txs` is refused with `rule` and the state did not change.
+    fn refuse(&mut self, txs: &[Tx], rule: &str) {
+        let before = (self.chain.tip(), self.chain.app_state().clone());
+        let err = self.chain.accept_block(self.block(txs), NOW).unwrap_err();
+        let rej = err.rejection().unwrap_or_else(|| panic!("expected a rejection, got {err}"));
+        assert_eq!(rej.error.rule(), rule, "{rej}");
+        assert_eq!((self.chain.tip(), self.chain.app_state().clone()), before);
+    }
+}
+
+fn sign(b: &mut CastBallot, voter: &SecretKey, kind: HashKind) {
+    b.signature = voter.sign(&b.signing_message(kind));
+}
+
+fn tx(b: CastBallot) -> Tx {
+    Message::Ballot(b).into_tx()
+}
+
+#[test]
+fn an_election_on_chain_tallies_to_the_truth() {
+    let mut v = Vote::new(2, 100);
+    v.mine(&[Message::Election(v.election.clone()).into_tx()]);
+    let mut truth = [0u64; L];
+    for round in 0..3u64 {
+        let mut txs = Vec::new();
+        for i in round * 10..round * 10 + 10 {
+            let choice = (v.rng.borrow_mut().next_u64() % L as u64) as usize;
+            truth[choice] += 1;
+            txs.push(tx(v.ballot(i, choice, |_| {})));
+        }
+        v.mine(&txs);
+    }
+    // Anyone tallies from chain state.
+    let prefix = ballots_prefix(&v.id);
+    let ballots: Vec<Ballot> = v
+        .chain
+        .app_state()
+        .range(prefix.clone()..)
+        .take_while(|(k, _)| k.starts_with(&prefix))
+        .map(|(_, b)| Ballot::decode(b).unwrap())
+        .collect();
+    assert_eq!(ballots.len(), 30);
+    let sums = elgamal::tally(&ballots, L);
+    let st = Statement { election: &v.id.0, voter: &[0; 32] };
+    let dlog = Dlog::new(30);
+    let k = v.election.key().unwrap();
+    for (j, ct) in sums.iter().enumerate() {
+        let (count, proof) =
+            elgamal::decrypt(&v.ea_secret, &st, ct, &dlog, &mut *v.rng.borrow_mut()).unwrap();
+        assert_eq!(count, truth[j]);
+        elgamal::verify_decryption(&k, &st, ct, count, &proof).unwrap();
+    }
+}
+
+#[test]
+fn every_kind_of_invalid_ballot_is_refused_by_consensus_with_its_own_rule() {
+    let mut v = Vote::new(3, 6);
+    let early = tx(v.ballot(1, 0, |_| {}));
+    v.mine(&[Message::Election(v.election.clone()).into_tx()]); // height 1
+    v.refuse(&[Message::Election(v.election.clone()).into_tx()], "vote-election-exists");
+    v.refuse(&[early], "vote-outside-window"); // height 2 < start 3
+    v.mine(&[]); // height 2
+    let first = v.ballot(1, 0, |_| {});
+    // Double vote inside one block, then across blocks.
+    v.refuse(&[tx(first.clone()), tx(v.ballot(1, 2, |_| {}))], "vote-double-vote");
+    v.mine(&[tx(first)]); // height 3
+    v.refuse(&[tx(v.ballot(1, 1, |_| {}))], "vote-double-vote");
+    // A vote value outside {0, 1}, two votes, no vote.
+    v.refuse(&[tx(v.ballot(2, 0, |b| b.cts[0].beta += G))], "vote-bad-choice-proof");
+    let other = v.ballot(3, 1, |_| {});
+    let other = Ballot::decode(&other.ballot).unwrap();
+    v.refuse(
+        &[tx(v.ballot(4, 0, |b| {
+            b.cts[1] = other.cts[1];
+            b.bits[1] = other.bits[1];
+        }))],
+        "vote-bad-choice-proof", // other's proofs are bound to voter 3, not 4
+    );
+    v.refuse(&[tx(v.ballot(5, 0, |b| b.sum.s += Scalar::ONE))], "vote-bad-sum-proof");
+    v.refuse(&[tx(v.ballot(5, 0, |b| b.bits[2].s[1] += Scalar::ONE))], "vote-bad-choice-proof");
+    // A ballot replayed under another voter's key (that voter's own token and signature).
+    let a = v.ballot(6, 2, |_| {});
+    let mut replay = v.ballot(7, 0, |_| {});
+    replay.ballot = a.ballot.clone();
+    sign(&mut replay, &voter_key(7), v.p.hash);
+    v.refuse(&[tx(replay)], "vote-bad-choice-proof");
+    // A wrong token: signed by someone other than the EA, or for another voter.
+    let mut forged = v.ballot(8, 0, |_| {});
+    forged.token = SecretKey::from_seed(Scheme::Ed25519, [1; 32]).sign(&token_message(
+        v.p.hash,
+        &v.id,
+        &forged.voter_key,
+    ));
+    sign(&mut forged, &voter_key(8), v.p.hash);
+    v.refuse(&[tx(forged)], "vote-bad-token");
+    let mut borrowed = v.ballot(9, 0, |_| {});
+    borrowed.token = v.ballot(10, 0, |_| {}).token;
+    sign(&mut borrowed, &voter_key(9), v.p.hash);
+    v.refuse(&[tx(borrowed)], "vote-bad-token");
+    // Not signed by the voter.
+    let mut unsigned = v.ballot(11, 0, |_| {});
+    unsigned.signature[3] ^= 1;
+    v.refuse(&[tx(unsigned)], "vote-bad-signature");
+    // A malformed ciphertext (a point that does not decompress), signed by the voter.
+    let mut bad = v.ballot(12, 0, |_| {});
+    bad.ballot[4..36].copy_from_slice(&[0xff; 32]);
+    sign(&mut bad, &voter_key(12), v.p.hash);
+    v.refuse(&[tx(bad)], "vote-malformed");
+    // An election nobody published.
+    let mut stranger = v.ballot(13, 0, |_| {});
+    stranger.election.label = b"another".to_vec();
+    sign(&mut stranger, &voter_key(13), v.p.hash);
+    v.refuse(&[tx(stranger)], "vote-bad-token"); // the token names the real election id
+                                                 // ... even with a token and proofs made for that unpublished election.
+    let kind = v.p.hash;
+    let mut unpublished = v.election.clone();
+    unpublished.label = b"unpublished".to_vec();
+    let uid = unpublished.id(kind);
+    let voter = voter_key(13);
+    let vid = kind.hash(&pk32(&voter));
+    let st = Statement { election: &uid.0, voter: &vid.0 };
+    let k = v.election.key().unwrap();
+    let ballot = elgamal::cast(&k, &st, 0, L, &mut *v.rng.borrow_mut()).unwrap().encode();
+    let token = v.ea_token.sign(&token_message(kind, &uid, &pk32(&voter)));
+    let mut cb =
+        CastBallot { election: unpublished, voter_key: pk32(&voter), token, ballot, signature: [0; 64] };
+    sign(&mut cb, &voter, kind);
+    v.refuse(&[tx(cb)], "vote-unknown-election");
+    // After the window closes.
+    v.mine(&[]);
+    v.mine(&[]);
+    v.mine(&[]); // height 6 = end
+    v.refuse(&[tx(v.ballot(14, 0, |_| {}))], "vote-outside-window");
+}
