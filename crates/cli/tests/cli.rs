@@ -273,3 +273,47 @@ fn study_quick_smoke() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("unknown experiment"));
 }
+
+/// `scalechain vote demo` runs a whole election: the tally equals the truth, the decryption
+/// proofs verify, and every invalid ballot (two of each kind) is refused.
+#[test]
+fn vote_demo_elects_correctly_and_refuses_every_invalid_ballot() {
+    let o = bin()
+        .args([
+            "vote",
+            "demo",
+            "--voters",
+            "60",
+            "--candidates",
+            "3",
+            "--invalid",
+            "14",
+            "--json",
+            "--seed",
+            "5",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let v: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(v["scheme"], "elgamal");
+    assert_eq!(v["tally"], v["expected"]);
+    assert_eq!(v["tally"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).sum::<u64>(), 60);
+    assert_eq!(v["verified"], true);
+    assert_eq!((v["invalid_cast"].as_u64(), v["rejected_invalid"].as_u64()), (Some(14), Some(14)));
+    for rule in [
+        "vote-double-vote",
+        "vote-bad-sum-proof",
+        "vote-bad-choice-proof",
+        "vote-bad-token",
+        "vote-outside-window",
+        "vote-malformed",
+    ] {
+        assert!(v["rejected_by_rule"][rule].as_u64().unwrap_or(0) >= 2, "{rule}: {v}");
+    }
+    assert!(v["ballots_per_s"].as_f64().unwrap() > 0.0);
+    assert!(v["latency_ms"]["p99"].as_f64().unwrap() >= v["latency_ms"]["p50"].as_f64().unwrap());
+    let o = bin().args(["vote", "demo", "--candidates", "0"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}

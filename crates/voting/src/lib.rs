@@ -8,6 +8,7 @@
 //! application module that puts elections and ballots on the chain.
 
 pub mod app;
+pub mod demo;
 pub mod elgamal;
 
 /// Why a ballot, a tally or a decryption was refused.
