@@ -67,16 +67,33 @@ pub struct Ciphertext {
     pub beta: RistrettoPoint,
 }
 
-/// Compact disjunctive Chaum–Pedersen proof that a ciphertext encrypts 0 or 1.
+/// Disjunctive Chaum–Pedersen proof that a ciphertext encrypts 0 or 1, in commitment form
+/// (so many proofs can be checked in one multiscalar multiplication): the commitments of both
+/// branches, the 0-branch challenge (the 1-branch one is the Fiat–Shamir challenge minus it),
+/// and both responses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BitProof {
-    /// Challenges of the 0 and 1 branches (they sum to the Fiat–Shamir challenge).
-    pub c: [Scalar; 2],
+    /// `a_0, a_1` (commitments to `G`).
+    pub a: [RistrettoPoint; 2],
+    /// `b_0, b_1` (commitments to `K`).
+    pub b: [RistrettoPoint; 2],
+    /// The 0-branch challenge.
+    pub c0: Scalar,
     /// Responses of the 0 and 1 branches.
     pub s: [Scalar; 2],
 }
 
-/// Compact Chaum–Pedersen proof (challenge, response).
+/// Chaum–Pedersen proof in commitment form that `(A, B)` share their discrete log over
+/// `(G, K)`: commitments `t = (w·G, w·K)` and response `s`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SumProof {
+    /// The commitments.
+    pub t: [RistrettoPoint; 2],
+    /// The response.
+    pub s: Scalar,
+}
+
+/// Compact Chaum–Pedersen proof (challenge, response), used for decryption.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EqProof {
     /// The challenge.
@@ -94,7 +111,7 @@ pub struct Ballot {
     /// One per candidate.
     pub bits: Vec<BitProof>,
     /// `Σ v_j = 1`.
-    pub sum: EqProof,
+    pub sum: SumProof,
 }
 
 fn random_scalar<R: Rng + CryptoRng>(rng: &mut R) -> Scalar {
@@ -153,14 +170,10 @@ fn bit_challenge(
     k: &PublicKey,
     j: usize,
     ct: &Ciphertext,
-    com: &[RistrettoPoint; 4],
+    a: &[RistrettoPoint; 2],
+    b: &[RistrettoPoint; 2],
 ) -> Scalar {
-    challenge(
-        st,
-        b"bit",
-        &[&k.0, &ct.alpha, &ct.beta, &com[0], &com[1], &com[2], &com[3]],
-        &(j as u32).to_le_bytes(),
-    )
+    challenge(st, b"bit", &[&k.0, &ct.alpha, &ct.beta, &a[0], &b[0], &a[1], &b[1]], &(j as u32).to_le_bytes())
 }
 
 fn sum_challenge(
@@ -168,9 +181,9 @@ fn sum_challenge(
     k: &PublicKey,
     a: &RistrettoPoint,
     b: &RistrettoPoint,
-    t: [&RistrettoPoint; 2],
+    t: &[RistrettoPoint; 2],
 ) -> Scalar {
-    challenge(st, b"sum", &[&k.0, a, b, t[0], t[1]], &[])
+    challenge(st, b"sum", &[&k.0, a, b, &t[0], &t[1]], &[])
 }
 
 /// Encrypts a vote for candidate `choice` of `candidates`, with its proofs.
@@ -203,15 +216,18 @@ pub fn cast<R: Rng + CryptoRng>(
         let (c_sim, s_sim) = (random_scalar(rng), random_scalar(rng));
         let real = [RistrettoPoint::mul_base(&w), w * k.0];
         let sim = bit_commitments(&k.0, &ct, 1 - v, &c_sim, &s_sim);
-        let com =
-            if v == 0 { [real[0], real[1], sim[0], sim[1]] } else { [sim[0], sim[1], real[0], real[1]] };
-        let c = bit_challenge(st, k, j, &ct, &com);
+        let (a, b) = if v == 0 {
+            ([real[0], sim[0]], [real[1], sim[1]])
+        } else {
+            ([sim[0], real[0]], [sim[1], real[1]])
+        };
+        let c = bit_challenge(st, k, j, &ct, &a, &b);
         let c_real = c - c_sim;
         let s_real = w + c_real * r;
         let proof = if v == 0 {
-            BitProof { c: [c_real, c_sim], s: [s_real, s_sim] }
+            BitProof { a, b, c0: c_real, s: [s_real, s_sim] }
         } else {
-            BitProof { c: [c_sim, c_real], s: [s_sim, s_real] }
+            BitProof { a, b, c0: c_sim, s: [s_sim, s_real] }
         };
         cts.push(ct);
         bits.push(proof);
@@ -220,14 +236,40 @@ pub fn cast<R: Rng + CryptoRng>(
     let (a, b) = sums(&cts);
     let w = random_scalar(rng);
     let t = [RistrettoPoint::mul_base(&w), w * k.0];
-    let c = sum_challenge(st, k, &a, &b, [&t[0], &t[1]]);
-    Ok(Ballot { cts, bits, sum: EqProof { c, s: w + c * r_sum } })
+    let c = sum_challenge(st, k, &a, &b, &t);
+    Ok(Ballot { cts, bits, sum: SumProof { t, s: w + c * r_sum } })
 }
 
 fn sums(cts: &[Ciphertext]) -> (RistrettoPoint, RistrettoPoint) {
     let a = cts.iter().map(|c| c.alpha).sum::<RistrettoPoint>();
     let b = cts.iter().map(|c| c.beta).sum::<RistrettoPoint>() - G;
     (a, b)
+}
+
+/// The challenges of a ballot's proofs: per candidate `(c_0, c_1)`, and the sum proof's `c`.
+fn challenges(k: &PublicKey, st: &Statement<'_>, ballot: &Ballot) -> (Vec<[Scalar; 2]>, Scalar) {
+    let bits = ballot
+        .cts
+        .iter()
+        .zip(&ballot.bits)
+        .enumerate()
+        .map(|(j, (ct, p))| {
+            let c = bit_challenge(st, k, j, ct, &p.a, &p.b);
+            [p.c0, c - p.c0]
+        })
+        .collect();
+    let (a, b) = sums(&ballot.cts);
+    (bits, sum_challenge(st, k, &a, &b, &ballot.sum.t))
+}
+
+fn check_len(ballot: &Ballot, candidates: usize) -> Result<(), VoteError> {
+    if ballot.cts.len() != candidates || ballot.bits.len() != candidates {
+        return Err(VoteError::WrongLength {
+            expected: candidates,
+            got: ballot.cts.len().max(ballot.bits.len()),
+        });
+    }
+    Ok(())
 }
 
 /// Checks a ballot's proofs for an election of `candidates` candidates.
@@ -237,27 +279,85 @@ pub fn verify_ballot(
     ballot: &Ballot,
     candidates: usize,
 ) -> Result<(), VoteError> {
-    if ballot.cts.len() != candidates || ballot.bits.len() != candidates {
-        return Err(VoteError::WrongLength {
-            expected: candidates,
-            got: ballot.cts.len().max(ballot.bits.len()),
-        });
-    }
-    for (j, (ct, p)) in ballot.cts.iter().zip(&ballot.bits).enumerate() {
-        let [a0, b0] = bit_commitments(&k.0, ct, 0, &p.c[0], &p.s[0]);
-        let [a1, b1] = bit_commitments(&k.0, ct, 1, &p.c[1], &p.s[1]);
-        if p.c[0] + p.c[1] != bit_challenge(st, k, j, ct, &[a0, b0, a1, b1]) {
-            return Err(VoteError::BadBitProof { candidate: j });
+    check_len(ballot, candidates)?;
+    let (cs, c) = challenges(k, st, ballot);
+    for (j, ((ct, p), c)) in ballot.cts.iter().zip(&ballot.bits).zip(&cs).enumerate() {
+        for bit in 0..2 {
+            let [a, b] = bit_commitments(&k.0, ct, bit as u64, &c[bit], &p.s[bit]);
+            if a != p.a[bit] || b != p.b[bit] {
+                return Err(VoteError::BadBitProof { candidate: j });
+            }
         }
     }
     let (a, b) = sums(&ballot.cts);
-    let (c, s) = (ballot.sum.c, ballot.sum.s);
+    let s = ballot.sum.s;
     let t1 = RistrettoPoint::vartime_double_scalar_mul_basepoint(&(-c), &a, &s);
     let t2 = RistrettoPoint::vartime_multiscalar_mul([s, -c], [k.0, b]);
-    if c != sum_challenge(st, k, &a, &b, [&t1, &t2]) {
+    if t1 != ballot.sum.t[0] || t2 != ballot.sum.t[1] {
         return Err(VoteError::BadSumProof);
     }
     Ok(())
+}
+
+/// Checks many ballots at once: every verification equation of every ballot, each weighted by
+/// a fresh random scalar, summed into one multiscalar multiplication that must give the
+/// identity (sound because the group has prime order: a false equation survives only with
+/// probability 1/ℓ). If the batch fails, each ballot is checked alone, so the verdicts are
+/// exactly [`verify_ballot`]'s. `rng` must be unpredictable to the ballots' authors.
+pub fn verify_ballots<R: Rng + CryptoRng>(
+    k: &PublicKey,
+    items: &[(Statement<'_>, &Ballot)],
+    candidates: usize,
+    rng: &mut R,
+) -> Vec<Result<(), VoteError>> {
+    let lens: Vec<Result<(), VoteError>> = items.iter().map(|(_, b)| check_len(b, candidates)).collect();
+    let mut scalars: Vec<Scalar> = Vec::new();
+    let mut points: Vec<RistrettoPoint> = Vec::new();
+    let (mut g, mut kk) = (Scalar::ZERO, Scalar::ZERO);
+    for ((st, ballot), len) in items.iter().zip(&lens) {
+        if len.is_err() {
+            continue;
+        }
+        let (cs, c) = challenges(k, st, ballot);
+        for ((ct, p), c) in ballot.cts.iter().zip(&ballot.bits).zip(&cs) {
+            let z: [Scalar; 4] =
+                [random_scalar(rng), random_scalar(rng), random_scalar(rng), random_scalar(rng)];
+            // z0: s0·G − c0·α − a0 ; z1: s0·K − c0·β − b0
+            // z2: s1·G − c1·α − a1 ; z3: s1·K − c1·β + c1·G − b1
+            g += z[0] * p.s[0] + z[2] * p.s[1] + z[3] * c[1];
+            kk += z[1] * p.s[0] + z[3] * p.s[1];
+            scalars.extend([
+                -(z[0] * c[0] + z[2] * c[1]),
+                -(z[1] * c[0] + z[3] * c[1]),
+                -z[0],
+                -z[1],
+                -z[2],
+                -z[3],
+            ]);
+            points.extend([ct.alpha, ct.beta, p.a[0], p.b[0], p.a[1], p.b[1]]);
+        }
+        // s·G − c·Σα − t1 ; s·K − c·Σβ + c·G − t2
+        let z = [random_scalar(rng), random_scalar(rng)];
+        let s = ballot.sum.s;
+        g += z[0] * s + z[1] * c;
+        kk += z[1] * s;
+        for ct in &ballot.cts {
+            scalars.extend([-(z[0] * c), -(z[1] * c)]);
+            points.extend([ct.alpha, ct.beta]);
+        }
+        scalars.extend([-z[0], -z[1]]);
+        points.extend([ballot.sum.t[0], ballot.sum.t[1]]);
+    }
+    scalars.extend([g, kk]);
+    points.extend([G, k.0]);
+    if RistrettoPoint::vartime_multiscalar_mul(&scalars, &points) == RistrettoPoint::identity() {
+        return lens;
+    }
+    items
+        .iter()
+        .zip(lens)
+        .map(|((st, b), len)| len.and_then(|()| verify_ballot(k, st, b, candidates)))
+        .collect()
 }
 
 /// Adds ballots homomorphically: one ciphertext per candidate (the identity for none).
@@ -357,7 +457,7 @@ pub fn verify_decryption(
 // ---- Encoding: points compressed (32 bytes), scalars canonical (32 bytes, little-endian).
 
 /// Encoded size of one candidate's part of a ballot (ciphertext + bit proof).
-const PER_CANDIDATE: usize = 64 + 128;
+const PER_CANDIDATE: usize = 64 + 128 + 96;
 
 fn point(r: &mut Reader<'_>, field: &'static str) -> Result<RistrettoPoint, DecodeError> {
     let b: [u8; 32] = r.array(field)?;
@@ -370,19 +470,21 @@ fn scalar(r: &mut Reader<'_>, field: &'static str) -> Result<Scalar, DecodeError
 }
 
 impl Ballot {
-    /// The canonical encoding: count (u32 LE), then per candidate `α β c0 c1 s0 s1`, then the sum
-    /// proof `c s`; 32 bytes each.
+    /// The canonical encoding: count (u32 LE), then per candidate `α β a0 b0 a1 b1 c0 s0 s1`,
+    /// then the sum proof `t1 t2 s`; 32 bytes each (points compressed, scalars canonical).
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(4 + self.cts.len() * PER_CANDIDATE + 64);
+        let mut out = Vec::with_capacity(4 + self.cts.len() * PER_CANDIDATE + 96);
         put_count(&mut out, self.cts.len());
         for (ct, p) in self.cts.iter().zip(&self.bits) {
-            out.extend_from_slice(ct.alpha.compress().as_bytes());
-            out.extend_from_slice(ct.beta.compress().as_bytes());
-            for s in [p.c[0], p.c[1], p.s[0], p.s[1]] {
+            for pt in [ct.alpha, ct.beta, p.a[0], p.b[0], p.a[1], p.b[1]] {
+                out.extend_from_slice(pt.compress().as_bytes());
+            }
+            for s in [p.c0, p.s[0], p.s[1]] {
                 out.extend_from_slice(s.as_bytes());
             }
         }
-        out.extend_from_slice(self.sum.c.as_bytes());
+        out.extend_from_slice(self.sum.t[0].compress().as_bytes());
+        out.extend_from_slice(self.sum.t[1].compress().as_bytes());
         out.extend_from_slice(self.sum.s.as_bytes());
         out
     }
@@ -404,13 +506,18 @@ impl Ballot {
                 alpha: point(&mut r, "ballot.alpha")?,
                 beta: point(&mut r, "ballot.beta")?,
             });
+            let a0 = point(&mut r, "ballot.bit.a0")?;
+            let b0 = point(&mut r, "ballot.bit.b0")?;
+            let a1 = point(&mut r, "ballot.bit.a1")?;
+            let b1 = point(&mut r, "ballot.bit.b1")?;
             let c0 = scalar(&mut r, "ballot.bit.c0")?;
-            let c1 = scalar(&mut r, "ballot.bit.c1")?;
             let s0 = scalar(&mut r, "ballot.bit.s0")?;
             let s1 = scalar(&mut r, "ballot.bit.s1")?;
-            bits.push(BitProof { c: [c0, c1], s: [s0, s1] });
+            bits.push(BitProof { a: [a0, a1], b: [b0, b1], c0, s: [s0, s1] });
         }
-        let sum = EqProof { c: scalar(&mut r, "ballot.sum.c")?, s: scalar(&mut r, "ballot.sum.s")? };
+        let t1 = point(&mut r, "ballot.sum.t1")?;
+        let t2 = point(&mut r, "ballot.sum.t2")?;
+        let sum = SumProof { t: [t1, t2], s: scalar(&mut r, "ballot.sum.s")? };
         r.finish()?;
         Ok(Ballot { cts, bits, sum })
     }

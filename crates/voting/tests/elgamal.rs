@@ -8,7 +8,7 @@ use proptest::prelude::*;
 use rand_chacha::ChaCha20Rng;
 use rand_core::{Rng, SeedableRng};
 use scalechain_voting::elgamal::{
-    cast, decrypt, keygen, tally, verify_ballot, verify_decryption, Ballot, Dlog, Statement,
+    cast, decrypt, keygen, tally, verify_ballot, verify_ballots, verify_decryption, Ballot, Dlog, Statement,
 };
 use scalechain_voting::VoteError;
 
@@ -62,13 +62,17 @@ fn each_kind_of_invalid_ballot_is_refused_with_its_error() {
     none.bits[0] = b1.bits[0];
     assert_eq!(verify_ballot(&k, &st, &none, 4), Err(VoteError::BadSumProof));
 
-    // Every scalar of every proof matters.
+    // Every scalar and commitment of every proof matters.
     for j in 0..4 {
-        for f in 0..4 {
+        for f in 0..7 {
             let mut bad = b0.clone();
             let p = &mut bad.bits[j];
-            let x = if f < 2 { &mut p.c[f] } else { &mut p.s[f - 2] };
-            *x += Scalar::ONE;
+            match f {
+                0 => p.c0 += Scalar::ONE,
+                1 | 2 => p.s[f - 1] += Scalar::ONE,
+                3 | 4 => p.a[f - 3] += G,
+                _ => p.b[f - 5] += G,
+            }
             assert_eq!(
                 verify_ballot(&k, &st, &bad, 4),
                 Err(VoteError::BadBitProof { candidate: j }),
@@ -76,12 +80,14 @@ fn each_kind_of_invalid_ballot_is_refused_with_its_error() {
             );
         }
     }
-    let mut bad = b0.clone();
-    bad.sum.s += Scalar::ONE;
-    assert_eq!(verify_ballot(&k, &st, &bad, 4), Err(VoteError::BadSumProof));
-    let mut bad = b0.clone();
-    bad.sum.c += Scalar::ONE;
-    assert_eq!(verify_ballot(&k, &st, &bad, 4), Err(VoteError::BadSumProof));
+    for f in 0..3 {
+        let mut bad = b0.clone();
+        match f {
+            0 => bad.sum.s += Scalar::ONE,
+            _ => bad.sum.t[f - 1] += G,
+        }
+        assert_eq!(verify_ballot(&k, &st, &bad, 4), Err(VoteError::BadSumProof), "f={f}");
+    }
 
     // A ballot for another number of candidates.
     assert_eq!(verify_ballot(&k, &st, &b0, 3), Err(VoteError::WrongLength { expected: 3, got: 4 }));
@@ -94,6 +100,38 @@ fn each_kind_of_invalid_ballot_is_refused_with_its_error() {
     assert!(verify_ballot(&k, &elsewhere, &b0, 4).is_err());
     let (_, k2) = keygen(&mut rng);
     assert!(verify_ballot(&k2, &st, &b0, 4).is_err());
+}
+
+fn items<'a>(sts: &[Statement<'a>], bs: &'a [Ballot]) -> Vec<(Statement<'a>, &'a Ballot)> {
+    sts.iter().copied().zip(bs.iter()).collect()
+}
+
+#[test]
+fn batch_verification_gives_exactly_the_single_verdicts() {
+    let mut rng = ChaCha20Rng::seed_from_u64(5);
+    let (_, k) = keygen(&mut rng);
+    let voters: Vec<[u8; 32]> = (0..12).map(voter).collect();
+    let sts: Vec<Statement<'_>> =
+        voters.iter().map(|v| Statement { election: &ELECTION, voter: v }).collect();
+    let mut ballots: Vec<Ballot> =
+        sts.iter().enumerate().map(|(i, st)| cast(&k, st, i % 3, 3, &mut rng).unwrap()).collect();
+    let all_ok = verify_ballots(&k, &items(&sts, &ballots), 3, &mut rng);
+    assert!(all_ok.iter().all(Result::is_ok));
+    // Break a few in different ways: every verdict must equal the single check's.
+    ballots[2].cts[1].beta += G;
+    ballots[5].sum.s += Scalar::ONE;
+    ballots[7].bits[0].a[1] += G;
+    ballots[9].cts.pop();
+    ballots[9].bits.pop();
+    let got = verify_ballots(&k, &items(&sts, &ballots), 3, &mut rng);
+    for (i, (st, b)) in items(&sts, &ballots).iter().enumerate() {
+        assert_eq!(got[i], verify_ballot(&k, st, b, 3), "ballot {i}");
+        assert_eq!(got[i].is_err(), [2, 5, 7, 9].contains(&i), "ballot {i}");
+    }
+    // A ballot valid for another voter is invalid here, in a batch too.
+    let swapped = vec![ballots[0].clone(), ballots[0].clone()];
+    let got = verify_ballots(&k, &items(&sts, &swapped), 3, &mut rng);
+    assert!(got[0].is_ok() && got[1].is_err());
 }
 
 #[test]
@@ -151,13 +189,13 @@ fn encoding_round_trips_and_refuses_non_canonical_input() {
     let st = Statement { election: &ELECTION, voter: &v };
     let b = cast(&k, &st, 2, 4, &mut rng).unwrap();
     let bytes = b.encode();
-    assert_eq!(bytes.len(), 4 + 4 * 192 + 64);
+    assert_eq!(bytes.len(), 4 + 4 * 288 + 96);
     let back = Ballot::decode(&bytes).unwrap();
     assert_eq!(back, b);
     assert_eq!(back.encode(), bytes);
-    // A non-canonical scalar (c0 of candidate 0 set to ℓ + 0 = 2^252 + …: use all 0xff).
+    // A non-canonical scalar (c0 of candidate 0, after its six points, set to all 0xff > ℓ).
     let mut bad = bytes.clone();
-    bad[4 + 64..4 + 96].copy_from_slice(&[0xff; 32]);
+    bad[4 + 192..4 + 224].copy_from_slice(&[0xff; 32]);
     assert!(Ballot::decode(&bad).unwrap_err().to_string().contains("ballot.bit.c0"));
     // A point that does not decompress.
     let mut bad = bytes.clone();
