@@ -282,8 +282,8 @@ pub fn verify_ballot(
     check_len(ballot, candidates)?;
     let (cs, c) = challenges(k, st, ballot);
     for (j, ((ct, p), c)) in ballot.cts.iter().zip(&ballot.bits).zip(&cs).enumerate() {
-        for bit in 0..2 {
-            let [a, b] = bit_commitments(&k.0, ct, bit as u64, &c[bit], &p.s[bit]);
+        for (bit, (cb, sb)) in c.iter().zip(&p.s).enumerate() {
+            let [a, b] = bit_commitments(&k.0, ct, bit as u64, cb, sb);
             if a != p.a[bit] || b != p.b[bit] {
                 return Err(VoteError::BadBitProof { candidate: j });
             }
