@@ -28,7 +28,7 @@ use crate::check::check_tx;
 use crate::connect::{check_spend, ConnectCtx};
 use crate::error::TxRule;
 use crate::utxo::UtxoView;
-use crate::verify::{batch_failures, SigJob, VerifyMode};
+use crate::verify::{batch_failures, parallel_chunk, SigJob, VerifyMode};
 
 /// A transaction that passed: its txid and the fee it pays.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,11 +68,7 @@ pub fn verify_txs(env: &TxEnv<'_>, txs: &[Tx]) -> Vec<Result<TxVerdict, TxRule>>
             txs.chunks(per).enumerate().flat_map(|(c, chunk)| verify_chunk(env, chunk, c as u64)).collect()
         }
         VerifyMode::Parallel => {
-            // Spread chunks evenly over the threads, but never below 64 transactions per chunk
-            // (a smaller batch loses most of batching's gain).
-            let threads = rayon::current_num_threads().max(1);
-            let bs = cfg.batch_size.max(1);
-            let per = txs.len().div_ceil(threads).clamp(64.min(bs), bs);
+            let per = parallel_chunk(txs.len(), cfg.batch_size);
             let parts: Vec<Vec<_>> = txs
                 .par_chunks(per)
                 .enumerate()

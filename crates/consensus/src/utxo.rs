@@ -139,14 +139,19 @@ impl UtxoSet {
     }
 
     fn find(&self, key: &[u8; 36]) -> Option<usize> {
+        self.find_hashed(self.hash(key), key)
+    }
+
+    fn find_hashed(&self, h: u64, key: &[u8; 36]) -> Option<usize> {
         let slab = &self.slab;
-        self.table.find(self.hash(key), |&i| slab[i as usize].op == *key).map(|&i| i as usize)
+        self.table.find(h, |&i| slab[i as usize].op == *key).map(|&i| i as usize)
     }
 
     /// Adds an output (replacing one with the same outpoint).
     pub fn insert(&mut self, op: OutPoint, coin: Coin) {
         let packed = Packed::new(&op, &coin);
-        if let Some(i) = self.find(&packed.op) {
+        let h = self.hash(&packed.op);
+        if let Some(i) = self.find_hashed(h, &packed.op) {
             self.slab[i] = packed;
             return;
         }
@@ -154,7 +159,6 @@ impl UtxoSet {
             self.slab.reserve_exact((self.slab.len() / 4).max(64));
         }
         let index = u32::try_from(self.slab.len()).expect("the UTXO set holds at most 2^32 - 1 outputs");
-        let h = self.hash(&packed.op);
         self.slab.push(packed);
         let (slab, hasher) = (&self.slab, &self.hasher);
         self.table.insert_unique(h, index, |&i| hasher.hash_one(slab[i as usize].op));

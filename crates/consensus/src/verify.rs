@@ -35,15 +35,26 @@ pub enum VerifyMode {
     Parallel,
 }
 
+impl VerifyMode {
+    /// Every mode.
+    pub const ALL: [VerifyMode; 3] = [VerifyMode::Sequential, VerifyMode::Batch, VerifyMode::Parallel];
+
+    /// The name used on the command line and in benchmark ids.
+    pub fn name(self) -> &'static str {
+        match self {
+            VerifyMode::Sequential => "sequential",
+            VerifyMode::Batch => "batch",
+            VerifyMode::Parallel => "parallel",
+        }
+    }
+}
+
 impl std::str::FromStr for VerifyMode {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "sequential" => Ok(VerifyMode::Sequential),
-            "batch" => Ok(VerifyMode::Batch),
-            "parallel" => Ok(VerifyMode::Parallel),
-            _ => Err(format!("unknown verification mode {s:?} (expected sequential, batch or parallel)")),
-        }
+        VerifyMode::ALL.into_iter().find(|m| m.name() == s).ok_or_else(|| {
+            format!("unknown verification mode {s:?} (expected sequential, batch or parallel)")
+        })
     }
 }
 
@@ -119,6 +130,15 @@ fn batch_ok(jobs: &[SigJob], idx: &[usize], rng: ChaCha20Rng) -> bool {
     keys::verify_ed25519_batch(&items, rng).is_ok()
 }
 
+/// How many items each parallel chunk gets: `len` spread evenly over the current rayon pool's
+/// threads, but never more than `batch_size` nor fewer than 64 (a smaller batch loses most of
+/// batching's gain). The engine, `verify_txs` and the study's raw bound all chunk this way.
+pub fn parallel_chunk(len: usize, batch_size: usize) -> usize {
+    let bs = batch_size.max(1);
+    let threads = rayon::current_num_threads().max(1);
+    len.div_ceil(threads).clamp(64.min(bs), bs)
+}
+
 /// Verifies `jobs` on the calling thread the way `batch` mode does (Ed25519 in ZIP-215 batches
 /// of `cfg.batch_size`, secp256k1 singly) and returns **every** failure in job order: a failed
 /// batch is re-verified singly. `stream` keeps the batch coefficients of concurrent callers
@@ -165,9 +185,7 @@ pub fn verify_jobs(cfg: &VerifyConfig, jobs: &[SigJob]) -> Result<(), JobFailure
             a.into_iter().chain(b).min()
         }
         _ => {
-            // Spread batches evenly over the threads, but never below 64 per batch.
-            let threads = rayon::current_num_threads().max(1);
-            let per = ed.len().div_ceil(threads).clamp(64.min(bs), bs);
+            let per = parallel_chunk(ed.len(), bs);
             let (a, b) = rayon::join(
                 || {
                     ed.par_chunks(per)
@@ -204,6 +222,14 @@ mod tests {
                 SigJob { tx: i, input: 0, pubkey: k.public(), sig, msg }
             })
             .collect()
+    }
+
+    #[test]
+    fn mode_names_parse_back() {
+        for m in VerifyMode::ALL {
+            assert_eq!(m.name().parse::<VerifyMode>(), Ok(m));
+        }
+        assert!("fast".parse::<VerifyMode>().is_err());
     }
 
     #[test]

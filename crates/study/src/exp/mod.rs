@@ -57,9 +57,8 @@ pub fn raw_sigs(p: &Params, txs: &[Tx]) -> Vec<([u8; 32], Signature, Hash)> {
 pub fn raw_batch(sigs: &[([u8; 32], Signature, Hash)], batch_size: usize) -> bool {
     use rand_core::SeedableRng;
     use rayon::prelude::*;
-    let threads = rayon::current_num_threads().max(1);
-    let per = sigs.len().div_ceil(threads).clamp(64.min(batch_size), batch_size);
-    sigs.par_chunks(per.max(1)).enumerate().all(|(c, chunk)| {
+    let per = scalechain_consensus::verify::parallel_chunk(sigs.len(), batch_size);
+    sigs.par_chunks(per).enumerate().all(|(c, chunk)| {
         let items: Vec<Ed25519Item<'_>> =
             chunk.iter().map(|(k, s, m)| Ed25519Item { key: k, sig: s, msg: m.as_bytes() }).collect();
         let rng = rand_chacha::ChaCha20Rng::seed_from_u64(c as u64);
