@@ -18,13 +18,6 @@ use scalechain_types::HashKind;
 /// Workload transactions in the block (besides the coinbase).
 const TXS: usize = 4096;
 
-/// The three strategies, with the names used in benchmark ids.
-const MODES: [(VerifyMode, &str); 3] = [
-    (VerifyMode::Sequential, "sequential"),
-    (VerifyMode::Batch, "batch"),
-    (VerifyMode::Parallel, "parallel"),
-];
-
 /// Seed of the workload's keys and coins.
 const WORKLOAD_SEED: u64 = 0xb10c;
 
@@ -58,7 +51,8 @@ fn block(c: &mut Criterion) {
     let mut group = c.benchmark_group("connect::connect_block");
     group.sample_size(10).sampling_mode(SamplingMode::Flat);
     group.throughput(Throughput::Elements(block.txs.len() as u64));
-    for (mode, name) in MODES {
+    for mode in VerifyMode::ALL {
+        let name = mode.name();
         let verify = VerifyConfig { mode, seed: [4; 32], batch_size: 256 };
         let ctx = ConnectCtx { params: &params, chain_id: &chain_id, apps: &apps, verify: &verify };
         let diff = connect_block(&ctx, &block, &txids, &w.utxos, &app_state)

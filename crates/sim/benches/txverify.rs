@@ -15,13 +15,6 @@ use scalechain_types::{Hash, HashKind};
 /// Transaction counts.
 const SIZES: [usize; 2] = [1 << 10, 1 << 14];
 
-/// The three strategies, with the names used in benchmark ids.
-const MODES: [(VerifyMode, &str); 3] = [
-    (VerifyMode::Sequential, "sequential"),
-    (VerifyMode::Batch, "batch"),
-    (VerifyMode::Parallel, "parallel"),
-];
-
 /// Seed of the workload's keys and coins.
 const WORKLOAD_SEED: u64 = 0x7e57;
 
@@ -41,7 +34,8 @@ fn txverify(c: &mut Criterion) {
         }
         let txs = &w.txs[..n];
         group.throughput(Throughput::Elements(n as u64));
-        for (mode, name) in MODES {
+        for mode in VerifyMode::ALL {
+            let name = mode.name();
             let verify = VerifyConfig { mode, seed: [4; 32], batch_size: 256 };
             let ctx = ConnectCtx { params: &params, chain_id: &chain_id, apps: &apps, verify: &verify };
             let env = TxEnv { ctx, view: &w.utxos, app_state: &app_state, height: 1, time: 0 };

@@ -20,13 +20,6 @@ const BATCH: usize = 256;
 /// The job whose signature is corrupted in the `bad=1` case.
 const BAD_JOB: usize = 2049;
 
-/// The three strategies, with the names used in benchmark ids.
-const MODES: [(VerifyMode, &str); 3] = [
-    (VerifyMode::Sequential, "sequential"),
-    (VerifyMode::Batch, "batch"),
-    (VerifyMode::Parallel, "parallel"),
-];
-
 fn jobs() -> Vec<SigJob> {
     let chain_id = Hash([1; 32]);
     (0..JOBS)
@@ -48,7 +41,8 @@ fn verify(c: &mut Criterion) {
     let mut group = c.benchmark_group("verify::verify_jobs");
     group.sample_size(10).sampling_mode(SamplingMode::Flat);
     group.throughput(Throughput::Elements(JOBS as u64));
-    for (mode, name) in MODES {
+    for mode in VerifyMode::ALL {
+        let name = mode.name();
         let cfg = cfg.with_mode(mode);
         verify_jobs(&cfg, &jobs).expect("every job verifies");
         group

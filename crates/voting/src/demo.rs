@@ -291,15 +291,14 @@ pub fn run(o: &DemoOpts) -> Result<DemoReport, DemoError> {
     let (late, on_time): (Vec<_>, Vec<_>) =
         invalid.into_iter().partition(|(k, _)| INVALID_KINDS[*k] == "outside-window");
     let mut rounds: Vec<(Vec<Tx>, bool)> = honest.chunks(BLOCK_BALLOTS).map(|c| (c.to_vec(), true)).collect();
-    rounds.push((on_time.into_iter().map(|(_, t)| t).collect(), false));
-    for (txs, is_honest) in
-        rounds.into_iter().chain(std::iter::once((late.into_iter().map(|(_, t)| t).collect(), false)))
-    {
+    for invalid in [on_time, late] {
+        rounds.push((invalid.into_iter().map(|(_, t)| t).collect(), false));
+    }
+    for (txs, is_honest) in rounds {
         let submitted = Instant::now();
         let height = chain.tip_height() + 1;
         let verdicts = {
-            let cfg = verify;
-            let ctx = ConnectCtx { params: &p, chain_id: &chain.chain_id(), apps: &apps, verify: &cfg };
+            let ctx = ConnectCtx { params: &p, chain_id: &chain.chain_id(), apps: &apps, verify: &verify };
             let env = TxEnv { ctx, view: chain.utxos(), app_state: chain.app_state(), height, time: 0 };
             verify_txs(&env, &txs)
         };

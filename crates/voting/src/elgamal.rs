@@ -246,8 +246,14 @@ fn sums(cts: &[Ciphertext]) -> (RistrettoPoint, RistrettoPoint) {
     (a, b)
 }
 
-/// The challenges of a ballot's proofs: per candidate `(c_0, c_1)`, and the sum proof's `c`.
-fn challenges(k: &PublicKey, st: &Statement<'_>, ballot: &Ballot) -> (Vec<[Scalar; 2]>, Scalar) {
+/// The challenges of a ballot's proofs: per candidate `(c_0, c_1)`, and the sum proof's `c`
+/// (over `(a, b)`, the ballot's [`sums`]).
+fn challenges(
+    k: &PublicKey,
+    st: &Statement<'_>,
+    ballot: &Ballot,
+    (a, b): &(RistrettoPoint, RistrettoPoint),
+) -> (Vec<[Scalar; 2]>, Scalar) {
     let bits = ballot
         .cts
         .iter()
@@ -258,8 +264,7 @@ fn challenges(k: &PublicKey, st: &Statement<'_>, ballot: &Ballot) -> (Vec<[Scala
             [p.c0, c - p.c0]
         })
         .collect();
-    let (a, b) = sums(&ballot.cts);
-    (bits, sum_challenge(st, k, &a, &b, &ballot.sum.t))
+    (bits, sum_challenge(st, k, a, b, &ballot.sum.t))
 }
 
 fn check_len(ballot: &Ballot, candidates: usize) -> Result<(), VoteError> {
@@ -280,7 +285,8 @@ pub fn verify_ballot(
     candidates: usize,
 ) -> Result<(), VoteError> {
     check_len(ballot, candidates)?;
-    let (cs, c) = challenges(k, st, ballot);
+    let (a, b) = sums(&ballot.cts);
+    let (cs, c) = challenges(k, st, ballot, &(a, b));
     for (j, ((ct, p), c)) in ballot.cts.iter().zip(&ballot.bits).zip(&cs).enumerate() {
         for (bit, (cb, sb)) in c.iter().zip(&p.s).enumerate() {
             let [a, b] = bit_commitments(&k.0, ct, bit as u64, cb, sb);
@@ -289,7 +295,6 @@ pub fn verify_ballot(
             }
         }
     }
-    let (a, b) = sums(&ballot.cts);
     let s = ballot.sum.s;
     let t1 = RistrettoPoint::vartime_double_scalar_mul_basepoint(&(-c), &a, &s);
     let t2 = RistrettoPoint::vartime_multiscalar_mul([s, -c], [k.0, b]);
@@ -318,7 +323,7 @@ pub fn verify_ballots<R: Rng + CryptoRng>(
         if len.is_err() {
             continue;
         }
-        let (cs, c) = challenges(k, st, ballot);
+        let (cs, c) = challenges(k, st, ballot, &sums(&ballot.cts));
         for ((ct, p), c) in ballot.cts.iter().zip(&ballot.bits).zip(&cs) {
             let z: [Scalar; 4] =
                 [random_scalar(rng), random_scalar(rng), random_scalar(rng), random_scalar(rng)];
