@@ -270,6 +270,26 @@ mod tests {
     }
 
     #[test]
+    fn interleaved_medians_runs_each_closure_every_round_in_rotating_order() {
+        let order = std::cell::RefCell::new(Vec::new());
+        let (mut a, mut b) = (
+            || {
+                order.borrow_mut().push('a');
+                true
+            },
+            || {
+                order.borrow_mut().push('b');
+                std::thread::sleep(std::time::Duration::from_millis(3));
+                true
+            },
+        );
+        let m = interleaved_medians(3, &mut [&mut a, &mut b]);
+        assert_eq!(m.len(), 2);
+        assert!(m[1] > m[0] && m[1] >= 0.003, "{m:?}");
+        assert_eq!(order.into_inner(), vec!['a', 'b', 'b', 'a', 'a', 'b']);
+    }
+
+    #[test]
     fn experiment_names_round_trip() {
         for e in Experiment::ALL {
             assert_eq!(e.name().parse::<Experiment>(), Ok(e));
