@@ -1,6 +1,7 @@
 //! [`Chain`]: accept, reorganise, query, re-verify.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use scalechain_consensus::check::{check_block, check_header_context};
 use scalechain_consensus::connect::{connect_block, disconnect_block, genesis_changes, Changes, ConnectCtx};
@@ -9,7 +10,7 @@ use scalechain_consensus::pow::target_to_u256;
 use scalechain_consensus::utxo::UtxoOverlay;
 use scalechain_consensus::{
     genesis_block, AppStateView, Apps, BlockError, BlockRejection, BlockTree, BlockUndo, Coin, Params,
-    UtxoSet, UtxoView, VerifyConfig,
+    SigCache, UtxoSet, UtxoView, VerifyConfig,
 };
 use scalechain_store::{ChainStore, Commit, StoreError};
 use scalechain_types::codec::{Decode, Encode};
@@ -136,6 +137,7 @@ pub struct Chain<S: ChainStore> {
     app_state: BTreeMap<Vec<u8>, Vec<u8>>,
     store: S,
     orphans: OrphanPool,
+    sig_cache: Option<Arc<dyn SigCache + Send>>,
 }
 
 impl<S: ChainStore> Chain<S> {
@@ -211,6 +213,7 @@ impl<S: ChainStore> Chain<S> {
             store,
             orphans: OrphanPool::new(MAX_ORPHANS),
             params,
+            sig_cache: None,
         };
         // Recovery: blocks stored (each passed the stateless and header checks) but not yet
         // committed when the process stopped may form a branch with more work than the committed
@@ -218,6 +221,12 @@ impl<S: ChainStore> Chain<S> {
         // count as known and never be connected when they arrive again.
         chain.activate_best(None)?;
         Ok(chain)
+    }
+
+    /// Transactions whose signatures were verified before (a node's mempool): connecting a
+    /// block skips their signature jobs. `verify_all` never uses the cache.
+    pub fn set_sig_cache(&mut self, cache: Option<Arc<dyn SigCache + Send>>) {
+        self.sig_cache = cache;
     }
 
     /// The parameters.
@@ -432,7 +441,8 @@ impl<S: ChainStore> Chain<S> {
             apply(&mut overlay, &mut app, &disconnect_block(&p, &block, &undo));
             returned.extend(block.txs.into_iter().skip(1));
         }
-        let ctx = ConnectCtx { params: &p, chain_id: &self.chain_id, apps: &self.apps, verify: &self.verify };
+        let mut ctx = ConnectCtx::new(&p, &self.chain_id, &self.apps, &self.verify);
+        ctx.sig_cache = self.sig_cache.as_deref().map(|c| c as &dyn SigCache);
         let mut connected: Vec<(u64, Hash, BlockUndo)> = Vec::new();
         let mut failure = None;
         for h in &to_connect {
@@ -530,7 +540,7 @@ impl<S: ChainStore> Chain<S> {
         let g = genesis_changes(p, &genesis);
         apply_to_memory(&mut utxos, &mut app_state, &changes_map(&g), &[]);
         let mut tree = BlockTree::new(p.hash, genesis.header);
-        let ctx = ConnectCtx { params: p, chain_id: &self.chain_id, apps: &self.apps, verify: &self.verify };
+        let ctx = ConnectCtx::new(p, &self.chain_id, &self.apps, &self.verify);
         let mut txs = 1u64;
         let mut parent = genesis.header;
         for height in 1..self.main.len() as u64 {

@@ -741,3 +741,37 @@ fn reopening_connects_blocks_stored_but_not_committed_before_a_crash() {
     assert_eq!(reopened.accept_block(b1, NOW).unwrap(), Accepted::Duplicate);
     reopened.verify_all(NOW, |_, _| {}).unwrap();
 }
+
+/// A set of wtxids standing in for a mempool's record of verified signatures.
+struct Cache(std::collections::HashSet<Hash>);
+
+impl scalechain_consensus::SigCache for Cache {
+    fn contains(&self, wtxid: &Hash) -> bool {
+        self.0.contains(wtxid)
+    }
+}
+
+#[test]
+fn signature_cache_skips_the_signature_jobs_of_known_transactions_only() {
+    let bad_block = |t: &mut T| {
+        let mut b = t.next(3);
+        b.txs[1].inputs[0].witness.signature[3] ^= 1;
+        t.reseal(&mut b);
+        b
+    };
+    // A cache that holds another transaction does not save the bad signature.
+    let mut t = setup();
+    let b = bad_block(&mut t);
+    let other = b.txs[2].wtxid(t.p.hash);
+    t.chain.set_sig_cache(Some(Arc::new(Cache([other].into_iter().collect()))));
+    t.reject(b, |e| matches!(tx_rule(e), Some(TxRule::BadSignature { input: 0, .. })));
+    // A cache that vouches for the bad transaction skips its signatures: the cache is trusted,
+    // which is why only the mempool's own admission may fill it.
+    let mut t = setup();
+    let b = bad_block(&mut t);
+    let bad = b.txs[1].wtxid(t.p.hash);
+    t.chain.set_sig_cache(Some(Arc::new(Cache([bad].into_iter().collect()))));
+    assert!(matches!(t.chain.accept_block(b, NOW).unwrap(), Accepted::Connected(_)));
+    // The full re-verification ignores the cache and finds the bad signature.
+    assert!(t.chain.verify_all(NOW, |_, _| {}).is_err());
+}

@@ -22,7 +22,7 @@ use crate::app::{AppContext, AppOverlay, AppStateView, Apps};
 use crate::error::{BlockError, TxRule};
 use crate::params::Params;
 use crate::utxo::{Coin, UtxoSet, UtxoView};
-use crate::verify::{verify_jobs, SigJob, VerifyConfig, VerifyMode};
+use crate::verify::{verify_jobs, SigCache, SigJob, VerifyConfig, VerifyMode};
 
 /// Net state changes: outputs to remove, outputs to add, application keys to set or delete.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -133,15 +133,28 @@ pub struct ConnectCtx<'a> {
     pub apps: &'a Apps,
     /// Signature engine settings.
     pub verify: &'a VerifyConfig,
+    /// Transactions whose signatures are known good; their signature jobs are skipped.
+    pub sig_cache: Option<&'a dyn SigCache>,
+}
+
+impl<'a> ConnectCtx<'a> {
+    /// A context without a signature cache.
+    pub fn new(params: &'a Params, chain_id: &'a Hash, apps: &'a Apps, verify: &'a VerifyConfig) -> Self {
+        ConnectCtx { params, chain_id, apps, verify, sig_cache: None }
+    }
 }
 
 fn tx_err(index: usize, txids: &[Hash], error: TxRule) -> BlockError {
     BlockError::Tx { index, txid: txids[index], error }
 }
 
-/// The signature jobs of a block (every input of every non-coinbase transaction).
+/// The signature jobs of a block: every input of every non-coinbase transaction, less the
+/// transactions the context's signature cache holds.
 pub fn sig_jobs(ctx: &ConnectCtx<'_>, block: &Block, txids: &[Hash]) -> Vec<SigJob> {
     let per_tx = |(ti, tx): (usize, &Tx)| {
+        if ctx.sig_cache.is_some_and(|c| c.contains(&tx.wtxid(ctx.params.hash))) {
+            return Vec::new();
+        }
         let msg = sighash(ctx.params.hash, ctx.chain_id, &txids[ti]);
         tx.inputs
             .iter()

@@ -71,7 +71,7 @@ pub fn validate_block(data: &[u8]) {
     genesis_changes(&p, &genesis).apply_utxos(&mut utxos);
     let chain_id = genesis.hash(p.hash);
     let cfg = VerifyConfig::parallel([1; 32]);
-    let ctx = ConnectCtx { params: &p, chain_id: &chain_id, apps: &apps, verify: &cfg };
+    let ctx = ConnectCtx::new(&p, &chain_id, &apps, &cfg);
     let state = std::collections::BTreeMap::new();
     if let Ok(diff) = connect_block(&ctx, &block, &txids, &utxos, &state) {
         let before = utxos.total_value();

@@ -36,4 +36,4 @@ pub use params::{genesis_block, Params, SigMode};
 pub use tree::{BlockTree, TreeError};
 pub use txverify::{verify_txs, TxEnv, TxVerdict};
 pub use utxo::{Coin, UtxoSet, UtxoView};
-pub use verify::{VerifyConfig, VerifyMode};
+pub use verify::{SigCache, VerifyConfig, VerifyMode};

@@ -58,6 +58,16 @@ impl std::str::FromStr for VerifyMode {
     }
 }
 
+/// Transactions whose signatures were already verified, by wtxid: a node's mempool checks every
+/// signature at admission, so connecting a block skips the signature jobs of the transactions
+/// it already holds. The wtxid commits to the whole encoding (witnesses included) and the
+/// sighash depends only on the chain id and the txid, so a cached verdict is the verdict the
+/// engine would reach again; the contextual rules (coins, locks, values) still run.
+pub trait SigCache: Sync {
+    /// True if every signature of the transaction with this wtxid verified.
+    fn contains(&self, wtxid: &Hash) -> bool;
+}
+
 /// Engine settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct VerifyConfig {

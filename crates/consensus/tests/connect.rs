@@ -78,7 +78,7 @@ impl Fixture {
         block.header.merkle_root = block.compute_merkle_root(self.p.hash);
         let txids: Vec<Hash> = block.txs.iter().map(|t| t.txid(self.p.hash)).collect();
         let (apps, verify) = (Apps::none(), VerifyConfig::parallel([1; 32]));
-        let ctx = ConnectCtx { params: &self.p, chain_id: &self.chain_id, apps: &apps, verify: &verify };
+        let ctx = ConnectCtx::new(&self.p, &self.chain_id, &apps, &verify);
         let before = self.utxos.clone();
         let res = connect_block(&ctx, &block, &txids, &self.utxos, &BTreeMap::new()).map(|_| ());
         assert_eq!(self.utxos, before, "connect_block must not mutate the view");

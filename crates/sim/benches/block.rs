@@ -54,7 +54,7 @@ fn block(c: &mut Criterion) {
     for mode in VerifyMode::ALL {
         let name = mode.name();
         let verify = VerifyConfig { mode, seed: [4; 32], batch_size: 256 };
-        let ctx = ConnectCtx { params: &params, chain_id: &chain_id, apps: &apps, verify: &verify };
+        let ctx = ConnectCtx::new(&params, &chain_id, &apps, &verify);
         let diff = connect_block(&ctx, &block, &txids, &w.utxos, &app_state)
             .expect("the workload block connects to its UTXO set");
         assert_eq!(diff.changes.remove.len(), TXS, "every workload coin is spent");

@@ -37,7 +37,7 @@ fn txverify(c: &mut Criterion) {
         for mode in VerifyMode::ALL {
             let name = mode.name();
             let verify = VerifyConfig { mode, seed: [4; 32], batch_size: 256 };
-            let ctx = ConnectCtx { params: &params, chain_id: &chain_id, apps: &apps, verify: &verify };
+            let ctx = ConnectCtx::new(&params, &chain_id, &apps, &verify);
             let env = TxEnv { ctx, view: &w.utxos, app_state: &app_state, height: 1, time: 0 };
             let verdicts = verify_txs(&env, txs);
             assert!(

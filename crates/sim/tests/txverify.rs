@@ -18,7 +18,7 @@ fn verdicts(p: &Params, utxos: &UtxoSet, txs: &[Tx], mode: VerifyMode, batch: us
     let apps = Apps::none();
     let verify = VerifyConfig { mode, seed: [4; 32], batch_size: batch };
     let chain_id = Hash([1; 32]);
-    let ctx = ConnectCtx { params: p, chain_id: &chain_id, apps: &apps, verify: &verify };
+    let ctx = ConnectCtx::new(p, &chain_id, &apps, &verify);
     let app_state = BTreeMap::new();
     let env = TxEnv { ctx, view: utxos, app_state: &app_state, height: 50, time: 0 };
     verify_txs(&env, txs)

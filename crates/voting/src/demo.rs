@@ -298,7 +298,8 @@ pub fn run(o: &DemoOpts) -> Result<DemoReport, DemoError> {
         let submitted = Instant::now();
         let height = chain.tip_height() + 1;
         let verdicts = {
-            let ctx = ConnectCtx { params: &p, chain_id: &chain.chain_id(), apps: &apps, verify: &verify };
+            let chain_id = chain.chain_id();
+            let ctx = ConnectCtx::new(&p, &chain_id, &apps, &verify);
             let env = TxEnv { ctx, view: chain.utxos(), app_state: chain.app_state(), height, time: 0 };
             verify_txs(&env, &txs)
         };

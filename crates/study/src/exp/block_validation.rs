@@ -69,7 +69,7 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
             let pool = if t == 1 { &one } else { &many };
             let cfg = verify_config(vm);
             let apps = Apps::none();
-            let cctx = ConnectCtx { params: &p, chain_id: &CHAIN_ID, apps: &apps, verify: &cfg };
+            let cctx = ConnectCtx::new(&p, &CHAIN_ID, &apps, &cfg);
             let app_state = std::collections::BTreeMap::new();
             let fork = || -> bool {
                 tree.contains(&block.header.prev_hash)

@@ -35,7 +35,7 @@ pub fn verify_config(mode: scalechain_consensus::VerifyMode) -> VerifyConfig {
 pub fn with_env<R>(p: &Params, cfg: &VerifyConfig, utxos: &UtxoSet, f: impl FnOnce(&TxEnv<'_>) -> R) -> R {
     let apps = Apps::none();
     let app_state = BTreeMap::new();
-    let ctx = ConnectCtx { params: p, chain_id: &CHAIN_ID, apps: &apps, verify: cfg };
+    let ctx = ConnectCtx::new(p, &CHAIN_ID, &apps, cfg);
     f(&TxEnv { ctx, view: utxos, app_state: &app_state, height: 1_000, time: 0 })
 }
 
