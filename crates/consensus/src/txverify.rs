@@ -14,6 +14,9 @@
 //! - `parallel`: the same chunks spread over the current rayon pool, so the ledger work (hashing,
 //!   lookups) is parallel too, not only the signatures.
 //!
+//! A signature cache in the context ([`ConnectCtx::sig_cache`]) skips the signatures of the
+//! transactions it holds, as in block connection.
+//!
 //! Every strategy returns the same verdicts: when a batch fails, its signatures are re-verified
 //! singly and only the transactions owning a bad signature fail.
 
@@ -115,7 +118,11 @@ fn ledger_rules(env: &TxEnv<'_>, tx: &Tx) -> Result<TxVerdict, TxRule> {
     Ok(TxVerdict { txid, fee })
 }
 
+/// The signature jobs of one transaction, none if the context's signature cache vouches for it.
 fn jobs_of(env: &TxEnv<'_>, ti: usize, tx: &Tx, txid: &Hash, out: &mut Vec<SigJob>) {
+    if env.ctx.sig_cache.is_some_and(|c| c.contains(&tx.wtxid(env.ctx.params.hash))) {
+        return;
+    }
     let msg = sighash(env.ctx.params.hash, env.ctx.chain_id, txid);
     out.extend(tx.inputs.iter().enumerate().map(|(ii, i)| SigJob {
         tx: ti,

@@ -83,3 +83,36 @@ fn secp256k1_and_multi_input_workloads_agree_across_strategies() {
         assert_eq!(verdicts(&p, &w.utxos, &txs, mode, 16), reference, "{mode:?}");
     }
 }
+
+struct Cache(std::collections::HashSet<Hash>);
+
+impl scalechain_consensus::SigCache for Cache {
+    fn contains(&self, wtxid: &Hash) -> bool {
+        self.0.contains(wtxid)
+    }
+}
+
+#[test]
+fn a_signature_cache_skips_exactly_the_transactions_it_holds_in_every_mode() {
+    let p = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
+    let w = transfers(&p, &Hash([1; 32]), &Spec::simple(40, 5));
+    let mut txs = w.txs.clone();
+    for i in [3, 9] {
+        txs[i].inputs[0].witness.signature[7] ^= 0x10;
+    }
+    let cache = Cache([txs[3].wtxid(p.hash)].into_iter().collect());
+    let apps = Apps::none();
+    let chain_id = Hash([1; 32]);
+    let app_state = BTreeMap::new();
+    for mode in VerifyMode::ALL {
+        let verify = VerifyConfig { mode, seed: [4; 32], batch_size: 8 };
+        let mut ctx = ConnectCtx::new(&p, &chain_id, &apps, &verify);
+        ctx.sig_cache = Some(&cache);
+        let env = TxEnv { ctx, view: &w.utxos, app_state: &app_state, height: 50, time: 0 };
+        let got: Vec<&str> = verify_txs(&env, &txs).iter().map(rule).collect();
+        for (i, r) in got.iter().enumerate() {
+            let want = if i == 9 { "bad-signature" } else { "ok" };
+            assert_eq!(*r, want, "{mode:?} tx {i}");
+        }
+    }
+}
