@@ -1,0 +1,401 @@
+//! Wire messages: gossip payloads and the sync protocol's requests and responses.
+//!
+//! Every message uses the chain's canonical codec (`scalechain_types::codec`): bounded before
+//! allocating, no trailing bytes, errors that name the field and offset. Gossip carries
+//! transaction batches (one message may hold many transactions: gossip costs per message, not
+//! per signature) and whole blocks. The request-response protocol carries the version
+//! handshake, headers-first sync and the re-fetching of what gossip dropped.
+
+use scalechain_types::codec::{put_count, put_var_bytes, Decode, DecodeError, Encode, Reader};
+use scalechain_types::{Block, Hash, Header, Tx};
+
+/// The protocol version this build speaks; a peer with another version is refused.
+pub const PROTOCOL_VERSION: u32 = 1;
+/// Most hashes in a block locator.
+pub const MAX_LOCATOR: usize = 64;
+/// Most headers in one `Headers` response.
+pub const MAX_HEADERS: usize = 2_000;
+/// Most blocks asked for (and sent) in one request.
+pub const MAX_BLOCKS_PER_REQUEST: usize = 16;
+/// Most transactions asked for in one request.
+pub const MAX_TXS_PER_REQUEST: usize = 4_096;
+/// Largest request frame, bytes.
+pub const MAX_REQUEST_BYTES: usize = 1 << 20;
+/// Largest response frame, bytes (enough for `MAX_BLOCKS_PER_REQUEST` large blocks).
+pub const MAX_RESPONSE_BYTES: usize = 96 << 20;
+/// Longest agent string in a handshake.
+pub const MAX_AGENT: usize = 64;
+/// Longest refusal reason.
+pub const MAX_REASON: usize = 256;
+
+/// The names every protocol of one chain uses: peers of another chain cannot even negotiate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProtocolNames {
+    /// Gossipsub topic for transaction batches.
+    pub txs_topic: String,
+    /// Gossipsub topic for blocks.
+    pub blocks_topic: String,
+    /// Request-response protocol.
+    pub sync: String,
+    /// Kademlia protocol (private: never shares routing tables with other networks).
+    pub kad: String,
+    /// Identify protocol version string.
+    pub identify: String,
+}
+
+impl ProtocolNames {
+    /// The names for the chain whose genesis hash is `chain_id`.
+    pub fn for_chain(chain_id: &Hash) -> ProtocolNames {
+        let id = hex::encode(&chain_id.0[..8]);
+        ProtocolNames {
+            txs_topic: format!("scalechain/{id}/txs/{PROTOCOL_VERSION}"),
+            blocks_topic: format!("scalechain/{id}/blocks/{PROTOCOL_VERSION}"),
+            sync: format!("/scalechain/{id}/sync/{PROTOCOL_VERSION}"),
+            kad: format!("/scalechain/{id}/kad/{PROTOCOL_VERSION}"),
+            identify: format!("/scalechain/{id}/{PROTOCOL_VERSION}"),
+        }
+    }
+}
+
+/// A node's role, announced in the handshake.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// The well-known node new peers join through.
+    Bootstrap,
+    /// Validates, relays and serves the API.
+    Peer,
+    /// A peer that also mines.
+    Miner,
+}
+
+impl Role {
+    /// The name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Bootstrap => "bootstrap",
+            Role::Peer => "peer",
+            Role::Miner => "miner",
+        }
+    }
+
+    fn code(self) -> u8 {
+        match self {
+            Role::Bootstrap => 0,
+            Role::Peer => 1,
+            Role::Miner => 2,
+        }
+    }
+}
+
+impl std::str::FromStr for Role {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        [Role::Bootstrap, Role::Peer, Role::Miner]
+            .into_iter()
+            .find(|r| r.name() == s)
+            .ok_or_else(|| format!("unknown role {s:?} (expected bootstrap, peer or miner)"))
+    }
+}
+
+/// The version handshake, sent by both sides when a connection opens.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hello {
+    /// [`PROTOCOL_VERSION`] of the sender.
+    pub version: u32,
+    /// The sender's chain id (genesis hash).
+    pub chain_id: Hash,
+    /// The sender's role.
+    pub role: Role,
+    /// Height of the sender's tip.
+    pub tip_height: u64,
+    /// Hash of the sender's tip.
+    pub tip_hash: Hash,
+    /// Free-form software name, at most [`MAX_AGENT`] bytes.
+    pub agent: String,
+}
+
+impl Encode for Hello {
+    fn encode_to(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.version.to_le_bytes());
+        self.chain_id.encode_to(out);
+        out.push(self.role.code());
+        out.extend_from_slice(&self.tip_height.to_le_bytes());
+        self.tip_hash.encode_to(out);
+        put_var_bytes(out, self.agent.as_bytes());
+    }
+}
+
+impl Decode for Hello {
+    const MIN_LEN: usize = 4 + 32 + 1 + 8 + 32 + 4;
+    fn decode_from(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        let version = r.u32("hello.version")?;
+        let chain_id = r.hash("hello.chain_id")?;
+        let role = match r.u8("hello.role")? {
+            0 => Role::Bootstrap,
+            1 => Role::Peer,
+            2 => Role::Miner,
+            n => return Err(r.invalid("hello.role", format!("unknown role {n}"))),
+        };
+        let tip_height = r.u64("hello.tip_height")?;
+        let tip_hash = r.hash("hello.tip_hash")?;
+        let agent = string(r, "hello.agent", MAX_AGENT)?;
+        Ok(Hello { version, chain_id, role, tip_height, tip_hash, agent })
+    }
+}
+
+fn string(r: &mut Reader<'_>, field: &'static str, max: usize) -> Result<String, DecodeError> {
+    let n = r.count(field, 1)?;
+    if n > max {
+        return Err(r.invalid(field, format!("{n} bytes, at most {max}")));
+    }
+    let b = r.bytes(field, n)?;
+    String::from_utf8(b.to_vec()).map_err(|_| r.invalid(field, "not UTF-8"))
+}
+
+fn bounded_vec<T: Decode>(
+    r: &mut Reader<'_>,
+    field: &'static str,
+    max: usize,
+) -> Result<Vec<T>, DecodeError> {
+    let n = r.count(field, T::MIN_LEN)?;
+    if n > max {
+        return Err(r.invalid(field, format!("{n} items, at most {max}")));
+    }
+    let mut v = Vec::with_capacity(n);
+    for _ in 0..n {
+        v.push(T::decode_from(r)?);
+    }
+    Ok(v)
+}
+
+fn put_vec<T: Encode>(out: &mut Vec<u8>, items: &[T]) {
+    put_count(out, items.len());
+    for i in items {
+        i.encode_to(out);
+    }
+}
+
+/// A request of the sync protocol.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Request {
+    /// The handshake; the answer is the responder's `Hello`.
+    Hello(Hello),
+    /// Headers after the first locator hash the responder knows on its main chain.
+    GetHeaders {
+        /// Hashes from the requester's tip back to genesis, densest near the tip.
+        locator: Vec<Hash>,
+        /// Most headers wanted (capped at [`MAX_HEADERS`]).
+        max: u32,
+    },
+    /// Whole blocks by hash.
+    GetBlocks(Vec<Hash>),
+    /// Transactions by txid from the responder's mempool.
+    GetTxs(Vec<Hash>),
+}
+
+/// A response of the sync protocol.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Response {
+    /// The responder's handshake.
+    Hello(Hello),
+    /// Consecutive main-chain headers.
+    Headers(Vec<Header>),
+    /// The blocks found, in the order asked (missing ones left out).
+    Blocks(Vec<Block>),
+    /// The transactions found.
+    Txs(Vec<Tx>),
+    /// The request was refused (wrong chain, rate limit, malformed).
+    Refused(String),
+}
+
+impl Encode for Request {
+    fn encode_to(&self, out: &mut Vec<u8>) {
+        match self {
+            Request::Hello(h) => {
+                out.push(0);
+                h.encode_to(out);
+            }
+            Request::GetHeaders { locator, max } => {
+                out.push(1);
+                put_vec(out, locator);
+                out.extend_from_slice(&max.to_le_bytes());
+            }
+            Request::GetBlocks(h) => {
+                out.push(2);
+                put_vec(out, h);
+            }
+            Request::GetTxs(h) => {
+                out.push(3);
+                put_vec(out, h);
+            }
+        }
+    }
+}
+
+impl Decode for Request {
+    const MIN_LEN: usize = 1;
+    fn decode_from(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        Ok(match r.u8("request.tag")? {
+            0 => Request::Hello(Hello::decode_from(r)?),
+            1 => {
+                let locator = bounded_vec(r, "get_headers.locator", MAX_LOCATOR)?;
+                let max = r.u32("get_headers.max")?;
+                Request::GetHeaders { locator, max }
+            }
+            2 => Request::GetBlocks(bounded_vec(r, "get_blocks.hashes", MAX_BLOCKS_PER_REQUEST)?),
+            3 => Request::GetTxs(bounded_vec(r, "get_txs.txids", MAX_TXS_PER_REQUEST)?),
+            n => return Err(r.invalid("request.tag", format!("unknown request {n}"))),
+        })
+    }
+}
+
+impl Encode for Response {
+    fn encode_to(&self, out: &mut Vec<u8>) {
+        match self {
+            Response::Hello(h) => {
+                out.push(0);
+                h.encode_to(out);
+            }
+            Response::Headers(h) => {
+                out.push(1);
+                put_vec(out, h);
+            }
+            Response::Blocks(b) => {
+                out.push(2);
+                put_vec(out, b);
+            }
+            Response::Txs(t) => {
+                out.push(3);
+                put_vec(out, t);
+            }
+            Response::Refused(s) => {
+                out.push(4);
+                put_var_bytes(out, s.as_bytes());
+            }
+        }
+    }
+}
+
+impl Decode for Response {
+    const MIN_LEN: usize = 1;
+    fn decode_from(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        Ok(match r.u8("response.tag")? {
+            0 => Response::Hello(Hello::decode_from(r)?),
+            1 => Response::Headers(bounded_vec(r, "headers", MAX_HEADERS)?),
+            2 => Response::Blocks(bounded_vec(r, "blocks", MAX_BLOCKS_PER_REQUEST)?),
+            3 => Response::Txs(bounded_vec(r, "txs", MAX_TXS_PER_REQUEST)?),
+            4 => Response::Refused(string(r, "refused.reason", MAX_REASON)?),
+            n => return Err(r.invalid("response.tag", format!("unknown response {n}"))),
+        })
+    }
+}
+
+/// A gossiped batch of transactions.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TxBatch(pub Vec<Tx>);
+
+impl Encode for TxBatch {
+    fn encode_to(&self, out: &mut Vec<u8>) {
+        put_vec(out, &self.0);
+    }
+}
+
+impl Decode for TxBatch {
+    const MIN_LEN: usize = 4;
+    fn decode_from(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        Ok(TxBatch(r.vec("tx_batch")?))
+    }
+}
+
+/// The gossipsub message id of a payload: its BLAKE3 hash, so the same content from two peers
+/// is one message (a block's payload starts with its header, so each block has one id).
+pub fn message_id(payload: &[u8]) -> Vec<u8> {
+    blake3::hash(payload).as_bytes()[..20].to_vec()
+}
+
+/// Splits transactions into batches whose encodings stay under `max_bytes` (a transaction
+/// larger than that travels alone).
+pub fn split_batches(txs: Vec<Tx>, max_bytes: usize) -> Vec<TxBatch> {
+    let mut out = Vec::new();
+    let mut cur = Vec::new();
+    let mut size = 4;
+    for tx in txs {
+        let n = tx.encoded_len();
+        if !cur.is_empty() && size + n > max_bytes {
+            out.push(TxBatch(std::mem::take(&mut cur)));
+            size = 4;
+        }
+        size += n;
+        cur.push(tx);
+    }
+    if !cur.is_empty() {
+        out.push(TxBatch(cur));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn hello() -> Hello {
+        Hello {
+            version: PROTOCOL_VERSION,
+            chain_id: Hash([3; 32]),
+            role: Role::Miner,
+            tip_height: 9,
+            tip_hash: Hash([4; 32]),
+            agent: "scalechain/0.1".into(),
+        }
+    }
+
+    #[test]
+    fn requests_and_responses_round_trip() {
+        let reqs = [
+            Request::Hello(hello()),
+            Request::GetHeaders { locator: vec![Hash([1; 32]), Hash([2; 32])], max: 100 },
+            Request::GetBlocks(vec![Hash([5; 32])]),
+            Request::GetTxs(vec![]),
+        ];
+        for r in reqs {
+            assert_eq!(Request::decode(&r.encode()).unwrap(), r);
+        }
+        let resps = [Response::Hello(hello()), Response::Headers(vec![]), Response::Refused("no".into())];
+        for r in resps {
+            assert_eq!(Response::decode(&r.encode()).unwrap(), r);
+        }
+    }
+
+    #[test]
+    fn oversized_lists_and_unknown_tags_are_refused() {
+        let big = Request::GetBlocks(vec![Hash([0; 32]); MAX_BLOCKS_PER_REQUEST + 1]);
+        let e = Request::decode(&big.encode()).unwrap_err();
+        assert_eq!(e.field, "get_blocks.hashes");
+        assert_eq!(Request::decode(&[9]).unwrap_err().field, "request.tag");
+        let mut h = Request::Hello(Hello { agent: "x".repeat(MAX_AGENT + 1), ..hello() }).encode();
+        assert_eq!(Request::decode(&h).unwrap_err().field, "hello.agent");
+        h.truncate(10);
+        assert!(Request::decode(&h).is_err());
+    }
+
+    #[test]
+    fn names_differ_between_chains() {
+        let a = ProtocolNames::for_chain(&Hash([1; 32]));
+        let b = ProtocolNames::for_chain(&Hash([2; 32]));
+        assert_ne!(a.sync, b.sync);
+        assert_ne!(a.txs_topic, b.txs_topic);
+        assert!(a.kad.starts_with("/scalechain/"));
+    }
+
+    #[test]
+    fn batches_respect_the_size_bound() {
+        let tx = Tx::coinbase(1, vec![]);
+        let n = tx.encoded_len();
+        let b = split_batches(vec![tx; 10], 4 + 3 * n);
+        assert_eq!(b.iter().map(|b| b.0.len()).collect::<Vec<_>>(), vec![3, 3, 3, 1]);
+        for x in &b {
+            assert!(x.encode().len() <= 4 + 3 * n);
+        }
+    }
+}

@@ -1,0 +1,386 @@
+//! Headers-first block sync as a state machine.
+//!
+//! A node learns peers' tips from their handshakes and from blocks they gossip. When a peer
+//! claims more height than the local tip, the node asks it for headers after a locator of its
+//! main chain, checks that they link up and meet their own targets, queues the hashes of the
+//! unknown blocks and fetches them in small batches from the peers that have them, re-asking
+//! elsewhere when a request times out or a peer leaves. Blocks themselves are validated by the
+//! chain; this module only decides what to ask and of whom.
+//!
+//! Pure: the clock comes in as `now_ms`, outputs are [`Action`]s the caller carries out.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::hash::Hash as StdHash;
+
+use scalechain_types::{Hash, HashKind, Header};
+
+use crate::msg::{Request, MAX_BLOCKS_PER_REQUEST, MAX_HEADERS, MAX_LOCATOR};
+use crate::score::Offence;
+
+/// Most block hashes queued for download (bounds what low-work headers can make us hold).
+pub const MAX_QUEUED: usize = 20_000;
+
+/// What the caller must send.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action<K> {
+    /// Send `request` to `peer`.
+    Send(K, Request),
+}
+
+#[derive(Clone, Copy, Debug)]
+struct PeerTip {
+    height: u64,
+}
+
+/// Sync settings.
+#[derive(Clone, Copy, Debug)]
+pub struct SyncConfig {
+    /// A request unanswered for this long is given up and re-asked elsewhere.
+    pub timeout_ms: u64,
+    /// Block requests in flight at once (each for up to [`MAX_BLOCKS_PER_REQUEST`] blocks).
+    pub max_inflight_requests: usize,
+}
+
+impl Default for SyncConfig {
+    fn default() -> Self {
+        SyncConfig { timeout_ms: 10_000, max_inflight_requests: 4 }
+    }
+}
+
+/// The sync state of one node.
+#[derive(Debug)]
+pub struct SyncState<K> {
+    cfg: SyncConfig,
+    peers: HashMap<K, PeerTip>,
+    header_req: Option<(K, u64)>,
+    queue: VecDeque<Hash>,
+    queued: HashSet<Hash>,
+    inflight: HashMap<Hash, (K, u64)>,
+}
+
+impl<K: StdHash + Eq + Clone + Ord> SyncState<K> {
+    /// An idle state.
+    pub fn new(cfg: SyncConfig) -> Self {
+        SyncState {
+            cfg,
+            peers: HashMap::new(),
+            header_req: None,
+            queue: VecDeque::new(),
+            queued: HashSet::new(),
+            inflight: HashMap::new(),
+        }
+    }
+
+    /// A peer's claimed tip (from its handshake or a block it relayed); heights only grow.
+    pub fn peer_tip(&mut self, peer: K, height: u64) {
+        let e = self.peers.entry(peer).or_insert(PeerTip { height });
+        e.height = e.height.max(height);
+    }
+
+    /// A peer left: its requests are re-queued.
+    pub fn peer_gone(&mut self, peer: &K) {
+        self.peers.remove(peer);
+        if self.header_req.as_ref().is_some_and(|(p, _)| p == peer) {
+            self.header_req = None;
+        }
+        let lost: Vec<Hash> = self.inflight.iter().filter(|(_, (p, _))| p == peer).map(|(h, _)| *h).collect();
+        self.requeue(lost);
+    }
+
+    fn requeue(&mut self, hashes: Vec<Hash>) {
+        for h in hashes.into_iter().rev() {
+            self.inflight.remove(&h);
+            if self.queued.insert(h) {
+                self.queue.push_front(h);
+            }
+        }
+    }
+
+    /// Blocks queued or in flight.
+    pub fn pending(&self) -> usize {
+        self.queue.len() + self.inflight.len()
+    }
+
+    /// True while headers or blocks are being fetched.
+    pub fn busy(&self) -> bool {
+        self.header_req.is_some() || self.pending() > 0
+    }
+
+    /// Peers known with their claimed heights.
+    pub fn peers(&self) -> Vec<(K, u64)> {
+        let mut v: Vec<_> = self.peers.iter().map(|(k, t)| (k.clone(), t.height)).collect();
+        v.sort();
+        v
+    }
+
+    /// Time passes: gives up timed-out requests and issues new ones. `locator` is called only
+    /// when headers are to be asked for.
+    pub fn tick(
+        &mut self,
+        now_ms: u64,
+        our_height: u64,
+        locator: impl FnOnce() -> Vec<Hash>,
+    ) -> Vec<Action<K>> {
+        let timeout = self.cfg.timeout_ms;
+        if self.header_req.as_ref().is_some_and(|(_, t)| now_ms.saturating_sub(*t) >= timeout) {
+            self.header_req = None;
+        }
+        let late: Vec<Hash> = self
+            .inflight
+            .iter()
+            .filter(|(_, (_, t))| now_ms.saturating_sub(*t) >= timeout)
+            .map(|(h, _)| *h)
+            .collect();
+        self.requeue(late);
+        let mut out = Vec::new();
+        // Ask for headers when idle and some peer is ahead.
+        if self.header_req.is_none() && self.pending() == 0 {
+            if let Some(best) = self.best_peer(our_height) {
+                out.push(Action::Send(
+                    best.clone(),
+                    Request::GetHeaders { locator: locator(), max: MAX_HEADERS as u32 },
+                ));
+                self.header_req = Some((best, now_ms));
+            }
+        }
+        // Fetch queued blocks.
+        while self.inflight.len().div_ceil(MAX_BLOCKS_PER_REQUEST) < self.cfg.max_inflight_requests
+            && !self.queue.is_empty()
+        {
+            let Some(peer) = self.best_peer(0) else { break };
+            let n = self.queue.len().min(MAX_BLOCKS_PER_REQUEST);
+            let hashes: Vec<Hash> = self.queue.drain(..n).collect();
+            for h in &hashes {
+                self.queued.remove(h);
+                self.inflight.insert(*h, (peer.clone(), now_ms));
+            }
+            out.push(Action::Send(peer, Request::GetBlocks(hashes)));
+        }
+        out
+    }
+
+    fn best_peer(&self, above: u64) -> Option<K> {
+        self.peers
+            .iter()
+            .filter(|(_, t)| t.height > above)
+            .max_by(|a, b| a.1.height.cmp(&b.1.height).then_with(|| b.0.cmp(a.0)))
+            .map(|(k, _)| k.clone())
+    }
+
+    /// Headers arrived. They must link to each other, start from a block `known` says we have,
+    /// and meet their own targets; unknown ones are queued for download.
+    pub fn on_headers(
+        &mut self,
+        peer: &K,
+        headers: &[Header],
+        kind: HashKind,
+        known: impl Fn(&Hash) -> bool,
+    ) -> Result<usize, Offence> {
+        if self.header_req.as_ref().is_some_and(|(p, _)| p == peer) {
+            self.header_req = None;
+        }
+        let Some(first) = headers.first() else { return Ok(0) };
+        if !known(&first.prev_hash) {
+            return Err(Offence::BadHeaders);
+        }
+        let mut prev = first.prev_hash;
+        let mut hashes = Vec::with_capacity(headers.len());
+        for h in headers {
+            let hash = h.hash(kind);
+            if h.prev_hash != prev || !h.target.is_met_by(&hash) {
+                return Err(Offence::BadHeaders);
+            }
+            prev = hash;
+            hashes.push(hash);
+        }
+        if let Some(last) = headers.last() {
+            self.peer_tip(peer.clone(), last.height);
+        }
+        let mut added = 0;
+        for h in hashes {
+            if self.queue.len() >= MAX_QUEUED {
+                break;
+            }
+            if !known(&h) && !self.inflight.contains_key(&h) && self.queued.insert(h) {
+                self.queue.push_back(h);
+                added += 1;
+            }
+        }
+        Ok(added)
+    }
+
+    /// A block arrived (by request or gossip): it is no longer wanted.
+    pub fn on_block(&mut self, hash: &Hash) {
+        self.inflight.remove(hash);
+        if self.queued.remove(hash) {
+            self.queue.retain(|h| h != hash);
+        }
+    }
+
+    /// A block request was answered (with or without all blocks): blocks not delivered go
+    /// back to the queue.
+    pub fn on_blocks_answer(&mut self, peer: &K, asked: &[Hash], delivered: &HashSet<Hash>) {
+        let missing: Vec<Hash> = asked
+            .iter()
+            .filter(|h| !delivered.contains(h) && self.inflight.get(h).is_some_and(|(p, _)| p == peer))
+            .copied()
+            .collect();
+        for h in asked {
+            if delivered.contains(h) {
+                self.inflight.remove(h);
+            }
+        }
+        if !missing.is_empty() {
+            // The peer does not have them after all: stop counting on its height.
+            if let Some(t) = self.peers.get_mut(peer) {
+                t.height = 0;
+            }
+            self.requeue(missing);
+        }
+    }
+}
+
+/// A block locator over a main chain (`main[h]` is the hash at height `h`): the last ten
+/// blocks one by one, then exponentially sparser, always ending with genesis.
+pub fn locator(main: &[Hash]) -> Vec<Hash> {
+    let mut out = Vec::new();
+    if main.is_empty() {
+        return out;
+    }
+    let mut h = main.len() - 1;
+    let mut step = 1;
+    loop {
+        out.push(main[h]);
+        if h == 0 || out.len() >= MAX_LOCATOR - 1 {
+            break;
+        }
+        if out.len() >= 10 {
+            step *= 2;
+        }
+        h = h.saturating_sub(step);
+    }
+    if out.last() != Some(&main[0]) {
+        out.push(main[0]);
+    }
+    out
+}
+
+/// The height after which to answer a `GetHeaders`: the first locator hash found on our main
+/// chain (`height_of` maps a hash to its main-chain height), genesis if none is.
+pub fn fork_point(locator: &[Hash], height_of: impl Fn(&Hash) -> Option<u64>) -> u64 {
+    locator.iter().find_map(height_of).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use scalechain_types::Target;
+
+    fn chain(n: usize) -> (Vec<Header>, Vec<Hash>) {
+        let mut headers = Vec::new();
+        let mut hashes = vec![Hash([0xaa; 32])];
+        for i in 1..=n {
+            let mut h = Header {
+                version: 1,
+                height: i as u64,
+                prev_hash: hashes[i - 1],
+                merkle_root: Hash([0; 32]),
+                time: i as u64,
+                target: Target::from_bits(250),
+                nonce: 0,
+            };
+            while !h.target.is_met_by(&h.hash(HashKind::Sha256)) {
+                h.nonce += 1;
+            }
+            hashes.push(h.hash(HashKind::Sha256));
+            headers.push(h);
+        }
+        (headers, hashes)
+    }
+
+    #[test]
+    fn asks_the_highest_peer_for_headers_then_fetches_blocks_in_batches() {
+        let (headers, hashes) = chain(40);
+        let mut s = SyncState::new(SyncConfig::default());
+        s.peer_tip("a", 3);
+        s.peer_tip("b", 40);
+        let acts = s.tick(0, 0, || vec![hashes[0]]);
+        assert_eq!(acts.len(), 1);
+        assert!(matches!(&acts[0], Action::Send("b", Request::GetHeaders { .. })));
+        // Nothing more while headers are in flight.
+        assert!(s.tick(1, 0, || unreachable!()).is_empty());
+        let genesis = hashes[0];
+        let added = s.on_headers(&"b", &headers, HashKind::Sha256, |h| *h == genesis).unwrap();
+        assert_eq!(added, 40);
+        let acts = s.tick(2, 0, || unreachable!());
+        // 40 blocks: 16 + 16 + 8, all to b (the only peer that claims them).
+        let sizes: Vec<usize> = acts
+            .iter()
+            .map(|a| match a {
+                Action::Send("b", Request::GetBlocks(h)) => h.len(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(sizes, vec![16, 16, 8]);
+        for h in &hashes[1..] {
+            s.on_block(h);
+        }
+        assert!(!s.busy());
+    }
+
+    #[test]
+    fn headers_that_do_not_link_or_miss_their_target_are_an_offence() {
+        let (mut headers, hashes) = chain(5);
+        let mut s = SyncState::new(SyncConfig::default());
+        let genesis = hashes[0];
+        assert_eq!(
+            s.on_headers(&1, &headers[1..], HashKind::Sha256, |h| *h == genesis),
+            Err(Offence::BadHeaders)
+        );
+        headers[2].nonce = headers[2].nonce.wrapping_add(1);
+        let r = s.on_headers(&1, &headers, HashKind::Sha256, |h| *h == genesis);
+        assert_eq!(r, Err(Offence::BadHeaders));
+        assert_eq!(s.pending(), 0);
+    }
+
+    #[test]
+    fn timed_out_and_abandoned_requests_are_asked_again_elsewhere() {
+        let (headers, hashes) = chain(4);
+        let mut s = SyncState::new(SyncConfig { timeout_ms: 100, max_inflight_requests: 1 });
+        s.peer_tip(1, 4);
+        s.peer_tip(2, 4);
+        let _ = s.tick(0, 0, || vec![hashes[0]]);
+        let genesis = hashes[0];
+        s.on_headers(&2, &headers, HashKind::Sha256, |h| *h == genesis).unwrap();
+        let acts = s.tick(1, 0, || unreachable!());
+        let Action::Send(first, _) = &acts[0];
+        let first = *first;
+        s.peer_gone(&first);
+        let acts = s.tick(2, 0, || unreachable!());
+        assert!(matches!(&acts[..], [Action::Send(p, Request::GetBlocks(h))] if *p != first && h.len() == 4));
+        // Time out: the same peer (the only one left) is asked again.
+        let acts = s.tick(200, 0, || unreachable!());
+        assert!(matches!(&acts[..], [Action::Send(_, Request::GetBlocks(h))] if h.len() == 4));
+    }
+
+    #[test]
+    fn locator_is_dense_near_the_tip_and_ends_at_genesis() {
+        let main: Vec<Hash> = (0..1000u32)
+            .map(|i| {
+                let mut h = [0u8; 32];
+                h[..4].copy_from_slice(&i.to_le_bytes());
+                Hash(h)
+            })
+            .collect();
+        let l = locator(&main);
+        assert_eq!(l[0], main[999]);
+        assert_eq!(l[9], main[990]);
+        assert_eq!(*l.last().unwrap(), main[0]);
+        assert!(l.len() <= MAX_LOCATOR);
+        assert_eq!(locator(&main[..1]), vec![main[0]]);
+        let pos = |h: &Hash| main.iter().position(|x| x == h).map(|p| p as u64);
+        assert_eq!(fork_point(&[Hash([0xff; 32]), main[500]], pos), 500);
+        assert_eq!(fork_point(&[Hash([0xff; 32])], pos), 0);
+    }
+}
