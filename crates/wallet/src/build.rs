@@ -1,0 +1,469 @@
+//! Building and signing transfers: coin selection, fees from the encoded size, change, signing.
+//!
+//! **Coin selection is largest-first.** Coins are sorted by value (largest first, ties by
+//! outpoint, so the result is deterministic) and taken one by one until they pay the amount plus
+//! the fee of a transaction with those inputs and one output. Zero-value coins are never taken.
+//! At most [`BuildOptions::max_inputs`] coins are taken; if more would be needed the error is
+//! [`BuildError::TooManyInputs`], and if even every coin is not enough it is
+//! [`BuildError::InsufficientFunds`]. Largest-first keeps transactions (and fees) small and is
+//! easy to predict; it does consolidate less than other strategies.
+//!
+//! **Fees.** The fee rate is an amount per 1,000 bytes of the full encoding (witnesses included),
+//! and a transaction's fee is `ceil(size * rate / 1000)`. A transfer's size is a function of its
+//! shape only (every signature is 64 bytes; a key is 32 or 33 bytes by scheme), so the size of
+//! each candidate is exact before anything is signed ([`transfer_size`], equal to
+//! [`Tx::encoded_len`]):
+//!
+//! ```text
+//! size = 17 + sum over inputs of (36 + 1 + key_len + 64) + 41 * outputs
+//! ```
+//!
+//! **Change.** With the selected inputs, if `inputs - amount - fee(2 outputs)` is at least the
+//! dust limit (and positive), a change output pays it back to the change lock. Otherwise there is
+//! no change output and the fee absorbs the remainder (the fee is then
+//! `inputs - amount >= fee(1 output)`). Outputs: the recipient first, then the change.
+//!
+//! **Signing.** Every input signs `sighash(chain_id, txid)` with the key behind the lock of the
+//! coin it spends (the protocol's SIGHASH_ALL: one message for all inputs).
+
+use std::collections::HashSet;
+
+use serde::{Deserialize, Serialize};
+
+use scalechain_types::keys::sighash;
+use scalechain_types::{Amount, Hash, HashKind, Lock, OutPoint, Scheme, Tx, TxIn, TxKind, TxOut, Witness};
+
+use crate::wallet::Signer;
+
+/// Default cap on the inputs of one transfer (about 135 KB of inputs).
+pub const DEFAULT_MAX_INPUTS: usize = 1_000;
+/// The lowest dust limit [`BuildOptions::new`] picks.
+pub const MIN_DUST_LIMIT: u64 = 546;
+/// Bytes of a transfer with no inputs, no outputs and no data.
+pub const BASE_SIZE: usize = 17;
+
+/// A fee rate: an amount per 1,000 bytes of a transaction's full encoding.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct FeeRate(Amount);
+
+impl FeeRate {
+    /// No fee.
+    pub const ZERO: FeeRate = FeeRate(Amount::ZERO);
+
+    /// A rate of `per_1000_bytes` per 1,000 bytes.
+    pub fn per_kb(per_1000_bytes: Amount) -> FeeRate {
+        FeeRate(per_1000_bytes)
+    }
+
+    /// The amount per 1,000 bytes.
+    pub fn per_1000_bytes(&self) -> Amount {
+        self.0
+    }
+
+    /// The fee of `size` bytes: `ceil(size * rate / 1000)`.
+    pub fn fee_for(&self, size: usize) -> Result<Amount, BuildError> {
+        let fee = (size as u128 * u128::from(self.0.get())).div_ceil(1000);
+        u64::try_from(fee)
+            .ok()
+            .and_then(|f| Amount::new(f).ok())
+            .ok_or(BuildError::FeeOverflow { size, rate: *self })
+    }
+}
+
+impl std::fmt::Display for FeeRate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} per 1000 bytes", self.0)
+    }
+}
+
+/// How to build a transfer.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct BuildOptions {
+    /// The fee rate.
+    pub fee_rate: FeeRate,
+    /// Change below this is not paid back: the fee absorbs it.
+    pub dust_limit: Amount,
+    /// The most coins one transfer may spend (at least 1).
+    pub max_inputs: usize,
+}
+
+impl BuildOptions {
+    /// Options with `fee_rate`, [`DEFAULT_MAX_INPUTS`], and the dust limit
+    /// [`default_dust_limit`]`(fee_rate)`.
+    pub fn new(fee_rate: FeeRate) -> BuildOptions {
+        BuildOptions { fee_rate, dust_limit: default_dust_limit(fee_rate), max_inputs: DEFAULT_MAX_INPUTS }
+    }
+}
+
+/// Three times what an output costs to create (41 bytes) and later spend (a 134-byte secp256k1
+/// input) at `rate`, and at least [`MIN_DUST_LIMIT`]: change smaller than that is not worth
+/// keeping.
+pub fn default_dust_limit(rate: FeeRate) -> Amount {
+    let cost = rate.fee_for(TxOut::LEN + input_size(Scheme::Secp256k1)).map(|a| a.get()).unwrap_or(u64::MAX);
+    Amount::new(cost.saturating_mul(3).max(MIN_DUST_LIMIT)).unwrap_or(Amount::MAX)
+}
+
+/// Encoded bytes of one input of `scheme`: outpoint, scheme byte, key, signature.
+pub fn input_size(scheme: Scheme) -> usize {
+    36 + 1 + scheme.pubkey_len() + 64
+}
+
+/// Encoded size of a transfer without data spending inputs of these schemes into `outputs`
+/// outputs (equal to [`Tx::encoded_len`] of the signed transaction).
+pub fn transfer_size(inputs: impl IntoIterator<Item = Scheme>, outputs: usize) -> usize {
+    BASE_SIZE + inputs.into_iter().map(input_size).sum::<usize>() + outputs * TxOut::LEN
+}
+
+/// Why no transfer could be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BuildError {
+    /// The amount to send is zero.
+    #[error("the amount to send is zero")]
+    ZeroAmount,
+    /// The coins do not cover the amount and the fee.
+    #[error("insufficient funds: have {have}, need {need} (amount plus the fee of spending every coin)")]
+    InsufficientFunds {
+        /// The value of every coin offered.
+        have: u64,
+        /// The amount plus the fee of a transaction spending every coin (may exceed 2^53 − 1).
+        need: u64,
+    },
+    /// The coins would cover the amount, but only with more inputs than allowed.
+    #[error("paying {need} needs more than {max} inputs (the {max} largest coins hold {reachable})")]
+    TooManyInputs {
+        /// The input cap.
+        max: usize,
+        /// The value of the `max` largest coins.
+        reachable: u64,
+        /// The amount plus the fee with `max` inputs.
+        need: u64,
+    },
+    /// The same outpoint is offered twice.
+    #[error("coin {0} is listed twice")]
+    DuplicateCoin(OutPoint),
+    /// A coin is locked to a key the wallet does not hold.
+    #[error("coin {outpoint} is locked to a {scheme} key {pubkey_hash} that this wallet does not hold")]
+    NotOurs {
+        /// The coin.
+        outpoint: OutPoint,
+        /// Its lock's scheme.
+        scheme: Scheme,
+        /// Its lock's key hash.
+        pubkey_hash: Hash,
+    },
+    /// The values of the coins sum past 2^53 − 1.
+    #[error("coin values sum past 2^53 - 1 at coin {0}")]
+    ValueOverflow(OutPoint),
+    /// The fee of `size` bytes at `rate` exceeds 2^53 − 1.
+    #[error("the fee of {size} bytes at {rate} exceeds 2^53 - 1")]
+    FeeOverflow {
+        /// The size.
+        size: usize,
+        /// The rate.
+        rate: FeeRate,
+    },
+    /// The options are unusable.
+    #[error("invalid build options: {0}")]
+    BadOptions(String),
+    /// The size the fee was computed for differs from the encoded size (a bug in this crate).
+    #[error(
+        "internal error: the fee was computed for {computed} bytes but the transaction encodes to {encoded}"
+    )]
+    SizeMismatch {
+        /// The size the selection computed.
+        computed: usize,
+        /// The encoded size.
+        encoded: usize,
+    },
+    /// The signer would not sign for a lock it claimed (a broken [`Signer`]).
+    #[error("the signer has no key for input {input} although it gave its public key")]
+    SignerFailed {
+        /// The input.
+        input: usize,
+    },
+}
+
+/// The coins chosen for a payment, with its fee and change.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Selection {
+    /// The coins to spend, largest first.
+    pub inputs: Vec<(OutPoint, TxOut)>,
+    /// Their value.
+    pub input_total: Amount,
+    /// The amount paid to the recipient.
+    pub amount: Amount,
+    /// The fee: `input_total - amount - change`.
+    pub fee: Amount,
+    /// The change paid back, if any.
+    pub change: Option<Amount>,
+    /// The encoded size of the signed transaction.
+    pub size: usize,
+}
+
+/// Chooses coins to pay `amount` at `options` (see the module docs). Only the coins' schemes
+/// matter for sizes; ownership is checked by [`build_transfer`].
+pub fn select_coins(
+    coins: &[(OutPoint, TxOut)],
+    amount: Amount,
+    options: &BuildOptions,
+) -> Result<Selection, BuildError> {
+    if amount == Amount::ZERO {
+        return Err(BuildError::ZeroAmount);
+    }
+    if options.max_inputs == 0 {
+        return Err(BuildError::BadOptions("max_inputs must be at least 1".into()));
+    }
+    let mut seen = HashSet::with_capacity(coins.len());
+    let mut have = Amount::ZERO;
+    for (op, out) in coins {
+        if !seen.insert(*op) {
+            return Err(BuildError::DuplicateCoin(*op));
+        }
+        have = have.checked_add(out.value).map_err(|_| BuildError::ValueOverflow(*op))?;
+    }
+    let mut sorted: Vec<&(OutPoint, TxOut)> = coins.iter().filter(|(_, o)| o.value > Amount::ZERO).collect();
+    sorted.sort_by(|a, b| b.1.value.cmp(&a.1.value).then(a.0.cmp(&b.0)));
+
+    let rate = options.fee_rate;
+    let mut total = 0u64;
+    let mut inputs_bytes = 0usize;
+    for (n, (_, out)) in sorted.iter().enumerate() {
+        if n == options.max_inputs {
+            let size = BASE_SIZE + inputs_bytes + TxOut::LEN;
+            let need = amount.get() + rate.fee_for(size)?.get();
+            // Would every coin do? Then only the cap is in the way.
+            if funds_suffice(&sorted, amount, rate)? {
+                return Err(BuildError::TooManyInputs { max: options.max_inputs, reachable: total, need });
+            }
+            break;
+        }
+        total += out.value.get();
+        inputs_bytes += input_size(out.lock.scheme);
+        let fee1 = rate.fee_for(BASE_SIZE + inputs_bytes + TxOut::LEN)?;
+        if total >= amount.get() + fee1.get() {
+            return finish(&sorted[..=n], total, amount, options, inputs_bytes);
+        }
+    }
+    let size_all = transfer_size(sorted.iter().map(|(_, o)| o.lock.scheme), 1);
+    Err(BuildError::InsufficientFunds {
+        have: have.get(),
+        need: amount.get() + rate.fee_for(size_all)?.get(),
+    })
+}
+
+fn funds_suffice(sorted: &[&(OutPoint, TxOut)], amount: Amount, rate: FeeRate) -> Result<bool, BuildError> {
+    let total: u64 = sorted.iter().map(|(_, o)| o.value.get()).sum();
+    let size = transfer_size(sorted.iter().map(|(_, o)| o.lock.scheme), 1);
+    Ok(total >= amount.get() + rate.fee_for(size)?.get())
+}
+
+fn finish(
+    chosen: &[&(OutPoint, TxOut)],
+    total: u64,
+    amount: Amount,
+    options: &BuildOptions,
+    inputs_bytes: usize,
+) -> Result<Selection, BuildError> {
+    let in_range = |v: u64| Amount::new(v).map_err(|_| BuildError::ValueOverflow(chosen[0].0));
+    let size1 = BASE_SIZE + inputs_bytes + TxOut::LEN;
+    let size2 = size1 + TxOut::LEN;
+    let fee2 = options.fee_rate.fee_for(size2)?.get();
+    let change = total.checked_sub(amount.get()).and_then(|r| r.checked_sub(fee2));
+    let (change, fee, size) = match change {
+        Some(c) if c > 0 && c >= options.dust_limit.get() => (Some(in_range(c)?), fee2, size2),
+        _ => (None, total - amount.get(), size1),
+    };
+    Ok(Selection {
+        inputs: chosen.iter().map(|c| **c).collect(),
+        input_total: in_range(total)?,
+        amount,
+        fee: in_range(fee)?,
+        change,
+        size,
+    })
+}
+
+/// The chain a transaction is signed for.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct ChainContext {
+    /// The chain's hash function (txids, pubkey hashes, sighashes).
+    pub hash: HashKind,
+    /// The chain id (genesis block hash), committed to by every signature.
+    pub chain_id: Hash,
+}
+
+/// A payment to make.
+#[derive(Clone, Copy, Debug)]
+pub struct TransferRequest<'a> {
+    /// The wallet's spendable coins, as the node lists them.
+    pub coins: &'a [(OutPoint, TxOut)],
+    /// The recipient.
+    pub to: Lock,
+    /// The amount the recipient gets (not zero).
+    pub amount: Amount,
+    /// Where change goes (usually a key of the wallet).
+    pub change: Lock,
+    /// Fee rate, dust limit, input cap.
+    pub options: BuildOptions,
+}
+
+/// A signed transfer, ready to submit.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct BuiltTransfer {
+    /// The transaction.
+    pub tx: Tx,
+    /// Its txid.
+    pub txid: Hash,
+    /// The fee it pays.
+    pub fee: Amount,
+    /// Its encoded size.
+    pub size: usize,
+    /// The change output's value (output 1), if any.
+    pub change: Option<Amount>,
+    /// The coins it spends, in input order.
+    pub spent: Vec<(OutPoint, TxOut)>,
+}
+
+/// Selects coins, builds the transfer and signs every input with `signer` (see the module docs).
+///
+/// Every coin offered must be the signer's ([`BuildError::NotOurs`] otherwise), even those that
+/// end up unselected: a foreign coin in the list is a caller's mistake worth reporting.
+pub fn build_transfer(
+    signer: &dyn Signer,
+    chain: &ChainContext,
+    req: &TransferRequest<'_>,
+) -> Result<BuiltTransfer, BuildError> {
+    for (op, out) in req.coins {
+        if signer.pubkey_for(&out.lock).is_none() {
+            return Err(BuildError::NotOurs {
+                outpoint: *op,
+                scheme: out.lock.scheme,
+                pubkey_hash: out.lock.pubkey_hash,
+            });
+        }
+    }
+    let sel = select_coins(req.coins, req.amount, &req.options)?;
+    let mut inputs = Vec::with_capacity(sel.inputs.len());
+    for (i, (op, out)) in sel.inputs.iter().enumerate() {
+        let pubkey = signer.pubkey_for(&out.lock).ok_or(BuildError::SignerFailed { input: i })?;
+        inputs.push(TxIn { prev: *op, witness: Witness { pubkey, signature: [0; 64] } });
+    }
+    let mut outputs = vec![TxOut { value: req.amount, lock: req.to }];
+    if let Some(change) = sel.change {
+        outputs.push(TxOut { value: change, lock: req.change });
+    }
+    let mut tx = Tx { version: 1, kind: TxKind::TRANSFER, inputs, outputs, data: Vec::new() };
+    let txid = tx.txid(chain.hash);
+    let msg = sighash(chain.hash, &chain.chain_id, &txid);
+    for (i, (input, (_, out))) in tx.inputs.iter_mut().zip(&sel.inputs).enumerate() {
+        input.witness.signature =
+            signer.sign_for(&out.lock, &msg).ok_or(BuildError::SignerFailed { input: i })?;
+    }
+    // The selection's size is computed from the shape; check it against the real encoding, so a
+    // fee below the rate can never leave this function.
+    let size = tx.encoded_len();
+    if size != sel.size {
+        return Err(BuildError::SizeMismatch { computed: sel.size, encoded: size });
+    }
+    Ok(BuiltTransfer { tx, txid, fee: sel.fee, size, change: sel.change, spent: sel.inputs })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn coin(i: u8, value: u64, scheme: Scheme) -> (OutPoint, TxOut) {
+        (
+            OutPoint { txid: Hash([i; 32]), index: u32::from(i) },
+            TxOut { value: Amount::new(value).unwrap(), lock: Lock { scheme, pubkey_hash: Hash([i; 32]) } },
+        )
+    }
+
+    fn opts(rate: u64) -> BuildOptions {
+        BuildOptions::new(FeeRate::per_kb(Amount::new(rate).unwrap()))
+    }
+
+    #[test]
+    fn fee_rounds_up() {
+        let r = FeeRate::per_kb(Amount::new(1000).unwrap());
+        assert_eq!(r.fee_for(191).unwrap().get(), 191);
+        let r = FeeRate::per_kb(Amount::new(1).unwrap());
+        assert_eq!(r.fee_for(191).unwrap().get(), 1);
+        assert_eq!(r.fee_for(1000).unwrap().get(), 1);
+        assert_eq!(r.fee_for(1001).unwrap().get(), 2);
+        assert_eq!(FeeRate::ZERO.fee_for(5000).unwrap(), Amount::ZERO);
+        assert!(FeeRate::per_kb(Amount::MAX).fee_for(2000).is_err());
+    }
+
+    #[test]
+    fn sizes_match_the_protocol() {
+        assert_eq!(transfer_size([Scheme::Ed25519], 1), 191);
+        assert_eq!(transfer_size([Scheme::Secp256k1], 1), 192);
+        assert_eq!(transfer_size([Scheme::Ed25519, Scheme::Secp256k1], 2), 17 + 133 + 134 + 82);
+    }
+
+    #[test]
+    fn largest_first_with_change() {
+        let coins = [
+            coin(1, 1_000, Scheme::Ed25519),
+            coin(2, 50_000, Scheme::Ed25519),
+            coin(3, 20_000, Scheme::Ed25519),
+        ];
+        let s = select_coins(&coins, Amount::new(60_000).unwrap(), &opts(1000)).unwrap();
+        assert_eq!(s.inputs.iter().map(|c| c.0.index).collect::<Vec<_>>(), [2, 3]);
+        assert_eq!(s.size, transfer_size([Scheme::Ed25519; 2], 2));
+        assert_eq!(s.fee.get(), s.size as u64);
+        assert_eq!(s.change.unwrap().get(), 70_000 - 60_000 - s.fee.get());
+    }
+
+    #[test]
+    fn dust_change_goes_to_the_fee() {
+        let coins = [coin(1, 10_000, Scheme::Ed25519)];
+        let o = opts(1000);
+        let fee1 = transfer_size([Scheme::Ed25519], 1) as u64;
+        let amount = 10_000 - fee1 - 10;
+        let s = select_coins(&coins, Amount::new(amount).unwrap(), &o).unwrap();
+        assert_eq!(s.change, None);
+        assert_eq!(s.fee.get(), fee1 + 10);
+        assert_eq!(s.size, transfer_size([Scheme::Ed25519], 1));
+    }
+
+    #[test]
+    fn errors() {
+        let coins = [coin(1, 1_000, Scheme::Ed25519), coin(2, 2_000, Scheme::Secp256k1)];
+        assert_eq!(select_coins(&coins, Amount::ZERO, &opts(0)), Err(BuildError::ZeroAmount));
+        let e = select_coins(&coins, Amount::new(3_000).unwrap(), &opts(1000)).unwrap_err();
+        let size = transfer_size([Scheme::Secp256k1, Scheme::Ed25519], 1) as u64;
+        assert_eq!(e, BuildError::InsufficientFunds { have: 3_000, need: 3_000 + size });
+        let mut o = opts(0);
+        o.max_inputs = 1;
+        let e = select_coins(&coins, Amount::new(2_500).unwrap(), &o).unwrap_err();
+        assert_eq!(e, BuildError::TooManyInputs { max: 1, reachable: 2_000, need: 2_500 });
+        o.max_inputs = 0;
+        assert!(matches!(select_coins(&coins, Amount::new(1).unwrap(), &o), Err(BuildError::BadOptions(_))));
+        let dup = [coins[0], coins[0]];
+        assert_eq!(
+            select_coins(&dup, Amount::new(1).unwrap(), &opts(0)),
+            Err(BuildError::DuplicateCoin(coins[0].0))
+        );
+        let big = [coin(1, Amount::MAX.get(), Scheme::Ed25519), coin(2, 1, Scheme::Ed25519)];
+        assert_eq!(
+            select_coins(&big, Amount::new(1).unwrap(), &opts(0)),
+            Err(BuildError::ValueOverflow(big[1].0))
+        );
+        assert!(matches!(
+            select_coins(&[], Amount::new(1).unwrap(), &opts(0)),
+            Err(BuildError::InsufficientFunds { have: 0, need: 1 })
+        ));
+    }
+
+    #[test]
+    fn zero_value_coins_are_never_spent() {
+        let coins = [coin(1, 0, Scheme::Ed25519), coin(2, 5_000, Scheme::Ed25519)];
+        let s = select_coins(&coins, Amount::new(100).unwrap(), &opts(0)).unwrap();
+        assert_eq!(s.inputs.len(), 1);
+        assert_eq!(s.inputs[0].0.index, 2);
+    }
+}
