@@ -177,10 +177,15 @@ fn pool_size(c: &mut Criterion, sizes: &[usize]) {
 }
 
 fn main() {
-    let smoke = std::env::args().any(|a| a == "--test");
+    // Criterion's rule: test mode under `--test`, or without `--bench` (`cargo test --benches`).
+    let args: Vec<String> = std::env::args().collect();
+    let has = |flag: &str| args.iter().any(|a| a == flag);
+    let smoke = has("--test") || !has("--bench");
     let mut c = Criterion::default().configure_from_args();
     let f = admit_vs_raw(&mut c, if smoke { 256 } else { BATCH });
-    report_ratio(&f, if smoke { 1 } else { 15 });
+    if !has("--list") {
+        report_ratio(&f, if smoke { 1 } else { 15 });
+    }
     drop(f);
     pool_size(&mut c, if smoke { &[1_000] } else { &[1_000, 10_000, 100_000] });
     c.final_summary();
