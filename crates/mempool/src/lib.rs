@@ -1,0 +1,37 @@
+//! ScaleChain's transaction pool.
+//!
+//! A node's API and p2p pipeline [`Mempool::admit`] batches of transactions; miners ask for a
+//! [`Mempool::template`]; the chain task calls [`Mempool::remove_block`] for each connected
+//! block and [`Mempool::reorg`] with the transactions of disconnected ones.
+//!
+//! - **Concurrency.** One writer at a time (a mutex only writers take) publishes immutable
+//!   [`Snapshot`]s by an atomic pointer swap; readers load the current one without locking and
+//!   may hold it indefinitely. Snapshots are persistent maps sharing structure with the
+//!   writer's, so publishing does not copy the pool.
+//! - **Admission.** Each transaction is judged by the consensus rules (`verify_txs`, parallel
+//!   batches) against the chain's UTXOs plus the outputs of pooled transactions, less what
+//!   pooled transactions spend; chains of unconfirmed transactions in one batch are admitted in
+//!   generations. Policy on top: duplicates, conflicts (no replacement), ancestor and
+//!   descendant limits, minimum fee rate, dust, size, and eviction of the lowest fee rates
+//!   when full ([`MempoolError`] names each).
+//! - **Signature cache.** Admitted transactions' wtxids enter a bounded [`SignatureCache`]
+//!   that block connection (`Chain::set_sig_cache`) and re-admission after a reorganisation
+//!   consult, so each signature is verified once per node.
+//! - **Templates.** Highest ancestor-package fee rate first, parents before children, within
+//!   byte and count limits.
+//!
+//! Pure like the consensus crate: no IO, no clock, no randomness; the chain state, the
+//! verification seed and the block height and time come in through [`AdmitEnv`].
+
+mod config;
+mod error;
+mod mempool;
+mod pool;
+mod sigcache;
+mod snapshot;
+
+pub use config::{FeeRate, MempoolConfig};
+pub use error::MempoolError;
+pub use mempool::{AdmitEnv, Admitted, Mempool, Removed, ReorgOutcome};
+pub use sigcache::SignatureCache;
+pub use snapshot::{Counters, PoolEntry, Snapshot, Stats, Template};

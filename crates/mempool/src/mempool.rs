@@ -1,0 +1,492 @@
+//! [`Mempool`]: the writer's operations (admit, remove a block's transactions, re-admit after
+//! a reorganisation) and the readers' (snapshots, lookups, templates, stats).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use arc_swap::ArcSwap;
+use rayon::prelude::*;
+use scalechain_consensus::connect::ConnectCtx;
+use scalechain_consensus::{
+    verify_txs, AppStateView, Apps, Coin, Params, SigCache, TxEnv, TxRule, UtxoView, VerifyConfig,
+};
+use scalechain_types::{Amount, Block, Hash, HashKind, OutPoint, Tx};
+
+use crate::config::{FeeRate, MempoolConfig};
+use crate::error::MempoolError;
+use crate::pool::{Candidate, Pool};
+use crate::sigcache::SignatureCache;
+use crate::snapshot::{Counters, PoolEntry, Snapshot, Stats, Template};
+
+/// What admission reads from the node's chain, at its current tip.
+#[derive(Clone, Copy)]
+pub struct AdmitEnv<'a> {
+    /// Chain parameters.
+    pub params: &'a Params,
+    /// Chain id (signed by every input).
+    pub chain_id: &'a Hash,
+    /// Application modules.
+    pub apps: &'a Apps,
+    /// Signature engine settings (mode, batch size, batch seed).
+    pub verify: &'a VerifyConfig,
+    /// The committed UTXO set.
+    pub utxos: &'a (dyn UtxoView + Sync),
+    /// Committed application state.
+    pub app_state: &'a (dyn AppStateView + Sync),
+    /// Height of the next block (the one pooled transactions would enter).
+    pub height: u64,
+    /// Time of that block, in milliseconds since the Unix epoch (passed to application modules).
+    pub time: u64,
+}
+
+/// A transaction the pool took.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Admitted {
+    /// Its txid.
+    pub txid: Hash,
+    /// Its wtxid.
+    pub wtxid: Hash,
+    /// The fee it pays.
+    pub fee: Amount,
+    /// Bytes of its encoding.
+    pub size: u64,
+    /// Pooled transactions evicted to make room for it (descendants included).
+    pub evicted: Vec<Hash>,
+}
+
+/// What a connected block took out of the pool.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Removed {
+    /// Pooled transactions the block confirmed.
+    pub confirmed: usize,
+    /// Pooled transactions that spent an output the block spends, with their descendants.
+    pub conflicted: Vec<Hash>,
+}
+
+/// What a reorganisation did to the pool.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReorgOutcome {
+    /// The verdict on each returned transaction, in the order given.
+    pub returned: Vec<Result<Admitted, MempoolError>>,
+    /// Pooled transactions that no longer pass against the new tip, with the reason.
+    pub dropped: Vec<(Hash, MempoolError)>,
+}
+
+struct Writer {
+    pool: Pool,
+    counters: Counters,
+    version: u64,
+}
+
+/// The transaction pool. Share it as `Arc<Mempool>`: any number of readers, one writer at a
+/// time.
+///
+/// Concurrency: the writer (admit, remove_block, reorg) holds a mutex that only writers take,
+/// works on its own state, and publishes an immutable [`Snapshot`] with one atomic pointer
+/// swap (`arc-swap`). Readers ([`Mempool::get`], [`Mempool::snapshot`],
+/// [`Mempool::template`], ...) load the current snapshot without locking, so a reader never
+/// delays the writer and may keep a snapshot as long as it likes. The snapshot's map is
+/// persistent and shared with the writer's copy, so a publication costs O(1) and an admitted
+/// transaction O(log n), not a copy of the pool.
+pub struct Mempool {
+    hash: HashKind,
+    config: MempoolConfig,
+    writer: Mutex<Writer>,
+    published: ArcSwap<Snapshot>,
+    sig_cache: Arc<SignatureCache>,
+}
+
+/// A transaction with its ids and size, computed before the writer's lock is taken.
+struct Prepared {
+    tx: Tx,
+    txid: Hash,
+    wtxid: Hash,
+    size: u64,
+}
+
+fn prepare(hash: HashKind, txs: Vec<Tx>) -> Vec<Prepared> {
+    let one =
+        |tx: Tx| Prepared { txid: tx.txid(hash), wtxid: tx.wtxid(hash), size: tx.encoded_len() as u64, tx };
+    if txs.len() < 64 {
+        txs.into_iter().map(one).collect()
+    } else {
+        txs.into_par_iter().map(one).collect()
+    }
+}
+
+/// Chain UTXOs, plus outputs of pooled transactions, less the outputs pooled transactions spend.
+struct PoolView<'a> {
+    pool: &'a Pool,
+    chain: &'a (dyn UtxoView + Sync),
+    height: u64,
+}
+
+impl UtxoView for PoolView<'_> {
+    fn coin(&self, op: &OutPoint) -> Option<Coin> {
+        self.pool.coin(op, self.chain, self.height)
+    }
+}
+
+/// Policy rules that need no state: size and dust.
+fn static_policy(cfg: &MempoolConfig, tx: &Tx, size: u64) -> Result<(), MempoolError> {
+    if size > cfg.max_tx_bytes {
+        return Err(MempoolError::TooLarge { size, max: cfg.max_tx_bytes });
+    }
+    if let Some((output, o)) = tx.outputs.iter().enumerate().find(|(_, o)| o.value < cfg.dust_limit) {
+        return Err(MempoolError::Dust { output, value: o.value, limit: cfg.dust_limit });
+    }
+    Ok(())
+}
+
+/// Takes a transaction that passed the consensus rules, if the pool's policy lets it in.
+fn place(
+    pool: &mut Pool,
+    cfg: &MempoolConfig,
+    env: &AdmitEnv<'_>,
+    c: Candidate,
+) -> Result<Admitted, MempoolError> {
+    // Evictions earlier in the same generation may have taken what it spends.
+    if let Some(e) = pool.conflict(&c.tx) {
+        return Err(e);
+    }
+    for (input, i) in c.tx.inputs.iter().enumerate() {
+        if pool.coin(&i.prev, env.utxos, env.height).is_none() {
+            return Err(MempoolError::Consensus(TxRule::MissingInput { input, prev: i.prev }));
+        }
+    }
+    let rate = FeeRate::new(c.fee, c.size);
+    if rate.below_per_kb(cfg.min_fee_rate) {
+        return Err(MempoolError::LowFee {
+            fee: Amount::new(c.fee).unwrap_or(Amount::MAX),
+            size: c.size,
+            rate: rate.per_kb(),
+            min: cfg.min_fee_rate,
+        });
+    }
+    let plan = pool.plan(cfg, &c)?;
+    let mut evicted = Vec::new();
+    for e in &plan.evict {
+        evicted.extend(pool.remove_with_descendants(e).iter().map(|x| x.txid));
+    }
+    let entry = pool.insert(c, plan);
+    Ok(Admitted { txid: entry.txid, wtxid: entry.wtxid, fee: entry.fee, size: entry.size, evicted })
+}
+
+/// Admission of a batch into `pool`, in generations: first the transactions whose inputs
+/// exist (chain or pool), verified together by `verify_txs`, then those spending outputs of the
+/// ones just admitted, and so on. Of two transactions of the batch spending the same output,
+/// the earlier is judged first; the later waits and then conflicts with it, or, if the earlier
+/// failed, is judged in turn. Verdicts come back in input order.
+fn run_admission(
+    pool: &mut Pool,
+    cfg: &MempoolConfig,
+    cache: &SignatureCache,
+    env: &AdmitEnv<'_>,
+    items: Vec<Prepared>,
+) -> Vec<Result<Admitted, MempoolError>> {
+    let n = items.len();
+    let mut verdicts: Vec<Option<Result<Admitted, MempoolError>>> = (0..n).map(|_| None).collect();
+    let mut meta: Vec<(Hash, Hash, u64)> = Vec::with_capacity(n);
+    // Transactions of the batch not judged yet, by txid.
+    let mut undecided: HashMap<Hash, usize> = HashMap::new();
+    let mut pending: Vec<(usize, Tx)> = Vec::new();
+    for (i, p) in items.into_iter().enumerate() {
+        meta.push((p.txid, p.wtxid, p.size));
+        let early = if pool.contains(&p.txid) || undecided.contains_key(&p.txid) {
+            Err(MempoolError::AlreadyKnown { txid: p.txid })
+        } else {
+            static_policy(cfg, &p.tx, p.size)
+        };
+        match early {
+            Err(e) => verdicts[i] = Some(Err(e)),
+            Ok(()) => {
+                undecided.insert(p.txid, i);
+                pending.push((i, p.tx));
+            }
+        }
+    }
+    let mut admitted_wtxids = Vec::new();
+    while !pending.is_empty() {
+        let mut claimed: HashSet<OutPoint> = HashSet::new();
+        let mut ready: Vec<(usize, Tx)> = Vec::new();
+        let mut wait: Vec<(usize, Tx)> = Vec::new();
+        for (i, tx) in pending.drain(..) {
+            let txid = meta[i].0;
+            if tx.inputs.iter().any(|inp| inp.prev.txid != txid && undecided.contains_key(&inp.prev.txid)) {
+                wait.push((i, tx));
+            } else if let Some(e) = pool.conflict(&tx) {
+                undecided.remove(&txid);
+                verdicts[i] = Some(Err(e));
+            } else if tx.inputs.iter().any(|inp| claimed.contains(&inp.prev)) {
+                wait.push((i, tx));
+            } else {
+                claimed.extend(tx.inputs.iter().map(|inp| inp.prev));
+                ready.push((i, tx));
+            }
+        }
+        if ready.is_empty() {
+            // Every waiting transaction waits for another one of the batch: a cycle, which
+            // txids (hashes of the spending transactions) rule out. Judge them all anyway;
+            // `place` re-checks conflicts.
+            ready = std::mem::take(&mut wait);
+        }
+        let (idx, txs): (Vec<usize>, Vec<Tx>) = ready.into_iter().unzip();
+        let results = {
+            let view = PoolView { pool, chain: env.utxos, height: env.height };
+            let ctx = ConnectCtx {
+                params: env.params,
+                chain_id: env.chain_id,
+                apps: env.apps,
+                verify: env.verify,
+                sig_cache: Some(cache as &dyn SigCache),
+            };
+            let tenv =
+                TxEnv { ctx, view: &view, app_state: env.app_state, height: env.height, time: env.time };
+            verify_txs(&tenv, &txs)
+        };
+        for ((i, tx), result) in idx.into_iter().zip(txs).zip(results) {
+            let (txid, wtxid, size) = meta[i];
+            undecided.remove(&txid);
+            let verdict = match result {
+                Err(rule) => Err(MempoolError::Consensus(rule)),
+                Ok(v) => {
+                    place(pool, cfg, env, Candidate { tx: Arc::new(tx), txid, wtxid, fee: v.fee.get(), size })
+                }
+            };
+            if verdict.is_ok() {
+                admitted_wtxids.push(wtxid);
+            }
+            verdicts[i] = Some(verdict);
+        }
+        pending = wait;
+    }
+    cache.insert_many(admitted_wtxids);
+    verdicts
+        .into_iter()
+        .map(|v| {
+            v.expect("every transaction of the batch is judged: pending ones are judged before the loop ends")
+        })
+        .collect()
+}
+
+impl Mempool {
+    /// An empty pool for a chain hashing with `hash`.
+    pub fn new(hash: HashKind, config: MempoolConfig) -> Mempool {
+        let sig_cache = Arc::new(SignatureCache::new(config.sig_cache_capacity));
+        Mempool {
+            hash,
+            config,
+            writer: Mutex::new(Writer { pool: Pool::new(0), counters: Counters::default(), version: 0 }),
+            published: ArcSwap::from_pointee(Snapshot::default()),
+            sig_cache,
+        }
+    }
+
+    /// The limits and policy.
+    pub fn config(&self) -> &MempoolConfig {
+        &self.config
+    }
+
+    /// The signature cache: hand it to `Chain::set_sig_cache` so that block connection skips
+    /// the signatures admission verified.
+    pub fn sig_cache(&self) -> Arc<SignatureCache> {
+        self.sig_cache.clone()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Writer> {
+        // A writer that panicked left no half-published state: readers only ever see whole
+        // snapshots, and the writer's own state is checked by `audit`.
+        self.writer.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn publish(&self, w: &mut Writer) {
+        w.version += 1;
+        let snap = Snapshot {
+            entries: w.pool.entries().clone(),
+            bytes: w.pool.bytes(),
+            counters: w.counters.clone(),
+            version: w.version,
+        };
+        self.published.store(Arc::new(snap));
+    }
+
+    /// The current snapshot (lock-free; hold it as long as needed).
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.published.load_full()
+    }
+
+    /// The pooled entry of `txid`.
+    pub fn get(&self, txid: &Hash) -> Option<Arc<PoolEntry>> {
+        self.published.load().get(txid).cloned()
+    }
+
+    /// Is `txid` pooled?
+    pub fn contains(&self, txid: &Hash) -> bool {
+        self.published.load().contains(txid)
+    }
+
+    /// Transactions pooled.
+    pub fn len(&self) -> usize {
+        self.published.load().len()
+    }
+
+    /// Holds nothing?
+    pub fn is_empty(&self) -> bool {
+        self.published.load().is_empty()
+    }
+
+    /// Bytes pooled (sum of encodings).
+    pub fn bytes(&self) -> u64 {
+        self.published.load().bytes()
+    }
+
+    /// Figures for metrics.
+    pub fn stats(&self) -> Stats {
+        let s = self.published.load();
+        Stats {
+            count: s.len(),
+            bytes: s.bytes(),
+            counters: s.counters().clone(),
+            sig_cache_hits: self.sig_cache.hits(),
+            sig_cache_lookups: self.sig_cache.lookups(),
+            sig_cache_len: self.sig_cache.len(),
+            sig_cache_capacity: self.sig_cache.capacity(),
+            version: s.version(),
+        }
+    }
+
+    /// A block body from the current snapshot: see [`Snapshot::template`].
+    pub fn template(&self, max_bytes: u64, max_txs: usize) -> Template {
+        self.published.load().template(max_bytes, max_txs)
+    }
+
+    /// Judges `txs` against the chain state in `env` plus the pool, and takes those that pass
+    /// the consensus rules and the pool's policy. Verdicts come back in the order of `txs`.
+    ///
+    /// Parents and children may come in one batch, in any order: they are admitted in
+    /// generations, each verified as one parallel batch (`verify_txs`) with the pool's
+    /// signature cache. A refused transaction changes nothing; the wtxids of admitted ones
+    /// join the signature cache.
+    pub fn admit(&self, env: &AdmitEnv<'_>, txs: Vec<Tx>) -> Vec<Result<Admitted, MempoolError>> {
+        if txs.is_empty() {
+            return Vec::new();
+        }
+        let items = prepare(env.params.hash, txs);
+        let mut w = self.lock();
+        let verdicts = run_admission(&mut w.pool, &self.config, &self.sig_cache, env, items);
+        for v in &verdicts {
+            match v {
+                Ok(a) => {
+                    w.counters.admitted += 1;
+                    w.counters.evicted += a.evicted.len() as u64;
+                }
+                Err(e) => *w.counters.rejected.entry(e.reason()).or_default() += 1,
+            }
+        }
+        self.publish(&mut w);
+        verdicts
+    }
+
+    /// A block joined the main chain: the pooled transactions it confirms leave (their pooled
+    /// children stay, as roots once all their pooled parents left), and so do pooled
+    /// transactions spending an output the block spends, with their descendants.
+    ///
+    /// Call it for each connected block, oldest first. Application transactions are not
+    /// re-judged here; after blocks that change application state, [`Mempool::reorg`] with no
+    /// returned transactions re-judges the whole pool.
+    pub fn remove_block(&self, block: &Block) -> Removed {
+        let txids: Vec<Hash> = if block.txs.len() < 64 {
+            block.txs.iter().map(|t| t.txid(self.hash)).collect()
+        } else {
+            block.txs.par_iter().map(|t| t.txid(self.hash)).collect()
+        };
+        let mut w = self.lock();
+        let mut removed = Removed::default();
+        for (tx, txid) in block.txs.iter().zip(&txids) {
+            if tx.is_coinbase() {
+                continue;
+            }
+            if w.pool.remove(txid).is_some() {
+                removed.confirmed += 1;
+            }
+            for i in &tx.inputs {
+                if let Some(spender) = w.pool.spender(&i.prev) {
+                    removed
+                        .conflicted
+                        .extend(w.pool.remove_with_descendants(&spender).iter().map(|e| e.txid));
+                }
+            }
+        }
+        if removed.confirmed > 0 || !removed.conflicted.is_empty() {
+            w.counters.confirmed += removed.confirmed as u64;
+            w.counters.conflicted += removed.conflicted.len() as u64;
+            self.publish(&mut w);
+        }
+        removed
+    }
+
+    /// The main chain was reorganised and `env` describes its new tip: the transactions of the
+    /// disconnected blocks (`Reorg::returned`, after [`Mempool::remove_block`] for the connected
+    /// ones) are judged again together with everything pooled, returned ones first, and the
+    /// pool is rebuilt from those that pass. Pooled transactions that no longer pass leave.
+    ///
+    /// Signatures are not checked again for anything the signature cache remembers (everything
+    /// admitted before, within its capacity). With an empty `returned` this re-judges the pool
+    /// against `env`.
+    pub fn reorg(&self, env: &AdmitEnv<'_>, returned: Vec<Tx>) -> ReorgOutcome {
+        let returned = prepare(env.params.hash, returned);
+        let n_returned = returned.len();
+        let mut w = self.lock();
+        let old = w.pool.by_admission();
+        let mut items = returned;
+        items.extend(old.iter().map(|e| Prepared {
+            tx: Tx::clone(&e.tx),
+            txid: e.txid,
+            wtxid: e.wtxid,
+            size: e.size,
+        }));
+        let mut fresh = Pool::new(w.pool.next_seq());
+        let verdicts = run_admission(&mut fresh, &self.config, &self.sig_cache, env, items);
+        let mut out = ReorgOutcome::default();
+        let mut evicted = 0u64;
+        for (k, v) in verdicts.into_iter().enumerate() {
+            if let Ok(a) = &v {
+                evicted += a.evicted.len() as u64;
+            }
+            if k < n_returned {
+                out.returned.push(v);
+            } else if let Err(e) = v {
+                // A returned transaction with the same txid took its place.
+                if !matches!(e, MempoolError::AlreadyKnown { .. }) {
+                    out.dropped.push((old[k - n_returned].txid, e));
+                }
+            }
+        }
+        w.pool = fresh;
+        w.counters.readmitted += out.returned.iter().filter(|v| v.is_ok()).count() as u64;
+        w.counters.dropped += out.dropped.len() as u64;
+        w.counters.evicted += evicted;
+        self.publish(&mut w);
+        out
+    }
+
+    /// Checks the writer's internal invariants (graph links, spends, descendant totals,
+    /// eviction order, limits) and that the published snapshot is the writer's state.
+    /// Describes the first broken one. O(pool); for tests and diagnostics.
+    pub fn audit(&self) -> Result<(), String> {
+        let w = self.lock();
+        w.pool.audit(&self.config)?;
+        let s = self.published.load();
+        if !s.entries.ptr_eq(w.pool.entries()) || s.bytes != w.pool.bytes() || s.version != w.version {
+            return Err("the published snapshot is not the writer's state".into());
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for Mempool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self.published.load();
+        f.debug_struct("Mempool").field("len", &s.len()).field("bytes", &s.bytes()).finish()
+    }
+}

@@ -1,0 +1,549 @@
+//! Integration tests of the pool on a real devnet chain with real signed transactions:
+//! admission and each policy rule, the signature cache shared with block connection, block
+//! removal, reorganisations, templates, and readers running beside the writer.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+use common::{owned, reasons, Net, Utxo};
+use scalechain_chain::Accepted;
+use scalechain_consensus::connect::ConnectCtx;
+use scalechain_consensus::{verify_txs, Apps, SigCache, TxEnv, TxRule, UtxoSet};
+use scalechain_mempool::{AdmitEnv, Mempool, MempoolConfig, MempoolError, Snapshot};
+use scalechain_sim::workload::{transfers, Spec, Transfers};
+use scalechain_types::{Amount, Hash, OutPoint, Tx};
+
+fn cfg() -> MempoolConfig {
+    MempoolConfig::default()
+}
+
+/// Admission environment over a workload's own UTXO set (no chain).
+struct Workload {
+    net: Net,
+    w: Transfers,
+    app_state: BTreeMap<Vec<u8>, Vec<u8>>,
+}
+
+impl Workload {
+    fn new(n: usize, seed: u64) -> Workload {
+        let net = Net::new();
+        let w = transfers(&net.p, &net.chain_id, &Spec::simple(n, seed));
+        Workload { net, w, app_state: BTreeMap::new() }
+    }
+
+    fn env(&self) -> AdmitEnv<'_> {
+        env_over(&self.net, &self.w.utxos, &self.app_state)
+    }
+}
+
+fn env_over<'a>(net: &'a Net, utxos: &'a UtxoSet, app: &'a BTreeMap<Vec<u8>, Vec<u8>>) -> AdmitEnv<'a> {
+    AdmitEnv {
+        params: &net.p,
+        chain_id: &net.chain_id,
+        apps: &net.apps,
+        verify: &net.verify,
+        utxos,
+        app_state: app,
+        height: 1,
+        time: 0,
+    }
+}
+
+/// Every pooled tx's pooled parents come before it in the template, no two spend one output.
+fn assert_block_order(snap: &Snapshot, txs: &[Arc<Tx>], net: &Net) {
+    let mut seen: HashSet<Hash> = HashSet::new();
+    let mut spent: HashSet<OutPoint> = HashSet::new();
+    for tx in txs {
+        let txid = tx.txid(net.p.hash);
+        let entry = snap.get(&txid).expect("template txs are pooled");
+        for p in snap.parents_of(entry) {
+            assert!(seen.contains(&p), "parent {p} after its child {txid}");
+        }
+        for i in &tx.inputs {
+            assert!(spent.insert(i.prev), "{} spent twice", i.prev);
+        }
+        seen.insert(txid);
+    }
+}
+
+#[test]
+fn admits_a_batch_of_transfers_once() {
+    let wl = Workload::new(300, 1);
+    let pool = Mempool::new(wl.net.p.hash, cfg());
+    let v = pool.admit(&wl.env(), wl.w.txs.clone());
+    assert!(v.iter().all(Result::is_ok), "{:?}", reasons(&v).iter().find(|r| **r != "ok"));
+    assert_eq!(pool.len(), 300);
+    let bytes: u64 = wl.w.txs.iter().map(|t| t.encoded_len() as u64).sum();
+    assert_eq!(pool.bytes(), bytes);
+    for (tx, a) in wl.w.txs.iter().zip(&v) {
+        let a = a.as_ref().unwrap();
+        assert_eq!(a.txid, tx.txid(wl.net.p.hash));
+        assert_eq!(a.fee.get(), scalechain_sim::workload::FEE);
+        assert_eq!(pool.get(&a.txid).unwrap().tx.as_ref(), tx);
+        assert!(pool.sig_cache().contains(&tx.wtxid(wl.net.p.hash)));
+    }
+    let s = pool.stats();
+    assert_eq!((s.count, s.counters.admitted, s.sig_cache_len), (300, 300, 300));
+    pool.audit().unwrap();
+
+    let again = pool.admit(&wl.env(), wl.w.txs[..10].to_vec());
+    assert!(reasons(&again).iter().all(|r| *r == "already-known"));
+    let s = pool.stats();
+    assert_eq!(s.counters.rejected.get("already-known"), Some(&10));
+    assert_eq!(s.count, 300);
+    // A repeat inside one batch: the second copy is already known.
+    let pool2 = Mempool::new(wl.net.p.hash, cfg());
+    let v = pool2.admit(&wl.env(), vec![wl.w.txs[0].clone(), wl.w.txs[0].clone()]);
+    assert_eq!(reasons(&v), ["ok", "already-known"]);
+}
+
+#[test]
+fn chained_transactions_in_one_batch_in_any_order() {
+    let mut net = Net::new();
+    let pool = net.pool(cfg());
+    let root = net.fresh();
+    let (a, a_out) = net.spend(&[root], 2, 1000);
+    let (b, b_out) = net.spend(&[a_out[0]], 1, 1000);
+    let (c, _) = net.spend(&[b_out[0]], 1, 1000);
+    let (d, _) = net.spend(&[a_out[1]], 1, 1000);
+    // Children first: admission sorts the batch into generations.
+    let v = pool.admit(&net.env(), vec![c.clone(), d.clone(), b.clone(), a.clone()]);
+    assert_eq!(reasons(&v), ["ok"; 4]);
+    let t = pool.template(u64::MAX, usize::MAX);
+    assert_eq!(t.txs.len(), 4);
+    assert_block_order(&pool.snapshot(), &t.txs, &net);
+    assert_eq!(t.txids[0], a.txid(net.p.hash));
+    pool.audit().unwrap();
+    // A child whose parent is unknown is refused as missing its input.
+    let (orphan_parent, op_out) = {
+        let u = net.fresh();
+        net.spend(&[u], 1, 1000)
+    };
+    let (orphan, _) = net.spend(&[op_out[0]], 1, 1000);
+    let v = pool.admit(&net.env(), vec![orphan]);
+    assert!(matches!(&v[0], Err(MempoolError::Consensus(TxRule::MissingInput { input: 0, .. }))));
+    // The template is a valid block body.
+    let (_, r) = net.mine(&owned(&t.txs), t.fees.get());
+    assert!(matches!(r.unwrap(), Accepted::Connected(_)));
+    drop(orphan_parent);
+}
+
+#[test]
+fn conflicts_name_input_outpoint_and_pooled_tx_and_change_nothing() {
+    let mut net = Net::new();
+    let pool = net.pool(cfg());
+    let (c1, c2, c3) = (net.fresh(), net.fresh(), net.fresh());
+    let (x, _) = net.spend(&[c1, c2], 1, 1000);
+    assert_eq!(reasons(&pool.admit(&net.env(), vec![x.clone()])), ["ok"]);
+    let before = pool.snapshot();
+    let (y, _) = net.spend(&[c3, c2], 1, 1000);
+    let v = pool.admit(&net.env(), vec![y.clone()]);
+    assert_eq!(
+        v[0].as_ref().unwrap_err(),
+        &MempoolError::Conflict { input: 1, prev: c2.op, pooled: x.txid(net.p.hash) }
+    );
+    let after = pool.snapshot();
+    assert_eq!(after.len(), before.len());
+    assert_eq!(after.bytes(), before.bytes());
+    assert!(!after.contains(&y.txid(net.p.hash)));
+    assert!(!pool.sig_cache().contains(&y.wtxid(net.p.hash)));
+    pool.audit().unwrap();
+
+    // Inside one batch the earlier wins; if it fails, the later is judged on its own.
+    let (c4, c5) = (net.fresh(), net.fresh());
+    let (p1, _) = net.spend(&[c4], 1, 1000);
+    let (p2, _) = net.spend(&[c4], 1, 2000);
+    let v = pool.admit(&net.env(), vec![p1.clone(), p2]);
+    assert_eq!(reasons(&v), ["ok", "conflict"]);
+    assert_eq!(
+        v[1].as_ref().unwrap_err(),
+        &MempoolError::Conflict { input: 0, prev: c4.op, pooled: p1.txid(net.p.hash) }
+    );
+    let (mut q1, _) = net.spend(&[c5], 1, 1000);
+    q1.inputs[0].witness.signature[0] ^= 1;
+    let (q2, _) = net.spend(&[c5], 1, 2000);
+    let v = pool.admit(&net.env(), vec![q1, q2]);
+    assert_eq!(reasons(&v), ["bad-signature", "ok"]);
+    pool.audit().unwrap();
+}
+
+#[test]
+fn policy_rules_refuse_and_count_by_reason() {
+    let mut net = Net::new();
+    let pool = net.pool(MempoolConfig { max_tx_bytes: 400, ..cfg() });
+    let env_txs = {
+        let (low, _) = {
+            let u = net.fresh();
+            net.spend(&[u], 1, 0)
+        };
+        let u = net.fresh();
+        let (mut dust, _) = net.spend(&[u], 2, 1000);
+        // Move all but 100 units to output 0: output 1 becomes dust.
+        let total = dust.outputs[0].value.get() + dust.outputs[1].value.get();
+        dust.outputs[0].value = Amount::new(total - 100).unwrap();
+        dust.outputs[1].value = Amount::new(100).unwrap();
+        net.sign(&mut dust, &[u]);
+        let ins = [net.fresh(), net.fresh(), net.fresh()];
+        let (big, _) = net.spend(&ins, 1, 10_000);
+        let mut cb = Tx::coinbase(1, vec![net.premine[0].out]);
+        cb.outputs[0].value = Amount::new(1_000_000).unwrap();
+        vec![low, dust, big, cb]
+    };
+    let v = pool.admit(&net.env(), env_txs);
+    assert_eq!(reasons(&v), ["low-fee", "dust", "too-large", "loose-coinbase"]);
+    assert!(matches!(v[0], Err(MempoolError::LowFee { rate: 0, min: 100, .. })));
+    assert!(matches!(v[1], Err(MempoolError::Dust { output: 1, .. })));
+    assert!(matches!(v[2], Err(MempoolError::TooLarge { max: 400, .. })));
+    let s = pool.stats();
+    assert_eq!(s.count, 0);
+    assert_eq!(s.counters.rejected_total(), 4);
+    assert_eq!(s.counters.rejected.get("dust"), Some(&1));
+    assert_eq!(s.counters.rejected.get("loose-coinbase"), Some(&1));
+    assert_eq!(s.sig_cache_len, 0, "nothing admitted, nothing cached");
+}
+
+#[test]
+fn ancestor_and_descendant_limits() {
+    let mut net = Net::new();
+    let pool = net.pool(MempoolConfig { max_ancestors: 5, ..cfg() });
+    // A chain of 6 in one batch: the sixth would make 6 with its ancestors.
+    let mut chain = Vec::new();
+    let mut u = net.fresh();
+    for _ in 0..6 {
+        let (t, out) = net.spend(&[u], 1, 1000);
+        chain.push(t);
+        u = out[0];
+    }
+    let v = pool.admit(&net.env(), chain);
+    assert_eq!(reasons(&v), ["ok", "ok", "ok", "ok", "ok", "too-many-ancestors"]);
+    pool.audit().unwrap();
+    // A fan-out: the parent and three children make a descendant set of 4; a fourth child not.
+    let pool = net.pool(MempoolConfig { max_descendants: 4, ..cfg() });
+    let (parent, outs) = {
+        let u = net.fresh();
+        net.spend(&[u], 5, 1000)
+    };
+    let children: Vec<Tx> = outs.iter().map(|o| net.spend(&[*o], 1, 1000).0).collect();
+    let mut batch = vec![parent.clone()];
+    batch.extend(children);
+    let v = pool.admit(&net.env(), batch);
+    assert_eq!(reasons(&v), ["ok", "ok", "ok", "ok", "too-many-descendants", "too-many-descendants"]);
+    assert_eq!(
+        v[4].as_ref().unwrap_err(),
+        &MempoolError::TooManyDescendants { ancestor: parent.txid(net.p.hash), count: 5, max: 4 }
+    );
+    pool.audit().unwrap();
+}
+
+#[test]
+fn full_pool_evicts_lowest_package_and_refuses_a_lowest_newcomer() {
+    let mut net = Net::new();
+    let pool = net.pool(MempoolConfig { max_txs: 3, ..cfg() });
+    let (a, a_out) = {
+        let u = net.fresh();
+        net.spend(&[u], 1, 500)
+    };
+    let (a1, _) = net.spend(&[a_out[0]], 1, 600);
+    let (b, _) = {
+        let u = net.fresh();
+        net.spend(&[u], 1, 3000)
+    };
+    assert_eq!(reasons(&pool.admit(&net.env(), vec![a.clone(), a1.clone(), b.clone()])), ["ok"; 3]);
+    let (low, _) = {
+        let u = net.fresh();
+        net.spend(&[u], 1, 400)
+    };
+    let v = pool.admit(&net.env(), vec![low]);
+    assert!(matches!(v[0], Err(MempoolError::PoolFull { .. })), "{v:?}");
+    assert_eq!(pool.len(), 3);
+    let (high, _) = {
+        let u = net.fresh();
+        net.spend(&[u], 1, 5000)
+    };
+    let v = pool.admit(&net.env(), vec![high.clone()]);
+    let evicted: HashSet<Hash> = v[0].as_ref().unwrap().evicted.iter().copied().collect();
+    assert_eq!(evicted, HashSet::from([a.txid(net.p.hash), a1.txid(net.p.hash)]));
+    assert!(pool.contains(&b.txid(net.p.hash)) && pool.contains(&high.txid(net.p.hash)));
+    assert_eq!(pool.len(), 2);
+    let s = pool.stats();
+    assert_eq!((s.counters.evicted, s.counters.rejected.get("pool-full")), (2, Some(&1)));
+    pool.audit().unwrap();
+    // By bytes too.
+    let size = b.encoded_len() as u64;
+    let pool = net.pool(MempoolConfig { max_bytes: 2 * size + size / 2, ..cfg() });
+    let (c, _) = {
+        let u = net.fresh();
+        net.spend(&[u], 1, 1000)
+    };
+    let (d, _) = {
+        let u = net.fresh();
+        net.spend(&[u], 1, 2000)
+    };
+    let (e, _) = {
+        let u = net.fresh();
+        net.spend(&[u], 1, 1500)
+    };
+    let v = pool.admit(&net.env(), vec![c.clone(), d, e]);
+    assert_eq!(reasons(&v), ["ok", "ok", "ok"]);
+    assert_eq!(v[2].as_ref().unwrap().evicted, vec![c.txid(net.p.hash)]);
+    pool.audit().unwrap();
+}
+
+#[test]
+fn signature_cache_skips_signatures_at_block_connection() {
+    let mut net = Net::new();
+    let pool = net.pool(cfg());
+    net.chain.set_sig_cache(Some(pool.sig_cache()));
+    let txs: Vec<Tx> = (0..10).map(|_| { let u = net.fresh(); net.spend(&[u], 2, 1000) }.0).collect();
+    let mut bad = {
+        let u = net.fresh();
+        net.spend(&[u], 1, 1000)
+    }
+    .0;
+    bad.inputs[0].witness.signature[5] ^= 4;
+    let mut batch = txs.clone();
+    batch.push(bad.clone());
+    let v = pool.admit(&net.env(), batch);
+    assert_eq!(reasons(&v)[10], "bad-signature");
+    assert!(!pool.sig_cache().contains(&bad.wtxid(net.p.hash)), "a failed tx is never cached");
+    let cache = pool.sig_cache();
+    assert_eq!(cache.len(), 10);
+    let hits = cache.hits();
+    let t = pool.template(u64::MAX, usize::MAX);
+    let (block, r) = net.mine(&owned(&t.txs), t.fees.get());
+    assert!(matches!(r.unwrap(), Accepted::Connected(_)));
+    assert_eq!(cache.hits() - hits, 10, "block connection found every admitted tx in the cache");
+    let removed = pool.remove_block(&block);
+    assert_eq!((removed.confirmed, removed.conflicted.len()), (10, 0));
+    assert!(pool.is_empty());
+    assert_eq!(pool.stats().counters.confirmed, 10);
+    assert_eq!(cache.len(), 10, "entries outlive their stay in the pool");
+}
+
+#[test]
+fn remove_block_confirms_evicts_conflicts_with_descendants_and_makes_roots() {
+    let mut net = Net::new();
+    let pool = net.pool(cfg());
+    let (cb, cc) = (net.fresh(), net.fresh());
+    let (a, a_out) = {
+        let u = net.fresh();
+        net.spend(&[u], 1, 1000)
+    };
+    let (a_child, _) = net.spend(&[a_out[0]], 1, 1000);
+    let (b, b_out) = net.spend(&[cb], 1, 1000);
+    let (b_child, _) = net.spend(&[b_out[0]], 1, 1000);
+    let (c, _) = net.spend(&[cc], 1, 1000);
+    let v = pool.admit(&net.env(), vec![a.clone(), a_child.clone(), b.clone(), b_child.clone(), c.clone()]);
+    assert_eq!(reasons(&v), ["ok"; 5]);
+    // Someone else's block confirms `a` and double-spends `b`'s coin.
+    let (z, _) = net.spend(&[cb], 1, 7000);
+    let (block, r) = net.mine(&[a.clone(), z], 0);
+    assert!(matches!(r.unwrap(), Accepted::Connected(_)));
+    let removed = pool.remove_block(&block);
+    assert_eq!(removed.confirmed, 1);
+    let conflicted: HashSet<Hash> = removed.conflicted.iter().copied().collect();
+    assert_eq!(conflicted, HashSet::from([b.txid(net.p.hash), b_child.txid(net.p.hash)]));
+    let snap = pool.snapshot();
+    assert_eq!(snap.len(), 2);
+    let child = snap.get(&a_child.txid(net.p.hash)).unwrap();
+    assert!(snap.parents_of(child).is_empty(), "its parent confirmed: a root now");
+    pool.audit().unwrap();
+    let s = pool.stats();
+    assert_eq!((s.counters.confirmed, s.counters.conflicted), (1, 2));
+    // The rest mines on top.
+    let t = pool.template(u64::MAX, usize::MAX);
+    assert_eq!(t.txs.len(), 2);
+    let (_, r) = net.mine(&owned(&t.txs), t.fees.get());
+    assert!(matches!(r.unwrap(), Accepted::Connected(_)));
+    drop(c);
+}
+
+#[test]
+fn reorg_returns_transactions_and_drops_what_became_invalid() {
+    let mut net = Net::new();
+    let pool = net.pool(cfg());
+    net.chain.set_sig_cache(Some(pool.sig_cache()));
+    let genesis = net.chain.tip_header();
+    let (c1, c2) = (net.fresh(), net.fresh());
+    let (t1, t1_out) = net.spend(&[c1], 2, 1000);
+    let (t2, t2_out) = net.spend(&[c2], 1, 1000);
+    let (t3, _) = net.spend(&[t1_out[0]], 1, 1000);
+    assert_eq!(reasons(&pool.admit(&net.env(), vec![t1.clone(), t2.clone(), t3.clone()])), ["ok"; 3]);
+    // Block 1 confirms t1 and t2; t3 stays as a root.
+    let (b1, r) = net.mine(&[t1.clone(), t2.clone()], 2000);
+    assert!(matches!(r.unwrap(), Accepted::Connected(_)));
+    assert_eq!(pool.remove_block(&b1).confirmed, 2);
+    // t4 spends t2's (now confirmed) output.
+    let (t4, _) = net.spend(&[t2_out[0]], 1, 1000);
+    let (t5, _) = net.spend(&[t1_out[1]], 1, 1000);
+    assert_eq!(reasons(&pool.admit(&net.env(), vec![t4.clone(), t5.clone()])), ["ok"; 2]);
+    assert_eq!(pool.len(), 3);
+
+    // A longer branch from genesis double-spends t2's coin.
+    let (x, _) = net.spend(&[c2], 1, 5000);
+    let b1x = net.block_on(&genesis, &[x], 0);
+    let b2x = net.block_on(&b1x.header, &[], 0);
+    assert_eq!(net.chain.accept_block(b1x.clone(), common::NOW).unwrap(), Accepted::SideBranch);
+    let Accepted::Connected(reorg) = net.chain.accept_block(b2x.clone(), common::NOW).unwrap() else {
+        panic!("the longer branch wins")
+    };
+    assert_eq!(reorg.returned, vec![t1.clone(), t2.clone()]);
+    for b in [&b1x, &b2x] {
+        pool.remove_block(b);
+    }
+    let hits = pool.sig_cache().hits();
+    let out = pool.reorg(&net.env(), reorg.returned);
+    assert_eq!(reasons(&out.returned), ["ok", "missing-input"]);
+    let dropped: BTreeMap<Hash, &'static str> = out.dropped.iter().map(|(h, e)| (*h, e.reason())).collect();
+    assert_eq!(dropped, BTreeMap::from([(t4.txid(net.p.hash), "missing-input")]));
+    let snap = pool.snapshot();
+    for t in [&t1, &t3, &t5] {
+        assert!(snap.contains(&t.txid(net.p.hash)));
+    }
+    assert_eq!(snap.len(), 3);
+    // t1, t3, t5 passed the ledger rules and the cache vouched for each: no signature re-checked.
+    assert_eq!(pool.sig_cache().hits() - hits, 3);
+    // t3 and t5 are t1's children again.
+    let e3 = snap.get(&t3.txid(net.p.hash)).unwrap();
+    assert_eq!(snap.parents_of(e3), vec![t1.txid(net.p.hash)]);
+    pool.audit().unwrap();
+    let s = pool.stats();
+    assert_eq!((s.counters.readmitted, s.counters.dropped), (1, 1));
+    // And the template mines on the new tip.
+    let t = pool.template(u64::MAX, usize::MAX);
+    assert_block_order(&snap, &t.txs, &net);
+    let (_, r) = net.mine(&owned(&t.txs), t.fees.get());
+    assert!(matches!(r.unwrap(), Accepted::Connected(_)));
+}
+
+#[test]
+fn readers_run_beside_the_writer() {
+    let wl = Workload::new(1200, 5);
+    let pool = Arc::new(Mempool::new(wl.net.p.hash, cfg()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let reads = Arc::new(AtomicU64::new(0));
+    let txids: Arc<Vec<Hash>> = Arc::new(wl.w.txs.iter().map(|t| t.txid(wl.net.p.hash)).collect());
+    let readers: Vec<_> = (0..3)
+        .map(|r| {
+            let (pool, stop, reads, txids) = (pool.clone(), stop.clone(), reads.clone(), txids.clone());
+            std::thread::spawn(move || {
+                let mut last_version = 0;
+                let mut last_len = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    let snap = pool.snapshot();
+                    assert!(snap.version() >= last_version, "versions never go back");
+                    assert!(snap.len() >= last_len, "this writer only adds");
+                    last_version = snap.version();
+                    last_len = snap.len();
+                    let bytes: u64 = snap.iter().map(|e| e.size).sum();
+                    assert_eq!(bytes, snap.bytes(), "a snapshot is consistent");
+                    match r {
+                        0 => {
+                            let t = snap.template(50_000, 100);
+                            assert!(t.bytes <= 50_000 && t.txs.len() <= 100);
+                        }
+                        1 => {
+                            for id in txids.iter().step_by(37) {
+                                if snap.contains(id) {
+                                    assert!(pool.get(id).is_some(), "later snapshots keep it");
+                                }
+                            }
+                        }
+                        _ => {
+                            let _ = pool.stats();
+                            let _ = pool.len() + pool.bytes() as usize;
+                        }
+                    }
+                    reads.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    let mut interleaved = 0;
+    for chunk in wl.w.txs.chunks(100) {
+        let before = reads.load(Ordering::Relaxed);
+        let v = pool.admit(&wl.env(), chunk.to_vec());
+        assert!(v.iter().all(Result::is_ok));
+        // Let the readers read between batches (they must never need the writer to pause).
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while reads.load(Ordering::Relaxed) == before && std::time::Instant::now() < deadline {
+            std::thread::yield_now();
+        }
+        interleaved += usize::from(reads.load(Ordering::Relaxed) > before);
+    }
+    stop.store(true, Ordering::Relaxed);
+    for r in readers {
+        r.join().unwrap();
+    }
+    assert_eq!(pool.len(), 1200);
+    assert_eq!(pool.stats().version, 12);
+    assert_eq!(interleaved, 12, "readers made progress between every two batches");
+    pool.audit().unwrap();
+}
+
+#[test]
+fn a_reader_holding_a_snapshot_does_not_stall_the_writer() {
+    let wl = Workload::new(400, 9);
+    let pool = Arc::new(Mempool::new(wl.net.p.hash, cfg()));
+    assert!(pool.admit(&wl.env(), wl.w.txs[..100].to_vec()).iter().all(Result::is_ok));
+    let (held_tx, held_rx) = mpsc::channel::<usize>();
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let reader = {
+        let pool = pool.clone();
+        std::thread::spawn(move || {
+            let snap = pool.snapshot();
+            let mut it = snap.iter();
+            let first = it.next().map(|e| e.txid);
+            held_tx.send(snap.len()).unwrap();
+            // Hold the snapshot, mid-iteration, until the writer says it is done.
+            let finished = done_rx.recv_timeout(Duration::from_secs(120)).is_ok();
+            let rest = it.count();
+            (finished, first, snap.len(), rest)
+        })
+    };
+    let held_len = held_rx.recv().unwrap();
+    for chunk in wl.w.txs[100..].chunks(100) {
+        assert!(pool.admit(&wl.env(), chunk.to_vec()).iter().all(Result::is_ok));
+    }
+    let block = scalechain_types::Block { header: wl.net.chain.tip_header(), txs: wl.w.txs[..50].to_vec() };
+    assert_eq!(pool.remove_block(&block).confirmed, 50);
+    done_tx.send(()).unwrap();
+    let (finished, first, len_seen, rest) = reader.join().unwrap();
+    assert!(finished, "the writer finished while the reader held its snapshot");
+    assert_eq!(held_len, 100);
+    assert_eq!(len_seen, 100, "a held snapshot never changes");
+    assert_eq!(rest, 99);
+    assert!(first.is_some());
+    assert_eq!(pool.len(), 350);
+}
+
+#[test]
+fn admission_agrees_with_verify_txs_on_independent_transactions() {
+    // The pool judges independent transactions exactly as `verify_txs` does.
+    let wl = Workload::new(200, 11);
+    let mut txs = wl.w.txs.clone();
+    txs[3].inputs[0].witness.signature[1] ^= 2;
+    txs[77].inputs[0].prev = OutPoint { txid: Hash([0xab; 32]), index: 0 };
+    txs[150].outputs[0].value = Amount::new(2_000_000).unwrap();
+    let apps = Apps::none();
+    let ctx = ConnectCtx::new(&wl.net.p, &wl.net.chain_id, &apps, &wl.net.verify);
+    let tenv = TxEnv { ctx, view: &wl.w.utxos, app_state: &wl.app_state, height: 1, time: 0 };
+    let raw: Vec<&str> =
+        verify_txs(&tenv, &txs).iter().map(|r| r.as_ref().map_or_else(|e| e.rule(), |_| "ok")).collect();
+    let pool = Mempool::new(wl.net.p.hash, cfg());
+    let v = pool.admit(&wl.env(), txs);
+    assert_eq!(reasons(&v), raw);
+    assert_eq!(pool.len(), 197);
+}
+
+#[test]
+fn utxo_helper_owns_premine() {
+    let net = Net::new();
+    let u: Utxo = net.premine[3];
+    assert_eq!(u.key, 3);
+}
