@@ -229,6 +229,16 @@ impl<S: ChainStore> Chain<S> {
         self.sig_cache = cache;
     }
 
+    /// The application modules.
+    pub fn apps(&self) -> &Apps {
+        &self.apps
+    }
+
+    /// The signature engine settings.
+    pub fn verify_config(&self) -> &VerifyConfig {
+        &self.verify
+    }
+
     /// The parameters.
     pub fn params(&self) -> &Params {
         &self.params

@@ -8,6 +8,9 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+mod devnet;
+mod netcmd;
+
 use scalechain_chain::export::{block_json, dot, parse_chain_json, ChainJson, ParamsJson};
 use scalechain_chain::{Accepted, Chain, ChainError, DiskStore};
 use scalechain_consensus::params::SigMode;
@@ -77,6 +80,11 @@ enum Cmd {
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
+    /// Run a node (bootstrap, peer or miner) until SIGINT/SIGTERM.
+    Node(netcmd::NodeArgs),
+    /// Start a bootstrap node, peers and miners on 127.0.0.1, offer a transaction load through
+    /// the API, and report confirmed TPS, latency and convergence.
+    Devnet(devnet::DevnetArgs),
     /// The voting application (seed 003).
     Vote {
         #[command(subcommand)]
@@ -178,7 +186,7 @@ enum Format {
 }
 
 /// A failure with its exit code.
-struct Fail(u8, String);
+pub(crate) struct Fail(pub(crate) u8, pub(crate) String);
 
 impl From<ChainError> for Fail {
     fn from(e: ChainError) -> Self {
@@ -237,6 +245,8 @@ fn main() -> ExitCode {
         Cmd::Study { experiment, out, quick, threads, max_log2, runs, seed } => {
             study(&experiment, out, quick, threads, max_log2, runs, seed)
         }
+        Cmd::Node(a) => netcmd::node(a),
+        Cmd::Devnet(a) => devnet::devnet(a),
         Cmd::Vote { cmd: VoteCmd::Demo { voters, candidates, scheme, invalid, json, seed } } => {
             vote_demo(voters, candidates, scheme, invalid, json, seed)
         }

@@ -307,6 +307,41 @@ impl Decode for TxBatch {
     }
 }
 
+/// Encodes transactions as a [`TxBatch`] without owning them.
+pub fn encode_tx_batch<'a>(txs: impl ExactSizeIterator<Item = &'a Tx>) -> Vec<u8> {
+    let mut out = Vec::new();
+    put_count(&mut out, txs.len());
+    for t in txs {
+        t.encode_to(&mut out);
+    }
+    out
+}
+
+/// Splits transactions into groups whose batch encodings stay under `max_bytes` and hold at
+/// most `max_txs` each (a transaction larger than `max_bytes` travels alone).
+pub fn group_for_batches<T: std::borrow::Borrow<Tx>>(
+    txs: &[T],
+    max_bytes: usize,
+    max_txs: usize,
+) -> Vec<&[T]> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut size = 4;
+    for (i, tx) in txs.iter().enumerate() {
+        let n = tx.borrow().encoded_len();
+        if i > start && (size + n > max_bytes || i - start >= max_txs.max(1)) {
+            out.push(&txs[start..i]);
+            start = i;
+            size = 4;
+        }
+        size += n;
+    }
+    if start < txs.len() {
+        out.push(&txs[start..]);
+    }
+    out
+}
+
 /// The gossipsub message id of a payload: its BLAKE3 hash, so the same content from two peers
 /// is one message (a block's payload starts with its header, so each block has one id).
 pub fn message_id(payload: &[u8]) -> Vec<u8> {
@@ -386,6 +421,18 @@ mod tests {
         assert_ne!(a.sync, b.sync);
         assert_ne!(a.txs_topic, b.txs_topic);
         assert!(a.kad.starts_with("/scalechain/"));
+    }
+
+    #[test]
+    fn groups_respect_both_bounds_and_encode_like_owned_batches() {
+        let tx = Tx::coinbase(1, vec![]);
+        let n = tx.encoded_len();
+        let txs = vec![tx; 10];
+        let g = group_for_batches(&txs, 4 + 3 * n, 100);
+        assert_eq!(g.iter().map(|b| b.len()).collect::<Vec<_>>(), vec![3, 3, 3, 1]);
+        let g = group_for_batches(&txs, 1 << 20, 4);
+        assert_eq!(g.iter().map(|b| b.len()).collect::<Vec<_>>(), vec![4, 4, 2]);
+        assert_eq!(encode_tx_batch(g[0].iter()), TxBatch(g[0].to_vec()).encode());
     }
 
     #[test]

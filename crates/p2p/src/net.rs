@@ -18,9 +18,8 @@ use std::time::Duration;
 
 use futures::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use futures::StreamExt;
-use libp2p::gossipsub::{
-    self, IdentTopic, MessageAcceptance, MessageAuthenticity, MessageId, ValidationMode,
-};
+pub use libp2p::gossipsub::MessageId;
+use libp2p::gossipsub::{self, IdentTopic, MessageAcceptance, MessageAuthenticity, ValidationMode};
 use libp2p::request_response::{self, OutboundRequestId, ProtocolSupport, ResponseChannel};
 use libp2p::swarm::{NetworkBehaviour, SwarmEvent};
 use libp2p::{

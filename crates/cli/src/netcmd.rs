@@ -1,0 +1,99 @@
+//! `scalechain node`: runs a node until SIGINT/SIGTERM.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use scalechain_consensus::Apps;
+use scalechain_node::NodeConfig;
+
+use crate::Fail;
+
+/// Arguments of `scalechain node` (each overrides the config file).
+#[derive(Args)]
+pub struct NodeArgs {
+    /// bootstrap, peer or miner.
+    #[arg(long)]
+    role: Option<String>,
+    /// Data directory.
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// P2P listen multiaddr (repeatable; default /ip4/127.0.0.1/tcp/0).
+    #[arg(long)]
+    listen: Vec<String>,
+    /// Multiaddr of a node to join through, ending in /p2p/<peer id> (repeatable).
+    #[arg(long)]
+    bootstrap: Vec<String>,
+    /// API address (127.0.0.1:PORT; port 0 picks one; `off` disables).
+    #[arg(long)]
+    api: Option<String>,
+    /// TOML configuration file (see --print-config).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Mining threads (role miner).
+    #[arg(long)]
+    miner_threads: Option<usize>,
+    /// Rebuild the chain state from the stored blocks before starting.
+    #[arg(long)]
+    reindex: bool,
+    /// Print the default configuration as TOML and exit.
+    #[arg(long)]
+    print_config: bool,
+}
+
+/// The node's application modules: the voting application.
+pub fn apps() -> Apps {
+    let mut apps = Apps::none();
+    apps.register(std::sync::Arc::new(scalechain_voting::app::VotingModule));
+    apps
+}
+
+/// Builds the configuration from the file and the flags.
+pub fn config(a: &NodeArgs) -> Result<NodeConfig, Fail> {
+    let mut cfg = match &a.config {
+        Some(p) => {
+            let text =
+                std::fs::read_to_string(p).map_err(|e| Fail(2, format!("reading {}: {e}", p.display())))?;
+            NodeConfig::from_toml(&text).map_err(|e| Fail(2, format!("{}: {e}", p.display())))?
+        }
+        None => NodeConfig::default(),
+    };
+    if let Some(r) = &a.role {
+        cfg.role = r.parse().map_err(|e| Fail(2, e))?;
+    }
+    if let Some(d) = &a.data_dir {
+        cfg.data_dir = d.clone();
+    }
+    if !a.listen.is_empty() {
+        cfg.p2p.listen = a.listen.clone();
+    }
+    if !a.bootstrap.is_empty() {
+        cfg.p2p.bootstrap = a.bootstrap.clone();
+    }
+    if let Some(api) = &a.api {
+        cfg.api.listen = api.clone();
+    }
+    if let Some(t) = a.miner_threads {
+        cfg.miner.threads = t;
+    }
+    Ok(cfg)
+}
+
+/// Runs `scalechain node`.
+pub fn node(a: NodeArgs) -> Result<(), Fail> {
+    if a.print_config {
+        print!("{}", NodeConfig::default_toml());
+        return Ok(());
+    }
+    let cfg = config(&a)?;
+    init_logs();
+    let rt = tokio::runtime::Runtime::new().map_err(|e| Fail(2, format!("starting the runtime: {e}")))?;
+    rt.block_on(scalechain_node::run(cfg, apps(), a.reindex, std::future::pending()))
+        .map_err(|e| Fail(2, e.to_string()))
+}
+
+fn init_logs() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SCALECHAIN_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,libp2p=warn"));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}

@@ -1,0 +1,591 @@
+//! The HTTP API (axum, JSON; OpenAPI document at `/openapi.json`; Prometheus text at
+//! `/metrics`). Bound to 127.0.0.1 by default. Every bad request gets a 4xx with a JSON body
+//! `{"error": <code>, "message": <what and where>}`: path segments and bodies are parsed here,
+//! not by extractors with their own error formats, and nothing a client sends can panic the
+//! node. Write endpoints require `Authorization: Bearer <token>` when a token is configured
+//! (always, when the API listens beyond loopback).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use tokio::sync::{mpsc, oneshot};
+use utoipa::{OpenApi, ToSchema};
+
+use scalechain_chain::export::{block_json, tx_json};
+use scalechain_types::codec::Decode;
+use scalechain_types::{Hash, Tx};
+use scalechain_wallet::{parse_address, AddressHrp};
+
+use crate::metrics::Exposition;
+use crate::pipeline::{self, Inbound, Source};
+use crate::state::Shared;
+
+/// What the API handlers share.
+#[derive(Clone)]
+pub struct ApiState {
+    /// The node.
+    pub shared: Arc<Shared>,
+    /// The pipeline's receive side.
+    pub pipeline: mpsc::Sender<Inbound>,
+    /// Token required by write endpoints, if any.
+    pub token: Option<Arc<str>>,
+}
+
+/// An error answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ApiError {
+    /// A stable code: `bad-request`, `not-found`, `unauthorized`, `too-large`, `busy`.
+    pub error: String,
+    /// What was wrong, and where.
+    pub message: String,
+    #[serde(skip)]
+    #[schema(ignore)]
+    status: u16,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, error: &str, message: impl Into<String>) -> ApiError {
+        ApiError { error: error.into(), message: message.into(), status: status.as_u16() }
+    }
+
+    fn bad(message: impl Into<String>) -> ApiError {
+        Self::new(StatusCode::BAD_REQUEST, "bad-request", message)
+    }
+
+    fn not_found(message: impl Into<String>) -> ApiError {
+        Self::new(StatusCode::NOT_FOUND, "not-found", message)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::BAD_REQUEST);
+        (status, Json(self)).into_response()
+    }
+}
+
+type ApiResult<T> = Result<Json<T>, ApiError>;
+
+/// The node at a glance.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Status {
+    /// The chain id (genesis hash), hex.
+    pub chain_id: String,
+    /// `bootstrap`, `peer` or `miner`.
+    pub role: String,
+    /// This node's libp2p peer id.
+    pub peer_id: String,
+    /// P2P listen addresses (with `/p2p/<peer id>`).
+    pub listen: Vec<String>,
+    /// Tip height.
+    pub height: u64,
+    /// Tip hash, hex.
+    pub tip: String,
+    /// Pooled transactions.
+    pub mempool_txs: usize,
+    /// Pooled bytes.
+    pub mempool_bytes: u64,
+    /// Connected peers.
+    pub peers: usize,
+    /// Blocks held as orphans (parent unknown).
+    pub orphans: usize,
+    /// Seconds since start.
+    pub uptime_s: f64,
+}
+
+/// A main-chain position.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Tip {
+    /// Height.
+    pub height: u64,
+    /// Block hash, hex.
+    pub hash: String,
+}
+
+/// A block's transaction ids.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct BlockTxids {
+    /// Height.
+    pub height: u64,
+    /// Block hash, hex.
+    pub hash: String,
+    /// Block time, ms since the Unix epoch.
+    pub time: u64,
+    /// Txids in block order (the coinbase first).
+    pub txids: Vec<String>,
+}
+
+/// A transaction and where it is.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TxStatus {
+    /// `mempool` or `confirmed`.
+    pub status: String,
+    /// Height of the confirming block.
+    pub height: Option<u64>,
+    /// The transaction (the chain's JSON form; `raw` is authoritative).
+    #[schema(value_type = Object)]
+    pub tx: scalechain_chain::export::TxJson,
+}
+
+/// Transactions to submit.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct SubmitTxs {
+    /// Canonical encodings, hex.
+    pub txs: Vec<String>,
+}
+
+/// The verdict on one submitted transaction.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct TxResult {
+    /// Txid, hex (absent if the transaction did not decode).
+    pub txid: Option<String>,
+    /// Taken into the mempool?
+    pub accepted: bool,
+    /// Rule or policy that refused it.
+    pub reason: Option<String>,
+    /// Details of the refusal.
+    pub detail: Option<String>,
+}
+
+/// Verdicts of a submission, in the order sent.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct SubmitResult {
+    /// How many were accepted.
+    pub accepted: usize,
+    /// One verdict per transaction.
+    pub results: Vec<TxResult>,
+}
+
+/// An unspent output.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct UtxoJson {
+    /// Txid of the creating transaction, hex.
+    pub txid: String,
+    /// Output index.
+    pub index: u32,
+    /// Value.
+    pub value: u64,
+    /// Lock scheme.
+    pub scheme: String,
+    /// `H(pubkey)`, hex.
+    pub pubkey_hash: String,
+    /// Height of the creating block.
+    pub height: u64,
+    /// Created by a coinbase?
+    pub coinbase: bool,
+}
+
+/// Mempool contents.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct MempoolJson {
+    /// Transactions held.
+    pub count: usize,
+    /// Bytes held.
+    pub bytes: u64,
+    /// Txids (at most `limit`).
+    pub txids: Vec<String>,
+    /// Admitted since start.
+    pub admitted: u64,
+    /// Refused since start, by reason.
+    pub rejected: std::collections::BTreeMap<String, u64>,
+    /// Evicted since start.
+    pub evicted: u64,
+}
+
+/// `?limit=` of list endpoints.
+#[derive(Debug, Deserialize)]
+pub struct Limit {
+    limit: Option<String>,
+}
+
+fn limit(q: &Limit, default: usize, max: usize) -> Result<usize, ApiError> {
+    match &q.limit {
+        None => Ok(default),
+        Some(s) => match s.parse::<usize>() {
+            Ok(n) if n <= max => Ok(n),
+            _ => Err(ApiError::bad(format!("limit: {s:?} is not an integer in 0..={max}"))),
+        },
+    }
+}
+
+fn parse_hash(what: &str, s: &str) -> Result<Hash, ApiError> {
+    let mut out = [0u8; 32];
+    hex::decode_to_slice(s, &mut out)
+        .map_err(|_| ApiError::bad(format!("{what}: {s:?} is not 64 hex digits")))?;
+    Ok(Hash(out))
+}
+
+/// The OpenAPI document.
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "ScaleChain node API",
+        description = "Status, blocks, transactions, UTXOs, mempool and submission."
+    ),
+    paths(status, tip, peers, block, block_txids, tx, submit, utxos, mempool, metrics),
+    components(schemas(
+        ApiError,
+        Status,
+        Tip,
+        BlockTxids,
+        TxStatus,
+        SubmitTxs,
+        TxResult,
+        SubmitResult,
+        UtxoJson,
+        MempoolJson,
+        crate::state::PeerInfo
+    ))
+)]
+pub struct ApiDoc;
+
+/// The router.
+pub fn router(state: ApiState) -> Router {
+    let max_body = state.shared.cfg.api.max_body_bytes;
+    Router::new()
+        .route("/status", get(status))
+        .route("/tip", get(tip))
+        .route("/peers", get(peers))
+        .route("/blocks/{id}", get(block))
+        .route("/blocks/{id}/txids", get(block_txids))
+        .route("/txs/{txid}", get(tx))
+        .route("/txs", post(submit))
+        .route("/utxos/{owner}", get(utxos))
+        .route("/mempool", get(mempool))
+        .route("/metrics", get(metrics))
+        .route("/openapi.json", get(openapi))
+        .fallback(|| async { ApiError::not_found("no such endpoint") })
+        .layer(axum::extract::DefaultBodyLimit::max(max_body))
+        .with_state(state)
+}
+
+async fn openapi() -> Response {
+    match ApiDoc::openapi().to_json() {
+        Ok(s) => ([(header::CONTENT_TYPE, "application/json")], s).into_response(),
+        Err(e) => {
+            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", e.to_string()).into_response()
+        }
+    }
+}
+
+/// Node status.
+#[utoipa::path(get, path = "/status", responses((status = 200, body = Status)))]
+async fn status(State(s): State<ApiState>) -> Json<Status> {
+    s.shared.metrics.api_requests.add(1);
+    let sh = &s.shared;
+    let (height, tip, orphans) = {
+        let c = sh.chain.read();
+        (c.tip_height(), c.tip(), c.orphan_count())
+    };
+    Json(Status {
+        chain_id: sh.chain_id.to_string(),
+        role: sh.role().name().into(),
+        peer_id: sh.peer_id.to_string(),
+        listen: sh.listen.read().iter().map(|a| a.to_string()).collect(),
+        height,
+        tip: tip.to_string(),
+        mempool_txs: sh.mempool.len(),
+        mempool_bytes: sh.mempool.bytes(),
+        peers: sh.peers.read().len(),
+        orphans,
+        uptime_s: sh.started.elapsed().as_secs_f64(),
+    })
+}
+
+/// The tip.
+#[utoipa::path(get, path = "/tip", responses((status = 200, body = Tip)))]
+async fn tip(State(s): State<ApiState>) -> Json<Tip> {
+    s.shared.metrics.api_requests.add(1);
+    let c = s.shared.chain.read();
+    Json(Tip { height: c.tip_height(), hash: c.tip().to_string() })
+}
+
+/// Connected peers.
+#[utoipa::path(get, path = "/peers", responses((status = 200, body = [crate::state::PeerInfo])))]
+async fn peers(State(s): State<ApiState>) -> Json<Vec<crate::state::PeerInfo>> {
+    s.shared.metrics.api_requests.add(1);
+    Json(s.shared.peers.read().values().cloned().collect())
+}
+
+fn find_block(s: &ApiState, id: &str) -> Result<scalechain_types::Block, ApiError> {
+    let c = s.shared.chain.read();
+    let found = if id.len() == 64 {
+        c.block(&parse_hash("block hash", id)?)
+    } else {
+        let h: u64 = id
+            .parse()
+            .map_err(|_| ApiError::bad(format!("block id {id:?} is neither a height nor 64 hex digits")))?;
+        c.block_at(h)
+    };
+    match found {
+        Ok(Some(b)) => Ok(b),
+        Ok(None) => Err(ApiError::not_found(format!("no block {id}"))),
+        Err(e) => Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", e.to_string())),
+    }
+}
+
+/// A block by height or hash.
+#[utoipa::path(get, path = "/blocks/{id}", params(("id" = String, Path, description = "height or block hash")),
+    responses((status = 200, body = Object), (status = 400, body = ApiError), (status = 404, body = ApiError)))]
+async fn block(State(s): State<ApiState>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    s.shared.metrics.api_requests.add(1);
+    let b = find_block(&s, &id)?;
+    Ok(Json(block_json(s.shared.params.hash, &b)).into_response())
+}
+
+/// A block's txids.
+#[utoipa::path(get, path = "/blocks/{id}/txids", params(("id" = String, Path, description = "height or block hash")),
+    responses((status = 200, body = BlockTxids), (status = 400, body = ApiError), (status = 404, body = ApiError)))]
+async fn block_txids(State(s): State<ApiState>, Path(id): Path<String>) -> ApiResult<BlockTxids> {
+    s.shared.metrics.api_requests.add(1);
+    let b = find_block(&s, &id)?;
+    let kind = s.shared.params.hash;
+    Ok(Json(BlockTxids {
+        height: b.header.height,
+        hash: b.header.hash(kind).to_string(),
+        time: b.header.time,
+        txids: b.txs.iter().map(|t| t.txid(kind).to_string()).collect(),
+    }))
+}
+
+/// A transaction from the mempool or the main chain.
+#[utoipa::path(get, path = "/txs/{txid}", params(("txid" = String, Path, description = "64 hex digits")),
+    responses((status = 200, body = TxStatus), (status = 400, body = ApiError), (status = 404, body = ApiError)))]
+async fn tx(State(s): State<ApiState>, Path(id): Path<String>) -> ApiResult<TxStatus> {
+    s.shared.metrics.api_requests.add(1);
+    let txid = parse_hash("txid", &id)?;
+    let kind = s.shared.params.hash;
+    if let Some(e) = s.shared.mempool.get(&txid) {
+        return Ok(Json(TxStatus { status: "mempool".into(), height: None, tx: tx_json(kind, &e.tx) }));
+    }
+    let height = s
+        .shared
+        .index
+        .read()
+        .height_of(&txid)
+        .ok_or_else(|| ApiError::not_found(format!("no transaction {id}")))?;
+    let b = find_block(&s, &height.to_string())?;
+    let t = b
+        .txs
+        .iter()
+        .find(|t| t.txid(kind) == txid)
+        .ok_or_else(|| ApiError::not_found(format!("no transaction {id}")))?;
+    Ok(Json(TxStatus { status: "confirmed".into(), height: Some(height), tx: tx_json(kind, t) }))
+}
+
+fn authorised(s: &ApiState, headers: &HeaderMap) -> Result<(), ApiError> {
+    let Some(token) = &s.token else { return Ok(()) };
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    if given.is_some_and(|g| constant_time_eq(g.as_bytes(), token.as_bytes())) {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "this endpoint needs `Authorization: Bearer <token>`",
+        ))
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Submits transactions (hex encodings); answers once each was admitted or refused.
+#[utoipa::path(post, path = "/txs", request_body = SubmitTxs,
+    responses((status = 200, body = SubmitResult), (status = 400, body = ApiError), (status = 401, body = ApiError), (status = 503, body = ApiError)))]
+async fn submit(State(s): State<ApiState>, headers: HeaderMap, body: Bytes) -> ApiResult<SubmitResult> {
+    s.shared.metrics.api_requests.add(1);
+    authorised(&s, &headers)?;
+    let req: SubmitTxs = serde_json::from_slice(&body).map_err(|e| ApiError::bad(format!("body: {e}")))?;
+    let max = s.shared.cfg.api.max_txs_per_request;
+    if req.txs.len() > max {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too-large",
+            format!("{} transactions, at most {max}", req.txs.len()),
+        ));
+    }
+    let kind = s.shared.params.hash;
+    let mut results: Vec<Option<TxResult>> = Vec::with_capacity(req.txs.len());
+    let mut txs = Vec::new();
+    for (i, h) in req.txs.iter().enumerate() {
+        let decoded = hex::decode(h)
+            .map_err(|e| format!("not hex: {e}"))
+            .and_then(|b| Tx::decode(&b).map_err(|e| e.to_string()));
+        match decoded {
+            Ok(t) => {
+                txs.push(t);
+                results.push(None);
+            }
+            Err(e) => results.push(Some(TxResult {
+                txid: None,
+                accepted: false,
+                reason: Some("malformed".into()),
+                detail: Some(format!("txs[{i}]: {e}")),
+            })),
+        }
+    }
+    let txids: Vec<Hash> = txs.iter().map(|t| t.txid(kind)).collect();
+    let verdicts = if txs.is_empty() {
+        Vec::new()
+    } else {
+        let (reply, rx) = oneshot::channel();
+        pipeline::submit(&s.shared, &s.pipeline, txs, Source::Api(reply), Duration::from_secs(10))
+            .await
+            .map_err(|why| {
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "busy",
+                    format!("the transaction pipeline is {why}"),
+                )
+            })?;
+        rx.await
+            .map_err(|_| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "busy", "the node is stopping"))?
+    };
+    let mut v = verdicts.into_iter().zip(txids);
+    let mut accepted = 0;
+    let results = results
+        .into_iter()
+        .map(|r| match r {
+            Some(r) => r,
+            None => match v.next() {
+                Some((Ok(_), id)) => {
+                    accepted += 1;
+                    TxResult { txid: Some(id.to_string()), accepted: true, reason: None, detail: None }
+                }
+                Some((Err(e), id)) => TxResult {
+                    txid: Some(id.to_string()),
+                    accepted: false,
+                    reason: Some(e.reason().into()),
+                    detail: Some(e.to_string()),
+                },
+                None => TxResult { txid: None, accepted: false, reason: Some("lost".into()), detail: None },
+            },
+        })
+        .collect();
+    Ok(Json(SubmitResult { accepted, results }))
+}
+
+/// Unspent outputs of an address (bech32m) or a pubkey hash (64 hex digits).
+#[utoipa::path(get, path = "/utxos/{owner}", params(("owner" = String, Path, description = "address or pubkey hash"), ("limit" = Option<u64>, Query, description = "most outputs returned (default 1000, at most 100000)")),
+    responses((status = 200, body = [UtxoJson]), (status = 400, body = ApiError)))]
+async fn utxos(
+    State(s): State<ApiState>,
+    Path(owner): Path<String>,
+    Query(q): Query<Limit>,
+) -> ApiResult<Vec<UtxoJson>> {
+    s.shared.metrics.api_requests.add(1);
+    let n = limit(&q, 1000, 100_000)?;
+    let pkh = if owner.len() == 64 && owner.bytes().all(|b| b.is_ascii_hexdigit()) {
+        parse_hash("pubkey hash", &owner)?
+    } else {
+        parse_address(&owner, &AddressHrp::devnet())
+            .map_err(|e| {
+                ApiError::bad(format!("owner {owner:?}: not a pubkey hash, and as an address: {e}"))
+            })?
+            .pubkey_hash
+    };
+    let c = s.shared.chain.read();
+    let out = c
+        .utxos()
+        .iter()
+        .filter(|(_, coin)| coin.out.lock.pubkey_hash == pkh)
+        .take(n)
+        .map(|(op, coin)| UtxoJson {
+            txid: op.txid.to_string(),
+            index: op.index,
+            value: coin.out.value.get(),
+            scheme: coin.out.lock.scheme.to_string(),
+            pubkey_hash: pkh.to_string(),
+            height: coin.height,
+            coinbase: coin.coinbase,
+        })
+        .collect();
+    Ok(Json(out))
+}
+
+/// Mempool contents and counters.
+#[utoipa::path(get, path = "/mempool", params(("limit" = Option<u64>, Query, description = "most txids listed (default 1000, at most 100000)")),
+    responses((status = 200, body = MempoolJson), (status = 400, body = ApiError)))]
+async fn mempool(State(s): State<ApiState>, Query(q): Query<Limit>) -> ApiResult<MempoolJson> {
+    s.shared.metrics.api_requests.add(1);
+    let n = limit(&q, 1000, 100_000)?;
+    let snap = s.shared.mempool.snapshot();
+    let stats = s.shared.mempool.stats();
+    Ok(Json(MempoolJson {
+        count: snap.len(),
+        bytes: snap.bytes(),
+        txids: snap.iter().take(n).map(|e| e.txid.to_string()).collect(),
+        admitted: stats.counters.admitted,
+        rejected: stats.counters.rejected.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        evicted: stats.counters.evicted,
+    }))
+}
+
+/// Prometheus metrics.
+#[utoipa::path(get, path = "/metrics", responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
+async fn metrics(State(s): State<ApiState>) -> Response {
+    let sh = &s.shared;
+    sh.metrics.api_requests.add(1);
+    let mut e = Exposition::new();
+    sh.metrics.render(&mut e);
+    let (height, orphans, utxos) = {
+        let c = sh.chain.read();
+        (c.tip_height(), c.orphan_count(), c.utxos().len())
+    };
+    let st = sh.mempool.stats();
+    e.value("chain_height", "Tip height.", "gauge", height as f64)
+        .value("chain_orphans", "Blocks waiting for their parent.", "gauge", orphans as f64)
+        .value("utxos", "Unspent outputs.", "gauge", utxos as f64)
+        .value("mempool_txs", "Pooled transactions.", "gauge", st.count as f64)
+        .value("mempool_bytes", "Pooled bytes.", "gauge", st.bytes as f64)
+        .value(
+            "mempool_evicted_total",
+            "Transactions evicted for room.",
+            "counter",
+            st.counters.evicted as f64,
+        )
+        .value("sig_cache_hits_total", "Signature-cache hits.", "counter", st.sig_cache_hits as f64)
+        .value("sig_cache_lookups_total", "Signature-cache lookups.", "counter", st.sig_cache_lookups as f64)
+        .value("peers", "Connected peers.", "gauge", sh.peers.read().len() as f64);
+    if let Some(n) = sh.net_stats.read().as_ref() {
+        use std::sync::atomic::Ordering::Relaxed;
+        e.value("gossip_in_total", "Gossip messages received.", "counter", n.gossip_in.load(Relaxed) as f64)
+            .value(
+                "gossip_in_bytes_total",
+                "Gossip bytes received.",
+                "counter",
+                n.gossip_in_bytes.load(Relaxed) as f64,
+            )
+            .value(
+                "gossip_out_total",
+                "Gossip messages published.",
+                "counter",
+                n.gossip_out.load(Relaxed) as f64,
+            )
+            .value(
+                "gossip_publish_failed_total",
+                "Publishes that failed.",
+                "counter",
+                n.publish_failed.load(Relaxed) as f64,
+            )
+            .value(
+                "gossip_slow_peer_total",
+                "Slow-peer reports.",
+                "counter",
+                n.slow_peer.load(Relaxed) as f64,
+            );
+    }
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], e.finish()).into_response()
+}

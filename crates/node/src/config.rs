@@ -1,0 +1,248 @@
+//! Node settings: every field has a documented default, so a node runs with no file at all;
+//! `--config FILE` reads a TOML file of the same shape (unknown keys are an error), and the
+//! command line overrides it. `scalechain node --print-config` prints the defaults.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use scalechain_consensus::params::SigMode;
+use scalechain_consensus::VerifyMode;
+use scalechain_p2p::msg::Role;
+use scalechain_types::HashKind;
+
+/// Everything a node needs to start.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct NodeConfig {
+    /// `bootstrap`, `peer` or `miner`.
+    #[serde(with = "role_name")]
+    pub role: Role,
+    /// Data directory (chain store, node key, API token, `node.json`).
+    pub data_dir: PathBuf,
+    /// Chain parameters (the devnet family: hash function and signature schemes).
+    pub chain: ChainSection,
+    /// Peer-to-peer settings.
+    pub p2p: P2pSection,
+    /// HTTP API settings.
+    pub api: ApiSection,
+    /// Transaction pipeline and mempool.
+    pub mempool: MempoolSection,
+    /// Mining (role `miner` only).
+    pub miner: MinerSection,
+}
+
+/// Which chain.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ChainSection {
+    /// Hash function: `sha256`, `sha512_256` or `blake3`. Default `sha256`.
+    pub hash: HashKind,
+    /// Signature schemes: `ed25519`, `secp256k1` or `mixed`. Default `ed25519`.
+    pub sig: SigMode,
+    /// Signature verification strategy. Default `parallel`.
+    pub verify_mode: VerifyMode,
+    /// Worker threads for verification (0 = one per core). Default 0.
+    pub verify_threads: usize,
+}
+
+/// Peer-to-peer settings.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct P2pSection {
+    /// Listen addresses. Default `/ip4/127.0.0.1/tcp/0` (an OS-chosen port on loopback).
+    pub listen: Vec<String>,
+    /// Nodes to join through (multiaddrs ending in `/p2p/<peer id>`). Default none.
+    pub bootstrap: Vec<String>,
+    /// Most established connections. Default 64.
+    pub max_connections: u32,
+    /// Largest gossip message in bytes. Default 16 MiB.
+    pub max_message_bytes: usize,
+    /// Transactions per gossip message, at most. Default 2,000.
+    pub max_txs_per_message: usize,
+    /// Inbound sync requests per second per peer (burst 4× this). Default 50.
+    pub requests_per_s: f64,
+}
+
+/// HTTP API settings.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ApiSection {
+    /// Listen address; `127.0.0.1:0` picks a free port. Default `127.0.0.1:8645`. Set to
+    /// `off` to disable.
+    pub listen: String,
+    /// Token that write endpoints require as `Authorization: Bearer <token>`. When the API
+    /// listens beyond loopback and no token is set, one is generated into `DATA_DIR/api_token`.
+    pub token: Option<String>,
+    /// Largest request body in bytes. Default 32 MiB.
+    pub max_body_bytes: usize,
+    /// Transactions per submission, at most. Default 10,000.
+    pub max_txs_per_request: usize,
+}
+
+/// Transaction pipeline and mempool settings.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct MempoolSection {
+    /// Batches waiting between the receive and verify stages; a full buffer makes senders
+    /// wait (back-pressure). Default 256.
+    pub buffer: usize,
+    /// Most transactions verified together. Default 4,096.
+    pub max_batch: usize,
+    /// Most pooled transactions. Default 500,000.
+    pub max_txs: usize,
+    /// Most pooled bytes. Default 300 MB.
+    pub max_bytes: usize,
+    /// Minimum fee per 1,000 bytes. Default 1.
+    pub min_fee_rate: u64,
+    /// Outputs below this value are dust and refused. Default 1.
+    pub dust_limit: u64,
+    /// Longest chain of unconfirmed ancestors. Default 25.
+    pub max_ancestors: usize,
+}
+
+/// Mining settings.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct MinerSection {
+    /// Hashing threads. Default 1.
+    pub threads: usize,
+    /// Wait until the chain's target interval has passed since the parent before mining, so an
+    /// easy devnet does not burn CPU racing ahead of its schedule. Default true.
+    pub pace: bool,
+    /// Most transactions per block (besides the coinbase). Default 100,000.
+    pub max_block_txs: usize,
+    /// Seed of the key the rewards pay to (hex, 32 bytes); random if unset.
+    pub reward_key: Option<String>,
+}
+
+impl Default for NodeConfig {
+    fn default() -> Self {
+        NodeConfig {
+            role: Role::Peer,
+            data_dir: PathBuf::from("./data/node"),
+            chain: ChainSection::default(),
+            p2p: P2pSection::default(),
+            api: ApiSection::default(),
+            mempool: MempoolSection::default(),
+            miner: MinerSection::default(),
+        }
+    }
+}
+
+impl Default for ChainSection {
+    fn default() -> Self {
+        ChainSection {
+            hash: HashKind::Sha256,
+            sig: SigMode::Ed25519,
+            verify_mode: VerifyMode::Parallel,
+            verify_threads: 0,
+        }
+    }
+}
+
+impl Default for P2pSection {
+    fn default() -> Self {
+        P2pSection {
+            listen: vec!["/ip4/127.0.0.1/tcp/0".into()],
+            bootstrap: vec![],
+            max_connections: 64,
+            max_message_bytes: 16 << 20,
+            max_txs_per_message: 2_000,
+            requests_per_s: 50.0,
+        }
+    }
+}
+
+impl Default for ApiSection {
+    fn default() -> Self {
+        ApiSection {
+            listen: "127.0.0.1:8645".into(),
+            token: None,
+            max_body_bytes: 32 << 20,
+            max_txs_per_request: 10_000,
+        }
+    }
+}
+
+impl Default for MempoolSection {
+    fn default() -> Self {
+        MempoolSection {
+            buffer: 256,
+            max_batch: 4_096,
+            max_txs: 500_000,
+            max_bytes: 300_000_000,
+            min_fee_rate: 1,
+            dust_limit: 1,
+            max_ancestors: 25,
+        }
+    }
+}
+
+impl Default for MinerSection {
+    fn default() -> Self {
+        MinerSection { threads: 1, pace: true, max_block_txs: 100_000, reward_key: None }
+    }
+}
+
+impl NodeConfig {
+    /// Reads a TOML file; fields it leaves out keep their defaults.
+    pub fn from_toml(text: &str) -> Result<NodeConfig, String> {
+        toml::from_str(text).map_err(|e| e.to_string())
+    }
+
+    /// The defaults as TOML.
+    pub fn default_toml() -> String {
+        toml::to_string_pretty(&NodeConfig::default()).unwrap_or_default()
+    }
+
+    /// The API address, or `None` when the API is off.
+    pub fn api_addr(&self) -> Result<Option<SocketAddr>, String> {
+        if self.api.listen == "off" {
+            return Ok(None);
+        }
+        self.api.listen.parse().map(Some).map_err(|e| format!("api.listen {:?}: {e}", self.api.listen))
+    }
+}
+
+mod role_name {
+    use super::Role;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(r: &Role, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(r.name())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Role, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn defaults_round_trip_through_toml_and_partial_files_keep_defaults() {
+        let text = NodeConfig::default_toml();
+        assert_eq!(NodeConfig::from_toml(&text).unwrap(), NodeConfig::default());
+        let c = NodeConfig::from_toml("role = \"miner\"\n[miner]\nthreads = 3\n").unwrap();
+        assert_eq!(c.role, Role::Miner);
+        assert_eq!(c.miner.threads, 3);
+        assert_eq!(c.mempool, MempoolSection::default());
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_are_errors() {
+        assert!(NodeConfig::from_toml("rol = \"miner\"").unwrap_err().contains("rol"));
+        assert!(NodeConfig::from_toml("role = \"king\"").unwrap_err().contains("king"));
+        let mut c = NodeConfig::default();
+        c.api.listen = "nowhere".into();
+        assert!(c.api_addr().is_err());
+        c.api.listen = "off".into();
+        assert_eq!(c.api_addr().unwrap(), None);
+    }
+}

@@ -1,0 +1,152 @@
+//! The state a node shares between its tasks: the chain (behind a read-write lock: readers are
+//! the API, the admission stage and the miner; the only writer is the block worker), the
+//! mempool (lock-free reads), the txid index, peers and metrics.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use parking_lot::RwLock;
+use scalechain_chain::{Chain, DiskStore};
+use scalechain_consensus::Params;
+use scalechain_mempool::{AdmitEnv, Mempool};
+use scalechain_p2p::msg::{Hello, Role, PROTOCOL_VERSION};
+use scalechain_p2p::net::{Multiaddr, NetStats, PeerId};
+use scalechain_types::{Block, Hash};
+use serde::Serialize;
+
+use crate::config::NodeConfig;
+use crate::metrics::Metrics;
+
+/// What the node knows of a connected peer.
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
+pub struct PeerInfo {
+    /// Its peer id.
+    pub peer_id: String,
+    /// The address of the connection.
+    pub addr: String,
+    /// Its role from the handshake (unknown until it answers).
+    pub role: Option<String>,
+    /// The tip height it last claimed.
+    pub height: u64,
+    /// Its score (0 is good; bans happen at -100).
+    pub score: i32,
+}
+
+/// Where confirmed transactions are: txid → height on the main chain.
+#[derive(Debug, Default)]
+pub struct TxIndex {
+    by_txid: HashMap<Hash, u64>,
+}
+
+impl TxIndex {
+    /// Indexes a block's transactions at its height.
+    pub fn add_block(&mut self, kind: scalechain_types::HashKind, block: &Block) {
+        self.by_txid.reserve(block.txs.len());
+        for tx in &block.txs {
+            self.by_txid.insert(tx.txid(kind), block.header.height);
+        }
+    }
+
+    /// Forgets a disconnected block's transactions.
+    pub fn remove_block(&mut self, kind: scalechain_types::HashKind, block: &Block) {
+        for tx in &block.txs {
+            self.by_txid.remove(&tx.txid(kind));
+        }
+    }
+
+    /// The height of the block holding `txid`.
+    pub fn height_of(&self, txid: &Hash) -> Option<u64> {
+        self.by_txid.get(txid).copied()
+    }
+
+    /// Transactions indexed.
+    pub fn len(&self) -> usize {
+        self.by_txid.len()
+    }
+
+    /// Nothing indexed?
+    pub fn is_empty(&self) -> bool {
+        self.by_txid.is_empty()
+    }
+}
+
+/// Everything the node's tasks share.
+pub struct Shared {
+    /// The configuration it started with.
+    pub cfg: NodeConfig,
+    /// Chain parameters.
+    pub params: Params,
+    /// The chain id.
+    pub chain_id: Hash,
+    /// The chain.
+    pub chain: RwLock<Chain<DiskStore>>,
+    /// The mempool.
+    pub mempool: Arc<Mempool>,
+    /// Confirmed transactions by txid.
+    pub index: RwLock<TxIndex>,
+    /// Metrics.
+    pub metrics: Metrics,
+    /// Network counters.
+    pub net_stats: RwLock<Option<Arc<NetStats>>>,
+    /// Connected peers.
+    pub peers: RwLock<BTreeMap<PeerId, PeerInfo>>,
+    /// This node's peer id.
+    pub peer_id: PeerId,
+    /// Addresses it listens on (with `/p2p/<id>`).
+    pub listen: RwLock<Vec<Multiaddr>>,
+    /// Start time.
+    pub started: Instant,
+    /// Set when the node is stopping.
+    pub stopping: AtomicBool,
+    /// Bumped on every change of tip, so waiters (miner, API) notice.
+    pub tip_changed: tokio::sync::watch::Sender<(u64, Hash)>,
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+impl Shared {
+    /// The node's handshake.
+    pub fn hello(&self) -> Hello {
+        let c = self.chain.read();
+        Hello {
+            version: PROTOCOL_VERSION,
+            chain_id: self.chain_id,
+            role: self.cfg.role,
+            tip_height: c.tip_height(),
+            tip_hash: c.tip(),
+            agent: format!("scalechain/{}", env!("CARGO_PKG_VERSION")),
+        }
+    }
+
+    /// The role.
+    pub fn role(&self) -> Role {
+        self.cfg.role
+    }
+
+    /// True once shutdown began.
+    pub fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::Relaxed)
+    }
+
+    /// Runs `f` with an admission environment at the current tip (holding the chain's read
+    /// lock, so no block connects meanwhile).
+    pub fn with_admit_env<R>(&self, f: impl FnOnce(&AdmitEnv<'_>) -> R) -> R {
+        let c = self.chain.read();
+        let env = AdmitEnv {
+            params: c.params(),
+            chain_id: &self.chain_id,
+            apps: c.apps(),
+            verify: c.verify_config(),
+            utxos: c.utxos(),
+            app_state: c.app_state(),
+            height: c.tip_height() + 1,
+            time: now_ms(),
+        };
+        f(&env)
+    }
+}
