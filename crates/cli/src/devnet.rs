@@ -91,14 +91,16 @@ impl Drop for Procs {
     }
 }
 
+/// Starts `scalechain node` as `name`, with its data directory `base/name`.
 fn spawn(
     exe: &Path,
+    base: &Path,
     name: &str,
-    dir: &Path,
     role: &str,
     bootstrap: Option<&str>,
     threads: usize,
 ) -> Result<Proc, Fail> {
+    let dir = &base.join(name);
     std::fs::create_dir_all(dir).map_err(|e| Fail(2, format!("creating {}: {e}", dir.display())))?;
     let log = std::fs::File::create(dir.join("node.log"))
         .map_err(|e| Fail(2, format!("creating the log of {name}: {e}")))?;
@@ -287,29 +289,15 @@ pub fn devnet(a: DevnetArgs) -> Result<(), Fail> {
     let exe = std::env::current_exe().map_err(|e| Fail(2, format!("locating this program: {e}")))?;
     let t_start = Instant::now();
     let mut procs = Procs(Vec::new());
-    procs.0.push(spawn(&exe, "bootstrap", &base.join("bootstrap"), "bootstrap", None, 1)?);
+    procs.0.push(spawn(&exe, &base, "bootstrap", "bootstrap", None, 1)?);
     let boot = wait_info(&mut procs.0[0], Duration::from_secs(30))?;
     let boot_addr =
         boot.p2p.first().cloned().ok_or_else(|| Fail(2, "the bootstrap node has no address".into()))?;
     for i in 0..a.nodes {
-        procs.0.push(spawn(
-            &exe,
-            &format!("peer{i}"),
-            &base.join(format!("peer{i}")),
-            "peer",
-            Some(&boot_addr),
-            1,
-        )?);
+        procs.0.push(spawn(&exe, &base, &format!("peer{i}"), "peer", Some(&boot_addr), 1)?);
     }
     for i in 0..a.miners {
-        procs.0.push(spawn(
-            &exe,
-            &format!("miner{i}"),
-            &base.join(format!("miner{i}")),
-            "miner",
-            Some(&boot_addr),
-            a.miner_threads,
-        )?);
+        procs.0.push(spawn(&exe, &base, &format!("miner{i}"), "miner", Some(&boot_addr), a.miner_threads)?);
     }
     let mut apis = Vec::new();
     for p in procs.0.iter_mut().skip(1) {
@@ -337,12 +325,6 @@ pub fn devnet(a: DevnetArgs) -> Result<(), Fail> {
     let report = rt.block_on(drive(a, peer_apis, all_apis, splits, load))?;
     drop(procs);
     report
-}
-
-struct Summary {
-    converged: bool,
-    text: String,
-    json: String,
 }
 
 async fn drive(
@@ -577,12 +559,11 @@ async fn drive(
         "refused": refused,
     })
     .to_string();
-    let s = Summary { converged, text, json };
-    eprint!("{}", s.text);
+    eprint!("{text}");
     if a.json {
-        println!("{}", s.json);
+        println!("{json}");
     }
-    Ok(if s.converged { Ok(()) } else { Err(Fail(1, "the nodes did not converge".into())) })
+    Ok(if converged { Ok(()) } else { Err(Fail(1, "the nodes did not converge".into())) })
 }
 
 /// A small concurrent map of block hash → first time seen.

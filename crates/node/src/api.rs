@@ -314,19 +314,33 @@ async fn peers(State(s): State<ApiState>) -> Json<Vec<crate::state::PeerInfo>> {
     Json(s.shared.peers.read().values().cloned().collect())
 }
 
-fn find_block(s: &ApiState, id: &str) -> Result<scalechain_types::Block, ApiError> {
+/// A block named by its height or its hash.
+enum BlockId {
+    Height(u64),
+    Hash(Hash),
+}
+
+fn parse_block_id(id: &str) -> Result<BlockId, ApiError> {
+    if id.len() == 64 {
+        return parse_hash("block hash", id).map(BlockId::Hash);
+    }
+    id.parse()
+        .map(BlockId::Height)
+        .map_err(|_| ApiError::bad(format!("block id {id:?} is neither a height nor 64 hex digits")))
+}
+
+fn find_block(s: &ApiState, id: BlockId) -> Result<scalechain_types::Block, ApiError> {
     let c = s.shared.chain.read();
-    let found = if id.len() == 64 {
-        c.block(&parse_hash("block hash", id)?)
-    } else {
-        let h: u64 = id
-            .parse()
-            .map_err(|_| ApiError::bad(format!("block id {id:?} is neither a height nor 64 hex digits")))?;
-        c.block_at(h)
+    let found = match &id {
+        BlockId::Hash(h) => c.block(h),
+        BlockId::Height(h) => c.block_at(*h),
     };
     match found {
         Ok(Some(b)) => Ok(b),
-        Ok(None) => Err(ApiError::not_found(format!("no block {id}"))),
+        Ok(None) => Err(ApiError::not_found(match id {
+            BlockId::Hash(h) => format!("no block {h}"),
+            BlockId::Height(h) => format!("no block at height {h}"),
+        })),
         Err(e) => Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", e.to_string())),
     }
 }
@@ -336,7 +350,7 @@ fn find_block(s: &ApiState, id: &str) -> Result<scalechain_types::Block, ApiErro
     responses((status = 200, body = Object), (status = 400, body = ApiError), (status = 404, body = ApiError)))]
 async fn block(State(s): State<ApiState>, Path(id): Path<String>) -> Result<Response, ApiError> {
     s.shared.metrics.api_requests.add(1);
-    let b = find_block(&s, &id)?;
+    let b = find_block(&s, parse_block_id(&id)?)?;
     Ok(Json(block_json(s.shared.params.hash, &b)).into_response())
 }
 
@@ -345,7 +359,7 @@ async fn block(State(s): State<ApiState>, Path(id): Path<String>) -> Result<Resp
     responses((status = 200, body = BlockTxids), (status = 400, body = ApiError), (status = 404, body = ApiError)))]
 async fn block_txids(State(s): State<ApiState>, Path(id): Path<String>) -> ApiResult<BlockTxids> {
     s.shared.metrics.api_requests.add(1);
-    let b = find_block(&s, &id)?;
+    let b = find_block(&s, parse_block_id(&id)?)?;
     let kind = s.shared.params.hash;
     Ok(Json(BlockTxids {
         height: b.header.height,
@@ -371,7 +385,7 @@ async fn tx(State(s): State<ApiState>, Path(id): Path<String>) -> ApiResult<TxSt
         .read()
         .height_of(&txid)
         .ok_or_else(|| ApiError::not_found(format!("no transaction {id}")))?;
-    let b = find_block(&s, &height.to_string())?;
+    let b = find_block(&s, BlockId::Height(height))?;
     let t = b
         .txs
         .iter()

@@ -11,7 +11,7 @@ use scalechain_chain::{Accepted, ChainError};
 use scalechain_types::{Block, Hash};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::state::{now_ms, Shared};
+use crate::state::{admit_env, now_ms, Shared};
 
 /// Where a block came from.
 #[derive(Debug)]
@@ -25,8 +25,8 @@ pub enum Origin {
     },
     /// A sync response from a peer.
     Sync(scalechain_p2p::net::PeerId),
-    /// This node's miner.
-    Local,
+    /// This node's miner, with the block's encoding (published if it connects).
+    Local(Vec<u8>),
 }
 
 /// A block to accept.
@@ -75,14 +75,17 @@ pub fn accept(shared: &Shared, block: Block, origin: Origin) -> Outcome {
     shared.metrics.blocks_received.add(1);
     let t0 = Instant::now();
     let mut chain = shared.chain.write();
-    let kept = block.clone();
+    // Kept for the mempool and the index if the block connects (one copy, moved out below).
+    let mut kept = Some(block.clone());
     let result = chain.accept_block(block, now_ms());
     if let Ok(Accepted::Connected(reorg)) = &result {
         let fetch = |h: &Hash| -> Option<Block> {
-            if *h == hash {
-                Some(kept.clone())
-            } else {
-                chain.block(h).ok().flatten()
+            match kept.take() {
+                Some(b) if *h == hash => Some(b),
+                other => {
+                    kept = other;
+                    chain.block(h).ok().flatten()
+                }
             }
         };
         let connected: Vec<Block> = reorg.connected.iter().filter_map(fetch).collect();
@@ -100,16 +103,7 @@ pub fn accept(shared: &Shared, block: Block, origin: Origin) -> Outcome {
         let c = &*chain;
         if !reorg.disconnected.is_empty() {
             shared.metrics.reorgs.add(1);
-            let env = scalechain_mempool::AdmitEnv {
-                params: c.params(),
-                chain_id: &shared.chain_id,
-                apps: c.apps(),
-                verify: c.verify_config(),
-                utxos: c.utxos(),
-                app_state: c.app_state(),
-                height: c.tip_height() + 1,
-                time: now_ms(),
-            };
+            let env = admit_env(c, &shared.chain_id);
             shared.mempool.reorg(&env, reorg.returned.clone());
         }
         let _ = shared.tip_changed.send((c.tip_height(), c.tip()));

@@ -9,8 +9,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use scalechain_types::codec::Encode;
 use scalechain_types::merkle::root_of_txs;
-use scalechain_types::{Amount, Block, Hash, Header, Lock, Tx, TxOut};
+use scalechain_types::{Block, Hash, Header, Lock, Tx, TxOut};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::blocks::{BlockJob, Origin, Outcome};
@@ -128,7 +129,8 @@ pub fn run(
             continue;
         }
         let (tx, rx) = oneshot::channel();
-        if jobs.blocking_send(BlockJob { block, origin: Origin::Local, reply: Some(tx) }).is_err() {
+        let encoded = block.encode();
+        if jobs.blocking_send(BlockJob { block, origin: Origin::Local(encoded), reply: Some(tx) }).is_err() {
             break;
         }
         match rx.blocking_recv() {
@@ -143,11 +145,6 @@ pub fn run(
             Err(_) => break,
         }
     }
-}
-
-/// The devnet premine and reward amounts fit easily; this keeps a reward computation honest.
-pub fn reward_value(shared: &Shared, height: u64, fees: Amount) -> Option<Amount> {
-    shared.params.subsidy(height).checked_add(fees).ok()
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use scalechain_p2p::msg::{
 use scalechain_p2p::net::{self, Command, Multiaddr, NetConfig, NetEvent, PeerId, Topic, Verdict};
 use scalechain_p2p::score::{Offence, PeerBook, RateLimit, Verdict as ScoreVerdict};
 use scalechain_p2p::sync::{fork_point, locator, Action, SyncConfig, SyncState};
-use scalechain_types::codec::{Decode, Encode};
+use scalechain_types::codec::Decode;
 use scalechain_types::{Amount, Block, Hash, Lock, SecretKey};
 use serde::Serialize;
 use tokio::sync::mpsc;
@@ -521,13 +521,10 @@ impl EventLoop {
                     self.penalise(peer, Offence::InvalidBlock).await;
                 }
             }
-            Origin::Local => {
+            Origin::Local(data) => {
                 if let Some(Accepted::Connected(_)) = accepted {
-                    let block = self.shared.chain.read().block(&o.hash).ok().flatten();
-                    if let Some(b) = block {
-                        tracing::info!("mined block {} {} ({} txs)", o.height, o.hash, b.txs.len());
-                        self.send(Command::Publish { topic: Topic::Blocks, data: b.encode() }).await;
-                    }
+                    tracing::info!("mined block {} {} ({} bytes)", o.height, o.hash, data.len());
+                    self.send(Command::Publish { topic: Topic::Blocks, data }).await;
                 }
             }
         }
@@ -536,11 +533,10 @@ impl EventLoop {
     async fn tick(&mut self) {
         let now = now_ms();
         self.book.expire(now);
-        let (height, main) = {
-            let c = self.shared.chain.read();
-            (c.tip_height(), if self.sync.busy() { Vec::new() } else { locator(c.main_chain()) })
-        };
-        let actions = self.sync.tick(now, height, || main);
+        let height = self.shared.chain.read().tip_height();
+        let shared = &self.shared;
+        // The locator is built only when sync decides to ask for headers.
+        let actions = self.sync.tick(now, height, || locator(shared.chain.read().main_chain()));
         for Action::Send(peer, req) in actions {
             let asked = match &req {
                 Request::GetBlocks(h) => Asked::Blocks(h.clone()),

@@ -109,6 +109,21 @@ pub fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
+/// Admission against `chain`'s tip: transactions are judged for the next block, at the
+/// validator's clock.
+pub fn admit_env<'a>(chain: &'a Chain<DiskStore>, chain_id: &'a Hash) -> AdmitEnv<'a> {
+    AdmitEnv {
+        params: chain.params(),
+        chain_id,
+        apps: chain.apps(),
+        verify: chain.verify_config(),
+        utxos: chain.utxos(),
+        app_state: chain.app_state(),
+        height: chain.tip_height() + 1,
+        time: now_ms(),
+    }
+}
+
 impl Shared {
     /// The node's handshake.
     pub fn hello(&self) -> Hello {
@@ -137,16 +152,6 @@ impl Shared {
     /// lock, so no block connects meanwhile).
     pub fn with_admit_env<R>(&self, f: impl FnOnce(&AdmitEnv<'_>) -> R) -> R {
         let c = self.chain.read();
-        let env = AdmitEnv {
-            params: c.params(),
-            chain_id: &self.chain_id,
-            apps: c.apps(),
-            verify: c.verify_config(),
-            utxos: c.utxos(),
-            app_state: c.app_state(),
-            height: c.tip_height() + 1,
-            time: now_ms(),
-        };
-        f(&env)
+        f(&admit_env(&c, &self.chain_id))
     }
 }

@@ -348,27 +348,6 @@ pub fn message_id(payload: &[u8]) -> Vec<u8> {
     blake3::hash(payload).as_bytes()[..20].to_vec()
 }
 
-/// Splits transactions into batches whose encodings stay under `max_bytes` (a transaction
-/// larger than that travels alone).
-pub fn split_batches(txs: Vec<Tx>, max_bytes: usize) -> Vec<TxBatch> {
-    let mut out = Vec::new();
-    let mut cur = Vec::new();
-    let mut size = 4;
-    for tx in txs {
-        let n = tx.encoded_len();
-        if !cur.is_empty() && size + n > max_bytes {
-            out.push(TxBatch(std::mem::take(&mut cur)));
-            size = 4;
-        }
-        size += n;
-        cur.push(tx);
-    }
-    if !cur.is_empty() {
-        out.push(TxBatch(cur));
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -430,19 +409,11 @@ mod tests {
         let txs = vec![tx; 10];
         let g = group_for_batches(&txs, 4 + 3 * n, 100);
         assert_eq!(g.iter().map(|b| b.len()).collect::<Vec<_>>(), vec![3, 3, 3, 1]);
+        for x in &g {
+            assert!(encode_tx_batch(x.iter()).len() <= 4 + 3 * n);
+        }
         let g = group_for_batches(&txs, 1 << 20, 4);
         assert_eq!(g.iter().map(|b| b.len()).collect::<Vec<_>>(), vec![4, 4, 2]);
         assert_eq!(encode_tx_batch(g[0].iter()), TxBatch(g[0].to_vec()).encode());
-    }
-
-    #[test]
-    fn batches_respect_the_size_bound() {
-        let tx = Tx::coinbase(1, vec![]);
-        let n = tx.encoded_len();
-        let b = split_batches(vec![tx; 10], 4 + 3 * n);
-        assert_eq!(b.iter().map(|b| b.0.len()).collect::<Vec<_>>(), vec![3, 3, 3, 1]);
-        for x in &b {
-            assert!(x.encode().len() <= 4 + 3 * n);
-        }
     }
 }
