@@ -17,8 +17,7 @@ struct Running {
 
 async fn start(token: Option<&str>) -> Running {
     let dir = tempfile::tempdir().unwrap();
-    let mut cfg = NodeConfig::default();
-    cfg.data_dir = dir.path().to_path_buf();
+    let mut cfg = NodeConfig { data_dir: dir.path().to_path_buf(), ..NodeConfig::default() };
     cfg.api.listen = "127.0.0.1:0".into();
     cfg.api.token = token.map(String::from);
     cfg.api.max_txs_per_request = 3;
