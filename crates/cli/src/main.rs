@@ -129,6 +129,17 @@ enum VoteCmd {
 enum BallotScheme {
     /// Exponential ElGamal on ristretto255.
     Elgamal,
+    /// Paillier (2048-bit N) with the 1-out-of-L membership proof, seed 003's scheme.
+    Paillier,
+}
+
+impl From<BallotScheme> for scalechain_voting::BallotScheme {
+    fn from(s: BallotScheme) -> Self {
+        match s {
+            BallotScheme::Elgamal => scalechain_voting::BallotScheme::Elgamal,
+            BallotScheme::Paillier => scalechain_voting::BallotScheme::Paillier,
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -481,8 +492,7 @@ fn vote_demo(
     json: bool,
     seed: u64,
 ) -> Result<(), Fail> {
-    let BallotScheme::Elgamal = scheme;
-    let opts = scalechain_voting::demo::DemoOpts { voters, candidates, invalid, seed };
+    let opts = scalechain_voting::demo::DemoOpts { scheme: scheme.into(), voters, candidates, invalid, seed };
     let r = scalechain_voting::demo::run(&opts).map_err(|e| Fail(2, e.to_string()))?;
     if json {
         println!("{}", r.json());

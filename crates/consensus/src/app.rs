@@ -6,7 +6,13 @@
 //! - [`AppModule::check_stateless`] runs in the parallel, stateless stage (the place for
 //!   expensive proof checks);
 //! - [`AppModule::apply`] runs in block order in the contextual stage, reading and writing the
-//!   module's key-value namespace through an [`AppOverlay`].
+//!   module's key-value namespace through an [`AppOverlay`];
+//! - optionally, [`AppModule::precheck_batch`] checks stateless work that batches well (e.g.
+//!   zero-knowledge proofs, which a random linear combination verifies many at a time) for all of
+//!   a block's (or a mempool chunk's) transactions of the module at once, before `apply` runs.
+//!   `apply` then finds the transaction's verdict in [`AppContext::precheck`] and skips that work;
+//!   without a pre-check ([`Precheck::None`]: `sequential` mode, or a module without the hook) it
+//!   does the work itself. The verdicts must be the same either way ([`precheck_txs`]).
 //!
 //! Keys are namespaced by the kind byte, so modules cannot touch each other's state. Writes of a
 //! failed transaction are discarded; writes of a connected block are undone on a reorg.
@@ -15,9 +21,12 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use scalechain_types::{Hash, Tx, TxKind};
+use rayon::prelude::*;
+
+use scalechain_types::{Hash, HashKind, Tx, TxKind};
 
 use crate::params::Params;
+use crate::verify::{parallel_chunk, VerifyConfig, VerifyMode};
 
 /// A module's rejection of a transaction.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +60,32 @@ pub struct AppContext<'a> {
     pub tx_index: usize,
     /// The transaction's txid.
     pub txid: Hash,
+    /// The verdict of the module's batch pre-check for this transaction, if one ran.
+    pub precheck: Precheck<'a>,
+}
+
+/// What a module's batch pre-check ([`AppModule::precheck_batch`]) found for one transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Precheck<'a> {
+    /// No pre-check ran: [`AppModule::apply`] does the deferred work itself.
+    #[default]
+    None,
+    /// The deferred work was checked and passed.
+    Passed,
+    /// The deferred work was checked and failed with this error (which `apply` reports where it
+    /// would have reported its own check's).
+    Failed(&'a AppError),
+}
+
+impl<'a> Precheck<'a> {
+    /// The pre-check of a transaction from [`precheck_txs`]'s verdicts.
+    pub fn of(verdict: &'a Option<Result<(), AppError>>) -> Precheck<'a> {
+        match verdict {
+            None => Precheck::None,
+            Some(Ok(())) => Precheck::Passed,
+            Some(Err(e)) => Precheck::Failed(e),
+        }
+    }
 }
 
 /// Read access to committed application state (full keys, namespace byte first).
@@ -140,8 +175,87 @@ pub trait AppModule: Send + Sync {
     /// Rules that need no state (run in parallel across a block's transactions).
     fn check_stateless(&self, tx: &Tx, params: &Params) -> Result<(), AppError>;
 
-    /// Rules that need state, and the state changes, in block order.
+    /// Rules that need state, and the state changes, in block order. Work that
+    /// [`AppModule::precheck_batch`] covers is skipped when [`AppContext::precheck`] holds its
+    /// verdict.
     fn apply(&self, tx: &Tx, ctx: &AppContext<'_>, state: &mut AppOverlay<'_>) -> Result<(), AppError>;
+
+    /// An optional batch check of stateless work that `apply` otherwise does one transaction at
+    /// a time. `txs` are transactions of this module's kind (that passed
+    /// [`AppModule::check_stateless`], in block order); `seed` keys the random coefficients of
+    /// batch verification (secret to the validator, derived from [`VerifyConfig::seed`]).
+    ///
+    /// Returns one verdict per transaction, each exactly what `apply`'s own check would give
+    /// that transaction alone (a failed batch must be resolved down to the culprits), or `None`
+    /// — the default — when the module has no batch check.
+    fn precheck_batch(
+        &self,
+        txs: &[&Tx],
+        params: &Params,
+        seed: &[u8; 32],
+    ) -> Option<Vec<Result<(), AppError>>> {
+        let _ = (txs, params, seed);
+        None
+    }
+}
+
+/// The verdicts of every module's batch pre-check over `txs`, by index (`None`: not
+/// pre-checked). Transactions for which `skip` holds (coinbase, transfers, those that failed an
+/// earlier rule) and those of modules without a batch check are left out. In `sequential` mode
+/// nothing is pre-checked. Each module's transactions are cut into chunks of at most
+/// `cfg.batch_size` (in `parallel` mode spread over the current rayon pool when `parallel`
+/// holds), each chunk with coefficients from `H(cfg.seed ‖ stream ‖ kind ‖ chunk)`.
+pub fn precheck_txs(
+    apps: &Apps,
+    params: &Params,
+    cfg: &VerifyConfig,
+    txs: &[Tx],
+    stream: u64,
+    parallel: bool,
+    skip: impl Fn(usize) -> bool,
+) -> Vec<Option<Result<(), AppError>>> {
+    let mut out: Vec<Option<Result<(), AppError>>> = vec![None; txs.len()];
+    if cfg.mode == VerifyMode::Sequential {
+        return out;
+    }
+    for m in &apps.0 {
+        let idx: Vec<usize> = (0..txs.len()).filter(|&i| txs[i].kind == m.kind() && !skip(i)).collect();
+        if idx.is_empty() {
+            continue;
+        }
+        let per = if parallel && cfg.mode == VerifyMode::Parallel {
+            parallel_chunk(idx.len(), cfg.batch_size)
+        } else {
+            cfg.batch_size.max(1)
+        };
+        let run = |(c, chunk): (usize, &[usize])| {
+            let seed = HashKind::Sha256
+                .hash_parts(&[
+                    &cfg.seed,
+                    b"app-precheck",
+                    &stream.to_le_bytes(),
+                    &[m.kind().0],
+                    &(c as u64).to_le_bytes(),
+                ])
+                .0;
+            let batch: Vec<&Tx> = chunk.iter().map(|&i| &txs[i]).collect();
+            m.precheck_batch(&batch, params, &seed).filter(|v| v.len() == chunk.len())
+        };
+        let verdicts: Vec<Option<Vec<Result<(), AppError>>>> = if parallel && cfg.mode == VerifyMode::Parallel
+        {
+            idx.par_chunks(per).enumerate().map(run).collect()
+        } else {
+            idx.chunks(per).enumerate().map(run).collect()
+        };
+        for (chunk, v) in idx.chunks(per).zip(verdicts) {
+            if let Some(v) = v {
+                for (&i, r) in chunk.iter().zip(v) {
+                    out[i] = Some(r);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The registered application modules.

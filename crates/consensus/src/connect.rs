@@ -6,6 +6,12 @@
 //! mode). It returns a [`BlockDiff`]: the net UTXO and application-state changes, the fees, and
 //! the [`BlockUndo`] that [`disconnect_block`] needs to reverse them. Nothing is mutated here.
 //!
+//! Application modules with a batch pre-check ([`crate::app::AppModule::precheck_batch`]) get it
+//! first (in `batch` and `parallel` modes, over rayon chunks in `parallel`); each module's
+//! `apply` then reads its transaction's verdict instead of redoing the work, at the point where
+//! it would have done it, so the verdicts — and the reported failure — are those of `sequential`
+//! mode, where `apply` does all the work itself.
+//!
 //! Error precedence (so every mode reports the same error): the first contextual failure in
 //! block order; if there is none, the lowest-indexed bad signature.
 
@@ -18,7 +24,7 @@ use scalechain_types::keys::sighash;
 use scalechain_types::profile;
 use scalechain_types::{Amount, Block, Hash, OutPoint, Tx, TxIn, TxKind};
 
-use crate::app::{AppContext, AppOverlay, AppStateView, Apps};
+use crate::app::{precheck_txs, AppContext, AppError, AppOverlay, AppStateView, Apps, Precheck};
 use crate::error::{BlockError, TxRule};
 use crate::params::Params;
 use crate::utxo::{Coin, UtxoSet, UtxoView};
@@ -186,10 +192,14 @@ pub fn connect_block(
 ) -> Result<BlockDiff, BlockError> {
     let _s = profile::span("connect.block");
     let jobs = sig_jobs(ctx, block, txids);
+    let stateful = || {
+        let pre = app_prechecks(ctx, block);
+        contextual(ctx, block, txids, view, app_state, &pre)
+    };
     let (contextual, sigs) = if ctx.verify.mode == VerifyMode::Parallel {
-        rayon::join(|| contextual(ctx, block, txids, view, app_state), || verify_jobs(ctx.verify, &jobs))
+        rayon::join(stateful, || verify_jobs(ctx.verify, &jobs))
     } else {
-        (contextual(ctx, block, txids, view, app_state), verify_jobs(ctx.verify, &jobs))
+        (stateful(), verify_jobs(ctx.verify, &jobs))
     };
     let diff = contextual?;
     if let Err((j, reason)) = sigs {
@@ -197,6 +207,15 @@ pub fn connect_block(
         return Err(tx_err(job.tx, txids, TxRule::BadSignature { input: job.input, reason }));
     }
     Ok(diff)
+}
+
+/// The application modules' batch pre-checks of a block's transactions (coinbase and transfers
+/// excluded), by transaction index.
+fn app_prechecks(ctx: &ConnectCtx<'_>, block: &Block) -> Vec<Option<Result<(), AppError>>> {
+    let _s = profile::span("connect.app_prechecks");
+    precheck_txs(ctx.apps, ctx.params, ctx.verify, &block.txs, block.header.height, true, |i| {
+        matches!(block.txs[i].kind, TxKind::COINBASE | TxKind::TRANSFER)
+    })
 }
 
 /// The rules between one input and the coin it spends: maturity at `height`, the witness's
@@ -229,6 +248,7 @@ fn contextual(
     txids: &[Hash],
     view: &dyn UtxoView,
     app_state: &dyn AppStateView,
+    prechecks: &[Option<Result<(), AppError>>],
 ) -> Result<BlockDiff, BlockError> {
     let _s = profile::span("connect.contextual");
     let p = ctx.params;
@@ -281,6 +301,7 @@ fn contextual(
                 time: block.header.time,
                 tx_index: ti,
                 txid: txids[ti],
+                precheck: prechecks.get(ti).map_or(Precheck::None, Precheck::of),
             };
             overlay.set_namespace(tx.kind);
             module.apply(tx, &actx, &mut overlay).map_err(|e| err(TxRule::App(e)))?;

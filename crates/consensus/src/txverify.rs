@@ -14,6 +14,10 @@
 //! - `parallel`: the same chunks spread over the current rayon pool, so the ledger work (hashing,
 //!   lookups) is parallel too, not only the signatures.
 //!
+//! Application modules with a batch pre-check get it per chunk (see
+//! [`crate::app::precheck_txs`]), for the chunk's transactions that passed the stateless rules;
+//! in `sequential` mode each module's `apply` does that work itself, with the same verdicts.
+//!
 //! A signature cache in the context ([`ConnectCtx::sig_cache`]) skips the signatures of the
 //! transactions it holds, as in block connection.
 //!
@@ -26,7 +30,7 @@ use scalechain_types::keys::sighash;
 use scalechain_types::profile;
 use scalechain_types::{Amount, Hash, Tx, TxKind};
 
-use crate::app::{AppContext, AppOverlay, AppStateView};
+use crate::app::{precheck_txs, AppContext, AppOverlay, AppStateView, Precheck};
 use crate::check::check_tx;
 use crate::connect::{check_spend, ConnectCtx};
 use crate::error::TxRule;
@@ -82,13 +86,24 @@ pub fn verify_txs(env: &TxEnv<'_>, txs: &[Tx]) -> Vec<Result<TxVerdict, TxRule>>
     }
 }
 
-/// The ledger rules of one transaction (everything but its signatures).
-fn ledger_rules(env: &TxEnv<'_>, tx: &Tx) -> Result<TxVerdict, TxRule> {
-    let p = env.ctx.params;
+/// The stateless rules of one transaction.
+fn stateless_rules(env: &TxEnv<'_>, tx: &Tx) -> Result<(), TxRule> {
     if tx.is_coinbase() {
         return Err(TxRule::LooseCoinbase);
     }
-    check_tx(tx, p, env.ctx.apps)?;
+    check_tx(tx, env.ctx.params, env.ctx.apps)
+}
+
+/// The ledger rules of one transaction (everything but its signatures), `precheck` being its
+/// module's batch pre-check verdict.
+fn ledger_rules(env: &TxEnv<'_>, tx: &Tx, precheck: Precheck<'_>) -> Result<TxVerdict, TxRule> {
+    stateless_rules(env, tx)?;
+    contextual_rules(env, tx, precheck)
+}
+
+/// The ledger rules after the stateless ones.
+fn contextual_rules(env: &TxEnv<'_>, tx: &Tx, precheck: Precheck<'_>) -> Result<TxVerdict, TxRule> {
+    let p = env.ctx.params;
     let txid = tx.txid(p.hash);
     let mut in_sum = Amount::ZERO;
     for (ii, input) in tx.inputs.iter().enumerate() {
@@ -110,6 +125,7 @@ fn ledger_rules(env: &TxEnv<'_>, tx: &Tx) -> Result<TxVerdict, TxRule> {
             time: env.time,
             tx_index: 1,
             txid,
+            precheck,
         };
         let mut overlay = AppOverlay::new(env.app_state);
         overlay.set_namespace(tx.kind);
@@ -134,7 +150,7 @@ fn jobs_of(env: &TxEnv<'_>, ti: usize, tx: &Tx, txid: &Hash, out: &mut Vec<SigJo
 }
 
 fn verify_one_sequential(env: &TxEnv<'_>, tx: &Tx) -> Result<TxVerdict, TxRule> {
-    let verdict = ledger_rules(env, tx)?;
+    let verdict = ledger_rules(env, tx, Precheck::None)?;
     let mut jobs = Vec::with_capacity(tx.inputs.len());
     jobs_of(env, 0, tx, &verdict.txid, &mut jobs);
     for job in &jobs {
@@ -147,7 +163,17 @@ fn verify_one_sequential(env: &TxEnv<'_>, tx: &Tx) -> Result<TxVerdict, TxRule> 
 /// The ledger rules of every transaction of `chunk`, then one batch for their signatures.
 fn verify_chunk(env: &TxEnv<'_>, chunk: &[Tx], stream: u64) -> Vec<Result<TxVerdict, TxRule>> {
     let _s = profile::span("txverify.chunk");
-    let mut verdicts: Vec<Result<TxVerdict, TxRule>> = chunk.iter().map(|tx| ledger_rules(env, tx)).collect();
+    let stateless: Vec<Result<(), TxRule>> = chunk.iter().map(|tx| stateless_rules(env, tx)).collect();
+    let cfg = env.ctx.verify;
+    let pre = precheck_txs(env.ctx.apps, env.ctx.params, cfg, chunk, stream, false, |i| {
+        stateless[i].is_err() || chunk[i].kind == TxKind::TRANSFER
+    });
+    let mut verdicts: Vec<Result<TxVerdict, TxRule>> = chunk
+        .iter()
+        .zip(stateless)
+        .zip(&pre)
+        .map(|((tx, s), pre)| s.and_then(|()| contextual_rules(env, tx, Precheck::of(pre))))
+        .collect();
     let mut jobs = Vec::with_capacity(chunk.len());
     for (ti, (tx, v)) in chunk.iter().zip(&verdicts).enumerate() {
         if let Ok(v) = v {

@@ -10,28 +10,50 @@
 //!   ballot with its proofs (bound to the election id and `H(Pk_voter)`), and the voter's signature
 //!   over all of it.
 //!
-//! Every expensive check — token, voter signature, proofs — needs only the ballot itself, so it
-//! runs in [`AppModule::check_stateless`], in parallel across a block. [`AppModule::apply`] then
-//! does the cheap, ordered part: the election exists with the same descriptor, the block is in
-//! the window, and the voter has not voted (the ballot is stored under `H(Pk_voter)`: one ballot
-//! per voter, inside a block or across blocks).
+//! The checks that need only the ballot itself — descriptor, token, voter signature, decoding,
+//! the ballot's length, `c ∈ Z*_{N²}` for Paillier — run in [`AppModule::check_stateless`], in
+//! parallel across a block. The zero-knowledge proofs are checked in batches by
+//! [`AppModule::precheck_batch`] (one random linear combination per election and chunk:
+//! [`elgamal::verify_wire_ballots`], [`paillier::verify_ballots`]; consensus spreads the chunks
+//! over rayon) before [`AppModule::apply`] runs. `apply` does the ordered part — the election
+//! exists with the same descriptor, the block is in the window, the voter has not voted (the
+//! ballot is stored under `H(Pk_voter)`: one ballot per voter, inside a block or across blocks) —
+//! and then takes the proofs' verdict from the batch, or checks them itself when no batch ran
+//! (`sequential` mode). The verdicts are the same either way.
 
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
+
+use rand_chacha::ChaCha20Rng;
+use rand_core::SeedableRng;
+
+use scalechain_consensus::app::Precheck;
 use scalechain_consensus::{AppContext, AppError, AppModule, AppOverlay, Params};
 use scalechain_types::codec::{put_var_bytes, DecodeError, Reader};
 use scalechain_types::keys::verify_ed25519;
 use scalechain_types::{Hash, HashKind, Signature, Tx, TxKind};
 
-use crate::elgamal::{self, Ballot, PublicKey, Statement};
-use crate::VoteError;
+use crate::elgamal::{self, WireBallot};
+use crate::paillier;
+use crate::{Statement, VoteError};
 
 /// The transaction kind of the voting module.
 pub const VOTE_KIND: TxKind = TxKind(2);
 
-/// Ballot schemes.
+/// Ballot scheme byte of [`crate::BallotScheme::Elgamal`].
 pub const SCHEME_ELGAMAL: u8 = 0;
+
+/// Ballot scheme byte of [`crate::BallotScheme::Paillier`].
+pub const SCHEME_PAILLIER: u8 = 1;
 
 /// Longest election label.
 pub const MAX_LABEL: usize = 64;
+
+/// Longest election key (a Paillier key: voter count and a 4096-bit modulus).
+pub const MAX_ELECTION_KEY: usize = paillier::ElectionKey::MAX_ENCODED;
+
+/// The most candidates an election may have (both schemes).
+pub const MAX_CANDIDATES: usize = elgamal::MAX_CANDIDATES;
 
 /// State key prefixes (inside the module's namespace).
 const ELECTION_PREFIX: u8 = b'e';
@@ -46,12 +68,13 @@ pub struct Election {
     pub start: u64,
     /// Last height at which ballots count.
     pub end: u64,
-    /// Ballot scheme ([`SCHEME_ELGAMAL`]).
+    /// Ballot scheme ([`SCHEME_ELGAMAL`] or [`SCHEME_PAILLIER`]).
     pub scheme: u8,
     /// The EA's Ed25519 key that signs registration tokens.
     pub token_key: [u8; 32],
-    /// The election key (compressed ristretto255 point).
-    pub election_key: [u8; 32],
+    /// The election key: for `elgamal` a compressed ristretto255 point (32 bytes); for
+    /// `paillier` [`paillier::ElectionKey::encode`] (voter count, then `N`).
+    pub election_key: Vec<u8>,
     /// A label for people.
     pub label: Vec<u8>,
 }
@@ -65,7 +88,7 @@ pub struct CastBallot {
     pub voter_key: [u8; 32],
     /// The EA's registration token for this voter.
     pub token: Signature,
-    /// The encrypted ballot (see [`Ballot::encode`]).
+    /// The encrypted ballot ([`elgamal::Ballot::encode`] or [`paillier::Ballot::encode`]).
     pub ballot: Vec<u8>,
     /// The voter's signature over everything above.
     pub signature: Signature,
@@ -80,6 +103,39 @@ pub enum Message {
     Ballot(CastBallot),
 }
 
+/// An election's key, by scheme.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SchemeKey {
+    /// `elgamal`: the election key `K`.
+    Elgamal(elgamal::PublicKey),
+    /// `paillier`: `N` and the voter count.
+    Paillier(paillier::ElectionKey),
+}
+
+/// An encrypted ballot decoded for its election's scheme.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DecodedBallot {
+    /// An `elgamal` ballot, with its wire bytes for hashing.
+    Elgamal(Box<WireBallot>),
+    /// A `paillier` ballot.
+    Paillier(paillier::Ballot),
+}
+
+impl SchemeKey {
+    /// Decodes a ballot for this key (`vote-malformed` if it does not decode).
+    pub fn decode_ballot(&self, bytes: &[u8]) -> Result<DecodedBallot, AppError> {
+        let bad = |e: DecodeError| err("vote-malformed", format!("ballot: {e}"));
+        match self {
+            SchemeKey::Elgamal(_) => {
+                WireBallot::decode(bytes).map(|w| DecodedBallot::Elgamal(Box::new(w))).map_err(bad)
+            }
+            SchemeKey::Paillier(k) => {
+                paillier::Ballot::decode(bytes, k).map(DecodedBallot::Paillier).map_err(bad)
+            }
+        }
+    }
+}
+
 impl Election {
     fn encode_to(&self, out: &mut Vec<u8>) {
         out.push(self.candidates);
@@ -87,7 +143,7 @@ impl Election {
         out.extend_from_slice(&self.end.to_le_bytes());
         out.push(self.scheme);
         out.extend_from_slice(&self.token_key);
-        out.extend_from_slice(&self.election_key);
+        put_var_bytes(out, &self.election_key);
         put_var_bytes(out, &self.label);
     }
 
@@ -104,7 +160,11 @@ impl Election {
         let end = r.u64("election.end")?;
         let scheme = r.u8("election.scheme")?;
         let token_key = r.array("election.token_key")?;
-        let election_key = r.array("election.election_key")?;
+        let n = r.count("election.election_key", 1)?;
+        if n > MAX_ELECTION_KEY {
+            return Err(r.invalid("election.election_key", format!("{n} bytes (at most {MAX_ELECTION_KEY})")));
+        }
+        let election_key = r.bytes("election.election_key", n)?.to_vec();
         let n = r.count("election.label", 1)?;
         if n > MAX_LABEL {
             return Err(r.invalid("election.label", format!("{n} bytes (at most {MAX_LABEL})")));
@@ -118,26 +178,51 @@ impl Election {
         kind.hash(&self.encode())
     }
 
-    /// The election key as a point.
-    pub fn key(&self) -> Option<PublicKey> {
-        curve25519_dalek::ristretto::CompressedRistretto(self.election_key).decompress().map(PublicKey)
-    }
-
-    /// The descriptor's own rules: candidates, window, scheme, key.
-    fn check(&self) -> Result<PublicKey, AppError> {
-        if self.candidates == 0 || usize::from(self.candidates) > elgamal::MAX_CANDIDATES {
+    /// The descriptor's own rules — candidates, window, scheme, key — and its key. A Paillier
+    /// key needs a modulus of at least [`paillier::ELECTION_MIN_MODULUS_BITS`] bits holding the
+    /// candidates' encoding.
+    pub fn check(&self) -> Result<SchemeKey, AppError> {
+        if self.candidates == 0 || usize::from(self.candidates) > MAX_CANDIDATES {
             return Err(err(
                 "vote-bad-election",
-                format!("{} candidates (1 to {})", self.candidates, elgamal::MAX_CANDIDATES),
+                format!("{} candidates (1 to {MAX_CANDIDATES})", self.candidates),
             ));
         }
         if self.start > self.end {
             return Err(err("vote-bad-election", format!("window {}..{} is empty", self.start, self.end)));
         }
-        if self.scheme != SCHEME_ELGAMAL {
-            return Err(err("vote-bad-election", format!("unknown ballot scheme {}", self.scheme)));
+        match self.scheme {
+            SCHEME_ELGAMAL => {
+                let bytes: [u8; 32] = self.election_key.as_slice().try_into().map_err(|_| {
+                    err(
+                        "vote-bad-election",
+                        format!("an elgamal key has 32 bytes, not {}", self.election_key.len()),
+                    )
+                })?;
+                curve25519_dalek::ristretto::CompressedRistretto(bytes)
+                    .decompress()
+                    .map(|p| SchemeKey::Elgamal(elgamal::PublicKey(p)))
+                    .ok_or_else(|| err("vote-bad-election", "the election key is not a ristretto255 point"))
+            }
+            SCHEME_PAILLIER => {
+                let key = paillier::ElectionKey::decode(&self.election_key)
+                    .map_err(|e| err("vote-bad-election", format!("paillier key: {e}")))?;
+                if key.public.bits() < paillier::ELECTION_MIN_MODULUS_BITS {
+                    return Err(err(
+                        "vote-bad-election",
+                        format!(
+                            "a {}-bit modulus (elections need at least {})",
+                            key.public.bits(),
+                            paillier::ELECTION_MIN_MODULUS_BITS
+                        ),
+                    ));
+                }
+                key.check_fits(usize::from(self.candidates))
+                    .map_err(|e| err("vote-bad-election", format!("paillier key: {e}")))?;
+                Ok(SchemeKey::Paillier(key))
+            }
+            s => Err(err("vote-bad-election", format!("unknown ballot scheme {s}"))),
         }
-        self.key().ok_or_else(|| err("vote-bad-election", "the election key is not a ristretto255 point"))
     }
 }
 
@@ -214,30 +299,85 @@ fn err(rule: &'static str, detail: impl Into<String>) -> AppError {
     AppError { rule, detail: detail.into() }
 }
 
-/// The rule name of a proof failure.
+/// The rule name of a ballot check's failure.
 pub fn proof_rule(e: &VoteError) -> &'static str {
     match e {
-        VoteError::BadBitProof { .. } => "vote-bad-choice-proof",
+        VoteError::BadBitProof { .. } | VoteError::BadMembershipProof => "vote-bad-choice-proof",
         VoteError::BadSumProof => "vote-bad-sum-proof",
         VoteError::WrongLength { .. } => "vote-wrong-candidates",
+        VoteError::CiphertextNotUnit => "vote-ciphertext-not-unit",
+        VoteError::Arithmetic(_) => "vote-arithmetic-failure",
         _ => "vote-bad-proof",
     }
 }
 
-/// Every stateless check of a ballot: descriptor, token, voter signature, proofs.
-pub fn check_ballot(kind: HashKind, b: &CastBallot) -> Result<Ballot, AppError> {
+fn vote_err(e: VoteError) -> AppError {
+    err(proof_rule(&e), e.to_string())
+}
+
+/// A ballot through its stateless checks: the election's key and the decoded ballot.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckedBallot {
+    /// The election's key.
+    pub key: SchemeKey,
+    /// The decoded ballot.
+    pub ballot: DecodedBallot,
+}
+
+/// The stateless checks of a ballot but its proofs: descriptor (`vote-bad-election`), token
+/// (`vote-bad-token`), voter signature (`vote-bad-signature`), decoding (`vote-malformed`), one
+/// entry per candidate (`vote-wrong-candidates`) and, for Paillier, `c ∈ Z*_{N²}`
+/// (`vote-ciphertext-not-unit`).
+pub fn check_ballot_stateless(kind: HashKind, b: &CastBallot) -> Result<CheckedBallot, AppError> {
     let key = b.election.check()?;
     let id = b.election.id(kind);
     verify_ed25519(&b.election.token_key, token_message(kind, &id, &b.voter_key).as_bytes(), &b.token)
         .map_err(|e| err("vote-bad-token", format!("the registration token does not verify ({e})")))?;
     verify_ed25519(&b.voter_key, b.signing_message(kind).as_bytes(), &b.signature)
         .map_err(|e| err("vote-bad-signature", format!("the voter's signature does not verify ({e})")))?;
-    let ballot = Ballot::decode(&b.ballot).map_err(|e| err("vote-malformed", format!("ballot: {e}")))?;
+    let ballot = decode_for(&key, b)?;
+    Ok(CheckedBallot { key, ballot })
+}
+
+/// Decodes a ballot for its election's key: `vote-malformed`, `vote-wrong-candidates`, and for
+/// Paillier `vote-ciphertext-not-unit`.
+fn decode_for(key: &SchemeKey, b: &CastBallot) -> Result<DecodedBallot, AppError> {
+    let ballot = key.decode_ballot(&b.ballot)?;
+    let expected = usize::from(b.election.candidates);
+    let got = match &ballot {
+        DecodedBallot::Elgamal(w) => w.ballot().cts.len(),
+        DecodedBallot::Paillier(p) => p.proof.a.len(),
+    };
+    if got != expected {
+        return Err(vote_err(VoteError::WrongLength { expected, got }));
+    }
+    if let (SchemeKey::Paillier(k), DecodedBallot::Paillier(p)) = (key, &ballot) {
+        k.public.check_ciphertext(p.c.value()).map_err(vote_err)?;
+    }
+    Ok(ballot)
+}
+
+/// The proofs of a ballot that passed [`check_ballot_stateless`], checked alone
+/// (`vote-bad-choice-proof`, `vote-bad-sum-proof`).
+pub fn check_ballot_proofs(kind: HashKind, b: &CastBallot, checked: &CheckedBallot) -> Result<(), AppError> {
+    let id = b.election.id(kind);
     let voter = b.voter_id(kind);
     let st = Statement { election: &id.0, voter: &voter.0 };
-    elgamal::verify_ballot(&key, &st, &ballot, usize::from(b.election.candidates))
-        .map_err(|e| err(proof_rule(&e), e.to_string()))?;
-    Ok(ballot)
+    let l = usize::from(b.election.candidates);
+    match (&checked.key, &checked.ballot) {
+        (SchemeKey::Elgamal(k), DecodedBallot::Elgamal(w)) => elgamal::verify_wire(k, &st, w, l),
+        (SchemeKey::Paillier(k), DecodedBallot::Paillier(p)) => paillier::verify_ballot(k, &st, p, l),
+        _ => return Err(err("vote-malformed", "the ballot is not of the election's scheme")),
+    }
+    .map_err(vote_err)
+}
+
+/// Every check of a ballot that needs no state: [`check_ballot_stateless`], then
+/// [`check_ballot_proofs`].
+pub fn check_ballot(kind: HashKind, b: &CastBallot) -> Result<CheckedBallot, AppError> {
+    let checked = check_ballot_stateless(kind, b)?;
+    check_ballot_proofs(kind, b, &checked)?;
+    Ok(checked)
 }
 
 /// The state key of an election.
@@ -266,6 +406,9 @@ pub fn ballots_prefix(id: &Hash) -> Vec<u8> {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct VotingModule;
 
+/// Ballots of one election in a pre-check batch: `(index in the batch, voter id, ballot)`.
+type Group = (SchemeKey, Hash, usize, Vec<(usize, Hash, DecodedBallot)>);
+
 impl AppModule for VotingModule {
     fn kind(&self) -> TxKind {
         VOTE_KIND
@@ -281,7 +424,7 @@ impl AppModule for VotingModule {
         }
         match Message::decode(&tx.data).map_err(|e| err("vote-malformed", e.to_string()))? {
             Message::Election(e) => e.check().map(|_| ()),
-            Message::Ballot(b) => check_ballot(params.hash, &b).map(|_| ()),
+            Message::Ballot(b) => check_ballot_stateless(params.hash, &b).map(|_| ()),
         }
     }
 
@@ -317,10 +460,96 @@ impl AppModule for VotingModule {
                         format!("voter {} has already voted", b.voter_id(kind)),
                     ));
                 }
+                // The proofs: the batch's verdict, or checked here.
+                match ctx.precheck {
+                    Precheck::Passed => {}
+                    Precheck::Failed(e) => return Err(e.clone()),
+                    Precheck::None => {
+                        // The token and signature passed `check_stateless`.
+                        let key = b.election.check()?;
+                        let ballot = decode_for(&key, &b)?;
+                        check_ballot_proofs(kind, &b, &CheckedBallot { key, ballot })?;
+                    }
+                }
                 state.put(&key, b.ballot);
                 Ok(())
             }
         }
+    }
+
+    fn precheck_batch(
+        &self,
+        txs: &[&Tx],
+        params: &Params,
+        seed: &[u8; 32],
+    ) -> Option<Vec<Result<(), AppError>>> {
+        let kind = params.hash;
+        let mut rng = ChaCha20Rng::from_seed(*seed);
+        let mut out: Vec<Result<(), AppError>> = vec![Ok(()); txs.len()];
+        // Ballots grouped by election (one batch equation per election key).
+        let mut groups: HashMap<Hash, Group> = HashMap::new();
+        for (i, tx) in txs.iter().enumerate() {
+            let b = match Message::decode(&tx.data) {
+                Ok(Message::Ballot(b)) => b,
+                Ok(Message::Election(_)) => continue,
+                Err(e) => {
+                    out[i] = Err(err("vote-malformed", e.to_string()));
+                    continue;
+                }
+            };
+            // These transactions passed `check_stateless` (token and signature included); the
+            // key is parsed once per election.
+            let id = b.election.id(kind);
+            let group = match groups.entry(id) {
+                Entry::Occupied(o) => o.into_mut(),
+                Entry::Vacant(v) => match b.election.check() {
+                    Ok(key) => v.insert((key, id, usize::from(b.election.candidates), Vec::new())),
+                    Err(e) => {
+                        out[i] = Err(e);
+                        continue;
+                    }
+                },
+            };
+            match decode_for(&group.0, &b) {
+                Ok(ballot) => group.3.push((i, b.voter_id(kind), ballot)),
+                Err(e) => out[i] = Err(e),
+            }
+        }
+        let mut groups: Vec<Group> = groups.into_values().collect();
+        groups.sort_by_key(|g| g.3.first().map(|(i, _, _)| *i));
+        for (key, id, l, members) in &groups {
+            let sts: Vec<Statement<'_>> =
+                members.iter().map(|(_, v, _)| Statement { election: &id.0, voter: &v.0 }).collect();
+            let verdicts = match key {
+                SchemeKey::Elgamal(k) => {
+                    let items: Vec<(Statement<'_>, &WireBallot)> = sts
+                        .iter()
+                        .zip(members)
+                        .filter_map(|(st, (_, _, b))| match b {
+                            DecodedBallot::Elgamal(w) => Some((*st, &**w)),
+                            DecodedBallot::Paillier(_) => None,
+                        })
+                        .collect();
+                    elgamal::verify_wire_ballots(k, &items, *l, &mut rng)
+                }
+                SchemeKey::Paillier(k) => {
+                    let items: Vec<(Statement<'_>, &paillier::Ballot)> = sts
+                        .iter()
+                        .zip(members)
+                        .filter_map(|(st, (_, _, b))| match b {
+                            DecodedBallot::Paillier(p) => Some((*st, p)),
+                            DecodedBallot::Elgamal(_) => None,
+                        })
+                        .collect();
+                    paillier::verify_ballots(k, &items, *l, &mut rng)
+                }
+            };
+            // A key decodes ballots of its own scheme only, so every member has a verdict.
+            for ((i, _, _), v) in members.iter().zip(verdicts) {
+                out[*i] = v.map_err(vote_err);
+            }
+        }
+        Some(out)
     }
 }
 
@@ -336,7 +565,7 @@ mod tests {
             end: 20,
             scheme: SCHEME_ELGAMAL,
             token_key: [3; 32],
-            election_key: curve25519_dalek::constants::RISTRETTO_BASEPOINT_COMPRESSED.to_bytes(),
+            election_key: curve25519_dalek::constants::RISTRETTO_BASEPOINT_COMPRESSED.to_bytes().to_vec(),
             label: b"mayor".to_vec(),
         }
     }
@@ -362,10 +591,31 @@ mod tests {
         let mut long_label = election();
         long_label.label = vec![0; MAX_LABEL + 1];
         assert!(Message::decode(&Message::Election(long_label).encode()).is_err());
+        let mut long_key = election();
+        long_key.election_key = vec![1; MAX_ELECTION_KEY + 1];
+        assert!(Message::decode(&Message::Election(long_key).encode()).is_err());
         assert!(election().check().is_ok());
         let mut empty = election();
         empty.start = 30;
         assert_eq!(empty.check().unwrap_err().rule, "vote-bad-election");
+        let mut unknown = election();
+        unknown.scheme = 7;
+        assert_eq!(unknown.check().unwrap_err().rule, "vote-bad-election");
+        let mut short = election();
+        short.election_key.pop();
+        assert_eq!(short.check().unwrap_err().rule, "vote-bad-election");
+    }
+
+    #[test]
+    fn paillier_election_keys_must_be_large_enough_and_hold_the_encoding() {
+        use rand_chacha::ChaCha20Rng;
+        let small = paillier::keygen(1024, &mut ChaCha20Rng::seed_from_u64(1)).unwrap();
+        let mut e = election();
+        e.scheme = SCHEME_PAILLIER;
+        e.election_key = paillier::ElectionKey { public: small.public().clone(), voters: 10 }.encode();
+        assert!(e.check().unwrap_err().detail.contains("1024-bit"));
+        e.election_key = vec![0; 8];
+        assert_eq!(e.check().unwrap_err().rule, "vote-bad-election");
     }
 
     proptest! {

@@ -1,8 +1,10 @@
-//! `scalechain vote demo`: a whole election on an in-process chain. The EA publishes the
-//! election and registers the voters; voters cast ballots with random choices (and, on request,
-//! invalid ballots of every kind); a mempool-style admission (`verify_txs`, parallel) filters
-//! what is submitted; admitted ballots are mined into blocks and connected by consensus; then
-//! anyone tallies from chain state, the EA decrypts with proofs, and anyone verifies.
+//! `scalechain vote demo`: a whole election on an in-process chain, under either ballot scheme
+//! ([`BallotScheme`]). The EA publishes the election and registers the voters; voters cast
+//! ballots with random choices (and, on request, invalid ballots of every kind); a mempool-style
+//! admission (`verify_txs`, parallel, ballot proofs checked in batches) filters what is
+//! submitted; admitted ballots are mined into blocks and connected by consensus (batch
+//! pre-check again); then anyone tallies from chain state and re-verifies the stored ballots,
+//! the EA decrypts with proofs, and anyone verifies.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -19,10 +21,10 @@ use scalechain_consensus::{verify_txs, Apps, Params, TxEnv, VerifyConfig};
 use scalechain_sim::workload::block_paying;
 use scalechain_types::{Hash, HashKind, Scheme, SecretKey, Tx};
 
-use crate::app::{
-    ballots_prefix, token_message, CastBallot, Election, Message, VotingModule, SCHEME_ELGAMAL,
-};
-use crate::elgamal::{self, Ballot, Dlog, Statement};
+use crate::app::{ballots_prefix, token_message, CastBallot, Election, Message, VotingModule};
+use crate::elgamal::{self, Dlog};
+use crate::paillier;
+use crate::{BallotScheme, Statement};
 
 /// Ballots per block.
 pub const BLOCK_BALLOTS: usize = 2_000;
@@ -41,6 +43,8 @@ pub const INVALID_KINDS: [&str; 7] = [
 /// What to run.
 #[derive(Clone, Copy, Debug)]
 pub struct DemoOpts {
+    /// The ballot scheme.
+    pub scheme: BallotScheme,
     /// Honest voters.
     pub voters: usize,
     /// Candidates.
@@ -118,12 +122,31 @@ impl DemoReport {
 #[error("{0}")]
 pub struct DemoError(String);
 
+/// The EA's keys.
+enum Keys {
+    Elgamal { secret: elgamal::SecretKey, public: elgamal::PublicKey },
+    Paillier { secret: paillier::SecretKey, key: paillier::ElectionKey },
+}
+
+/// How an invalid ballot is made from an honest one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tamper {
+    None,
+    /// A proof response changed after proving.
+    BadProof,
+    /// A vote outside the valid set (elgamal: a candidate's ciphertext encrypts 2; paillier: the
+    /// ciphertext encrypts two votes, or none, with a proof claiming one).
+    OutsideSet,
+    /// A ciphertext that is not a group element (elgamal: a point that does not decompress;
+    /// paillier: `c = N ∉ Z*_{N²}`).
+    Malformed,
+}
+
 struct Setup {
-    k: elgamal::PublicKey,
+    keys: Keys,
     p: Params,
     kind: HashKind,
     ea_token: SecretKey,
-    ea_secret: elgamal::SecretKey,
     election: Election,
     id: Hash,
 }
@@ -142,35 +165,160 @@ fn key32(k: &SecretKey) -> [u8; 32] {
     out
 }
 
+fn fail(what: &str, e: &dyn std::fmt::Display) -> DemoError {
+    DemoError(format!("{what}: {e}"))
+}
+
 impl Setup {
-    /// Voter `i`'s ballot for `choice`; `edit` may change it before the voter signs.
+    /// The encrypted ballot of a vote for `choice`, tampered with as asked.
+    fn encrypted(
+        &self,
+        st: &Statement<'_>,
+        choice: usize,
+        tamper: Tamper,
+        rng: &mut ChaCha20Rng,
+    ) -> Result<Vec<u8>, DemoError> {
+        let l = usize::from(self.election.candidates);
+        match &self.keys {
+            Keys::Elgamal { public, .. } => {
+                let mut b = elgamal::cast(public, st, choice, l, rng).map_err(|e| fail("cast", &e))?;
+                match tamper {
+                    Tamper::BadProof => b.sum.s += curve25519_dalek::scalar::Scalar::ONE,
+                    Tamper::OutsideSet => {
+                        b.cts[0].beta += curve25519_dalek::constants::RISTRETTO_BASEPOINT_POINT
+                    }
+                    Tamper::None | Tamper::Malformed => {}
+                }
+                let mut bytes = b.encode();
+                if tamper == Tamper::Malformed && bytes.len() >= 36 {
+                    bytes[4..36].copy_from_slice(&[0xff; 32]);
+                }
+                Ok(bytes)
+            }
+            Keys::Paillier { key, .. } => {
+                let e = |e: crate::VoteError| fail("cast", &e);
+                let mut b = if tamper == Tamper::OutsideSet {
+                    // Two votes (none with one candidate), proven as a vote for `choice`.
+                    let mut m = key.encoding(choice).map_err(e)?;
+                    if l > 1 {
+                        let other = key.encoding((choice + 1) % l).map_err(e)?;
+                        let sum = &m + &other;
+                        m = sum;
+                    } else {
+                        m = openssl::bn::BigNum::new().map_err(|x| e(x.into()))?;
+                    }
+                    let (c, r) = key.public.encrypt(&m, rng).map_err(e)?;
+                    let proof = paillier::prove(key, st, &c, &r, choice, l, rng).map_err(e)?;
+                    paillier::Ballot { c, proof }
+                } else {
+                    paillier::cast(key, st, choice, l, rng).map_err(e)?
+                };
+                match tamper {
+                    Tamper::BadProof => {
+                        let mut z = openssl::bn::BigNum::new().map_err(|x| e(x.into()))?;
+                        let mut ctx = openssl::bn::BigNumContext::new().map_err(|x| e(x.into()))?;
+                        z.mod_add(&b.proof.z[0], &b.proof.z[0], key.public.n(), &mut ctx)
+                            .map_err(|x| e(x.into()))?;
+                        b.proof.z[0] = z;
+                    }
+                    Tamper::Malformed => {
+                        b.c = paillier::Ciphertext(key.public.n().to_owned().map_err(|x| e(x.into()))?);
+                    }
+                    Tamper::None | Tamper::OutsideSet => {}
+                }
+                b.encode(key.public.modulus_bytes()).map_err(e)
+            }
+        }
+    }
+
+    /// Voter `i`'s ballot for `choice`, tampered with as asked before the voter signs it.
     fn ballot(
         &self,
         seed: u64,
         i: u64,
         choice: usize,
         rng: &mut ChaCha20Rng,
-        edit: impl FnOnce(&mut Ballot),
+        tamper: Tamper,
     ) -> Result<CastBallot, DemoError> {
         let voter = voter_key(seed, i);
         let vk = key32(&voter);
         let vid = self.kind.hash(&vk);
         let st = Statement { election: &self.id.0, voter: &vid.0 };
-        let mut ballot = elgamal::cast(&self.k, &st, choice, usize::from(self.election.candidates), rng)
-            .map_err(|e| DemoError(format!("cast: {e}")))?;
-        edit(&mut ballot);
+        let ballot = self.encrypted(&st, choice, tamper, rng)?;
         let token = self.ea_token.sign(&token_message(self.kind, &self.id, &vk));
-        let mut b = CastBallot {
-            election: self.election.clone(),
-            voter_key: vk,
-            token,
-            ballot: ballot.encode(),
-            signature: [0; 64],
-        };
+        let mut b =
+            CastBallot { election: self.election.clone(), voter_key: vk, token, ballot, signature: [0; 64] };
         b.signature = voter.sign(&b.signing_message(self.kind));
         Ok(b)
     }
+
+    /// Anyone's tally from the stored ballots `(voter id, ballot)`: every ballot re-verified
+    /// (in batches), the EA's decryption with its proofs, and their verification. Returns the
+    /// counts and whether everything verified.
+    fn tally(&self, stored: &[([u8; 32], Vec<u8>)], seed: u64) -> Result<(Vec<u64>, bool), DemoError> {
+        let l = usize::from(self.election.candidates);
+        let chunk_rng = |c: usize| {
+            ChaCha20Rng::from_seed(
+                HashKind::Sha256.hash_parts(&[b"tally", &seed.to_le_bytes(), &c.to_le_bytes()]).0,
+            )
+        };
+        match &self.keys {
+            Keys::Elgamal { secret, public } => {
+                let ballots: Vec<elgamal::WireBallot> = stored
+                    .iter()
+                    .map(|(_, b)| elgamal::WireBallot::decode(b))
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| fail("stored ballot", &e))?;
+                let items: Vec<_> = stored
+                    .iter()
+                    .zip(&ballots)
+                    .map(|((v, _), b)| (Statement { election: &self.id.0, voter: v }, b))
+                    .collect();
+                let mut verified = items.par_chunks(BATCH).enumerate().all(|(c, chunk)| {
+                    elgamal::verify_wire_ballots(public, chunk, l, &mut chunk_rng(c))
+                        .iter()
+                        .all(Result::is_ok)
+                });
+                let sums = elgamal::tally(ballots.iter().map(elgamal::WireBallot::ballot), l);
+                let dlog = Dlog::new(ballots.len() as u64);
+                let tally_st = Statement { election: &self.id.0, voter: &[0; 32] };
+                let mut rng = chunk_rng(usize::MAX);
+                let mut tally = Vec::with_capacity(l);
+                for ct in &sums {
+                    let (count, proof) = elgamal::decrypt(secret, &tally_st, ct, &dlog, &mut rng)
+                        .map_err(|e| fail("decrypt", &e))?;
+                    verified &= elgamal::verify_decryption(public, &tally_st, ct, count, &proof).is_ok();
+                    tally.push(count);
+                }
+                Ok((tally, verified))
+            }
+            Keys::Paillier { secret, key } => {
+                let ballots: Vec<paillier::Ballot> = stored
+                    .iter()
+                    .map(|(_, b)| paillier::Ballot::decode(b, key))
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| fail("stored ballot", &e))?;
+                let items: Vec<_> = stored
+                    .iter()
+                    .zip(&ballots)
+                    .map(|((v, _), b)| (Statement { election: &self.id.0, voter: v }, b))
+                    .collect();
+                let verified = items.par_chunks(BATCH).enumerate().all(|(c, chunk)| {
+                    paillier::verify_ballots(key, chunk, l, &mut chunk_rng(c)).iter().all(Result::is_ok)
+                });
+                let c = paillier::tally(key, &ballots).map_err(|e| fail("tally", &e))?;
+                let n = ballots.len() as u64;
+                let (counts, proof) =
+                    paillier::decrypt_tally(secret, key, &c, l, n).map_err(|e| fail("decrypt", &e))?;
+                let ok = paillier::verify_tally(key, &c, &counts, n, &proof).is_ok();
+                Ok((counts, verified && ok))
+            }
+        }
+    }
 }
+
+/// Ballots per batch when re-verifying the stored ballots.
+const BATCH: usize = 256;
 
 fn percentile(sorted: &[f64], q: f64) -> f64 {
     if sorted.is_empty() {
@@ -183,10 +331,9 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
 /// Runs the election.
 pub fn run(o: &DemoOpts) -> Result<DemoReport, DemoError> {
     let l = o.candidates;
-    if l == 0 || l > elgamal::MAX_CANDIDATES {
-        return Err(DemoError(format!("{l} candidates (1 to {} allowed)", elgamal::MAX_CANDIDATES)));
+    if l == 0 || l > crate::app::MAX_CANDIDATES {
+        return Err(DemoError(format!("{l} candidates (1 to {} allowed)", crate::app::MAX_CANDIDATES)));
     }
-    let fail = |what: &str, e: &dyn std::fmt::Display| DemoError(format!("{what}: {e}"));
     let mut p = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
     p.max_block_txs = p.max_block_txs.max(BLOCK_BALLOTS as u64 * 2);
     let kind = p.hash;
@@ -198,20 +345,36 @@ pub fn run(o: &DemoOpts) -> Result<DemoReport, DemoError> {
     let mut rng = ChaCha20Rng::seed_from_u64(o.seed);
     let ea_token =
         SecretKey::from_seed(Scheme::Ed25519, HashKind::Sha256.hash_parts(&[b"ea", &o.seed.to_le_bytes()]).0);
-    let (ea_secret, k) = elgamal::keygen(&mut rng);
+    let (keys, election_key) = match o.scheme {
+        BallotScheme::Elgamal => {
+            let (secret, public) = elgamal::keygen(&mut rng);
+            let bytes = public.0.compress().to_bytes().to_vec();
+            (Keys::Elgamal { secret, public }, bytes)
+        }
+        BallotScheme::Paillier => {
+            let secret = paillier::keygen(paillier::ELECTION_MODULUS_BITS, &mut rng)
+                .map_err(|e| fail("keygen", &e))?;
+            // Every registered voter (the invalid ballots' voters too) fits in the encoding.
+            let voters = (o.voters + o.invalid).max(1) as u64;
+            let key = paillier::ElectionKey { public: secret.public().clone(), voters };
+            let bytes = key.encode();
+            (Keys::Paillier { secret, key }, bytes)
+        }
+    };
     let ballot_blocks = o.voters.div_ceil(BLOCK_BALLOTS) as u64;
     let election = Election {
         candidates: l as u8,
         start: 2,
         // Room for every ballot block and one for the invalid ballots.
         end: 2 + ballot_blocks + 1,
-        scheme: SCHEME_ELGAMAL,
+        scheme: o.scheme.byte(),
         token_key: key32(&ea_token),
-        election_key: k.0.compress().to_bytes(),
+        election_key,
         label: format!("demo election, seed {}", o.seed).into_bytes(),
     };
+    election.check().map_err(|e| fail("election", &e))?;
     let id = election.id(kind);
-    let s = Setup { k, p: p.clone(), kind, ea_token, ea_secret, election, id };
+    let s = Setup { keys, p: p.clone(), kind, ea_token, election, id };
     let now = u64::MAX / 2;
     let mine = |chain: &mut Chain<MemStore>, txs: &[Tx]| -> Result<(), DemoError> {
         let prev = chain.tip_header();
@@ -231,7 +394,7 @@ pub fn run(o: &DemoOpts) -> Result<DemoReport, DemoError> {
         .enumerate()
         .map(|(i, &c)| {
             let mut r = ChaCha20Rng::seed_from_u64(o.seed ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-            Ok(Message::Ballot(s.ballot(o.seed, i as u64, c, &mut r, |_| {})?).into_tx())
+            Ok(Message::Ballot(s.ballot(o.seed, i as u64, c, &mut r, Tamper::None)?).into_tx())
         })
         .collect::<Result<_, DemoError>>()?;
     let mut invalid: Vec<(usize, Tx)> = Vec::new();
@@ -240,17 +403,17 @@ pub fn run(o: &DemoOpts) -> Result<DemoReport, DemoError> {
         let i = (o.voters + j) as u64 + 1_000_000; // voters who cast no honest ballot
         let c = j % l;
         let b = match INVALID_KINDS[k_idx] {
-            "double-vote" if o.voters > 0 => {
-                s.ballot(o.seed, (j % o.voters) as u64, (choices[j % o.voters] + 1) % l, &mut rng, |_| {})?
-            }
-            "bad-proof" => {
-                s.ballot(o.seed, i, c, &mut rng, |b| b.sum.s += curve25519_dalek::scalar::Scalar::ONE)?
-            }
-            "value-outside-set" => s.ballot(o.seed, i, c, &mut rng, |b| {
-                b.cts[0].beta += curve25519_dalek::constants::RISTRETTO_BASEPOINT_POINT
-            })?,
+            "double-vote" if o.voters > 0 => s.ballot(
+                o.seed,
+                (j % o.voters) as u64,
+                (choices[j % o.voters] + 1) % l,
+                &mut rng,
+                Tamper::None,
+            )?,
+            "bad-proof" => s.ballot(o.seed, i, c, &mut rng, Tamper::BadProof)?,
+            "value-outside-set" => s.ballot(o.seed, i, c, &mut rng, Tamper::OutsideSet)?,
             "wrong-token" => {
-                let mut b = s.ballot(o.seed, i, c, &mut rng, |_| {})?;
+                let mut b = s.ballot(o.seed, i, c, &mut rng, Tamper::None)?;
                 b.token = SecretKey::from_seed(Scheme::Ed25519, [0x66; 32]).sign(&token_message(
                     kind,
                     &id,
@@ -260,23 +423,16 @@ pub fn run(o: &DemoOpts) -> Result<DemoReport, DemoError> {
                 b
             }
             "replayed-under-another-key" => {
-                let donor = s.ballot(o.seed, i + 500_000, c, &mut rng, |_| {})?;
-                let mut b = s.ballot(o.seed, i, c, &mut rng, |_| {})?;
+                let donor = s.ballot(o.seed, i + 500_000, c, &mut rng, Tamper::None)?;
+                let mut b = s.ballot(o.seed, i, c, &mut rng, Tamper::None)?;
                 b.ballot = donor.ballot;
                 b.signature = voter_key(o.seed, i).sign(&b.signing_message(kind));
                 b
             }
-            "malformed-ciphertext" => {
-                let mut b = s.ballot(o.seed, i, c, &mut rng, |_| {})?;
-                if b.ballot.len() >= 36 {
-                    b.ballot[4..36].copy_from_slice(&[0xff; 32]);
-                }
-                b.signature = voter_key(o.seed, i).sign(&b.signing_message(kind));
-                b
-            }
+            "malformed-ciphertext" => s.ballot(o.seed, i, c, &mut rng, Tamper::Malformed)?,
             // "outside-window" (submitted after the window closes), and a double vote when
             // there are no honest voters to repeat.
-            _ => s.ballot(o.seed, i, c, &mut rng, |_| {})?,
+            _ => s.ballot(o.seed, i, c, &mut rng, Tamper::None)?,
         };
         invalid.push((k_idx, Message::Ballot(b).into_tx()));
     }
@@ -332,24 +488,20 @@ pub fn run(o: &DemoOpts) -> Result<DemoReport, DemoError> {
     // Anyone tallies from chain state; the EA decrypts with proofs; anyone verifies.
     let t_tally = Instant::now();
     let prefix = ballots_prefix(&id);
-    let ballots: Vec<Ballot> = chain
+    let stored: Vec<([u8; 32], Vec<u8>)> = chain
         .app_state()
         .range(prefix.clone()..)
         .take_while(|(key, _)| key.starts_with(&prefix))
-        .map(|(_, b)| Ballot::decode(b))
-        .collect::<Result<_, _>>()
-        .map_err(|e| fail("stored ballot", &e))?;
-    let sums = elgamal::tally(&ballots, l);
-    let dlog = Dlog::new(ballots.len() as u64);
-    let st = Statement { election: &id.0, voter: &[0; 32] };
-    let mut tally = Vec::with_capacity(l);
-    let mut verified = ballots.len() == o.voters;
-    for ct in &sums {
-        let (count, proof) =
-            elgamal::decrypt(&s.ea_secret, &st, ct, &dlog, &mut rng).map_err(|e| fail("decrypt", &e))?;
-        verified &= elgamal::verify_decryption(&k, &st, ct, count, &proof).is_ok();
-        tally.push(count);
-    }
+        .map(|(key, b)| {
+            let mut voter = [0u8; 32];
+            if let Some(v) = key.get(prefix.len()..prefix.len() + 32) {
+                voter.copy_from_slice(v);
+            }
+            (voter, b.clone())
+        })
+        .collect();
+    let (tally, verified) = s.tally(&stored, o.seed)?;
+    let verified = verified && stored.len() == o.voters;
     let tally_s = t_tally.elapsed().as_secs_f64();
     let mut expected = vec![0u64; l];
     for &c in &choices {
@@ -357,7 +509,7 @@ pub fn run(o: &DemoOpts) -> Result<DemoReport, DemoError> {
     }
     latencies.sort_by(f64::total_cmp);
     Ok(DemoReport {
-        scheme: "elgamal",
+        scheme: o.scheme.name(),
         tally,
         expected,
         verified,

@@ -11,6 +11,12 @@
 //! candidate index, the ciphertext and the commitments. A proof made for one voter or election
 //! does not verify for another.
 //!
+//! Verification: a ballot's `6L + 2` equations are checked in one multiscalar multiplication,
+//! weighted by scalars derived from a hash of the whole ballot (single check, deterministic) or
+//! drawn from the validator's RNG (batch check, many ballots); a failure is resolved equation by
+//! equation to name the failing proof. Challenges hash the points' wire encodings
+//! ([`WireBallot`]) instead of compressing the points again.
+//!
 //! Constant time: the authority's secret `x` is only used in `x·α` (constant-time variable-base
 //! multiplication) and in scalar arithmetic (`Scalar` operations are constant time). The voter's
 //! `r` and the proofs' nonces likewise go through constant-time multiplications. Verification
@@ -22,7 +28,8 @@ use curve25519_dalek::constants::RISTRETTO_BASEPOINT_POINT as G;
 use curve25519_dalek::ristretto::{CompressedRistretto, RistrettoPoint};
 use curve25519_dalek::scalar::Scalar;
 use curve25519_dalek::traits::{Identity, VartimeMultiscalarMul};
-use rand_core::{CryptoRng, Rng};
+use rand_chacha::ChaCha20Rng;
+use rand_core::{CryptoRng, Rng, SeedableRng};
 use sha2::{Digest, Sha512};
 
 use scalechain_types::codec::{put_count, DecodeError, Reader};
@@ -35,14 +42,7 @@ const TAG: &[u8] = b"scalechain/vote/elgamal/v1";
 /// The most candidates an election may have.
 pub const MAX_CANDIDATES: usize = 64;
 
-/// What a ballot's proofs are bound to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Statement<'a> {
-    /// The election's id.
-    pub election: &'a [u8; 32],
-    /// Hash of the voter's public key (the ballot's storage key).
-    pub voter: &'a [u8; 32],
-}
+pub use crate::Statement;
 
 /// The authority's secret key.
 #[derive(Clone)]
@@ -120,7 +120,7 @@ fn random_scalar<R: Rng + CryptoRng>(rng: &mut R) -> Scalar {
     Scalar::from_bytes_mod_order_wide(&b)
 }
 
-fn challenge(st: &Statement<'_>, label: &[u8], points: &[&RistrettoPoint], extra: &[u8]) -> Scalar {
+fn challenge(st: &Statement<'_>, label: &[u8], points: &[&[u8; 32]], extra: &[u8]) -> Scalar {
     let mut h = Sha512::new();
     let mut part = |b: &[u8]| {
         h.update((b.len() as u32).to_le_bytes());
@@ -132,10 +132,14 @@ fn challenge(st: &Statement<'_>, label: &[u8], points: &[&RistrettoPoint], extra
     part(st.voter);
     part(extra);
     for p in points {
-        part(p.compress().as_bytes());
+        part(&p[..]);
     }
     let out: [u8; 64] = h.finalize().into();
     Scalar::from_bytes_mod_order_wide(&out)
+}
+
+fn compress(p: &RistrettoPoint) -> [u8; 32] {
+    p.compress().to_bytes()
 }
 
 /// A fresh authority key pair.
@@ -165,25 +169,18 @@ fn bit_commitments(
     [a, b]
 }
 
-fn bit_challenge(
-    st: &Statement<'_>,
-    k: &PublicKey,
-    j: usize,
-    ct: &Ciphertext,
-    a: &[RistrettoPoint; 2],
-    b: &[RistrettoPoint; 2],
-) -> Scalar {
-    challenge(st, b"bit", &[&k.0, &ct.alpha, &ct.beta, &a[0], &b[0], &a[1], &b[1]], &(j as u32).to_le_bytes())
+/// The compressed points of a bit proof's challenge after `K`: `α β a_0 b_0 a_1 b_1`.
+fn bit_challenge(st: &Statement<'_>, k: &[u8; 32], j: usize, pts: &[[u8; 32]]) -> Scalar {
+    let mut all: Vec<&[u8; 32]> = Vec::with_capacity(7);
+    all.push(k);
+    all.extend(pts.iter());
+    challenge(st, b"bit", &all, &(j as u32).to_le_bytes())
 }
 
-fn sum_challenge(
-    st: &Statement<'_>,
-    k: &PublicKey,
-    a: &RistrettoPoint,
-    b: &RistrettoPoint,
-    t: &[RistrettoPoint; 2],
-) -> Scalar {
-    challenge(st, b"sum", &[&k.0, a, b, &t[0], &t[1]], &[])
+fn sum_challenge(st: &Statement<'_>, k: &[u8; 32], a: &[u8; 32], b: &[u8; 32], t: &[[u8; 32]]) -> Scalar {
+    let mut all: Vec<&[u8; 32]> = vec![k, a, b];
+    all.extend(t.iter());
+    challenge(st, b"sum", &all, &[])
 }
 
 /// Encrypts a vote for candidate `choice` of `candidates`, with its proofs.
@@ -200,6 +197,7 @@ pub fn cast<R: Rng + CryptoRng>(
     if choice >= candidates {
         return Err(VoteError::ChoiceOutOfRange { choice, candidates });
     }
+    let kb = compress(&k.0);
     let mut cts = Vec::with_capacity(candidates);
     let mut bits = Vec::with_capacity(candidates);
     let mut r_sum = Scalar::ZERO;
@@ -221,7 +219,8 @@ pub fn cast<R: Rng + CryptoRng>(
         } else {
             ([sim[0], real[0]], [sim[1], real[1]])
         };
-        let c = bit_challenge(st, k, j, &ct, &a, &b);
+        let pts = [ct.alpha, ct.beta, a[0], b[0], a[1], b[1]].map(|p| compress(&p));
+        let c = bit_challenge(st, &kb, j, &pts);
         let c_real = c - c_sim;
         let s_real = w + c_real * r;
         let proof = if v == 0 {
@@ -236,7 +235,7 @@ pub fn cast<R: Rng + CryptoRng>(
     let (a, b) = sums(&cts);
     let w = random_scalar(rng);
     let t = [RistrettoPoint::mul_base(&w), w * k.0];
-    let c = sum_challenge(st, k, &a, &b, &t);
+    let c = sum_challenge(st, &kb, &compress(&a), &compress(&b), &t.map(|p| compress(&p)));
     Ok(Ballot { cts, bits, sum: SumProof { t, s: w + c * r_sum } })
 }
 
@@ -246,25 +245,38 @@ fn sums(cts: &[Ciphertext]) -> (RistrettoPoint, RistrettoPoint) {
     (a, b)
 }
 
+/// The compressed points of a ballot in wire order: per candidate `α β a_0 b_0 a_1 b_1`, then
+/// the sum proof's `t_1 t_2`.
+fn compressed_points(ballot: &Ballot) -> Vec<[u8; 32]> {
+    let mut out = Vec::with_capacity(6 * ballot.cts.len() + 2);
+    for (ct, p) in ballot.cts.iter().zip(&ballot.bits) {
+        out.extend([ct.alpha, ct.beta, p.a[0], p.b[0], p.a[1], p.b[1]].map(|p| compress(&p)));
+    }
+    out.extend(ballot.sum.t.map(|p| compress(&p)));
+    out
+}
+
 /// The challenges of a ballot's proofs: per candidate `(c_0, c_1)`, and the sum proof's `c`
-/// (over `(a, b)`, the ballot's [`sums`]).
+/// (over `(a, b)`, the ballot's [`sums`]). `pts` are the ballot's points compressed
+/// ([`compressed_points`], or the wire bytes they were decoded from), `kb` the election key's.
 fn challenges(
-    k: &PublicKey,
+    kb: &[u8; 32],
     st: &Statement<'_>,
     ballot: &Ballot,
+    pts: &[[u8; 32]],
     (a, b): &(RistrettoPoint, RistrettoPoint),
 ) -> (Vec<[Scalar; 2]>, Scalar) {
+    let l = ballot.cts.len();
     let bits = ballot
-        .cts
+        .bits
         .iter()
-        .zip(&ballot.bits)
         .enumerate()
-        .map(|(j, (ct, p))| {
-            let c = bit_challenge(st, k, j, ct, &p.a, &p.b);
+        .map(|(j, p)| {
+            let c = bit_challenge(st, kb, j, &pts[6 * j..6 * j + 6]);
             [p.c0, c - p.c0]
         })
         .collect();
-    (bits, sum_challenge(st, k, a, b, &ballot.sum.t))
+    (bits, sum_challenge(st, kb, &compress(a), &compress(b), &pts[6 * l..6 * l + 2]))
 }
 
 fn check_len(ballot: &Ballot, candidates: usize) -> Result<(), VoteError> {
@@ -277,7 +289,68 @@ fn check_len(ballot: &Ballot, candidates: usize) -> Result<(), VoteError> {
     Ok(())
 }
 
-/// Checks a ballot's proofs for an election of `candidates` candidates.
+/// A ballot decoded from its wire bytes ([`WireBallot::decode`]) that keeps the compressed
+/// encodings of its points, so that verification hashes those bytes instead of compressing
+/// every point again (32 of the 34 compressions of a 4-candidate ballot). Its fields cannot be
+/// changed, so the bytes always match the points.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WireBallot {
+    ballot: Ballot,
+    compressed: Vec<[u8; 32]>,
+}
+
+impl WireBallot {
+    /// Decodes [`Ballot::encode`]'s output exactly (see [`Ballot::decode`]).
+    pub fn decode(bytes: &[u8]) -> Result<WireBallot, DecodeError> {
+        let mut r = Reader::new(bytes);
+        let n = r.count("ballot.candidates", PER_CANDIDATE)?;
+        if n == 0 || n > MAX_CANDIDATES {
+            return Err(
+                r.invalid("ballot.candidates", format!("{n} candidates (1 to {MAX_CANDIDATES} allowed)"))
+            );
+        }
+        let mut cts = Vec::with_capacity(n);
+        let mut bits = Vec::with_capacity(n);
+        let mut compressed = Vec::with_capacity(6 * n + 2);
+        let mut pt = |r: &mut Reader<'_>, field: &'static str| -> Result<RistrettoPoint, DecodeError> {
+            let (p, b) = point(r, field)?;
+            compressed.push(b);
+            Ok(p)
+        };
+        for _ in 0..n {
+            let alpha = pt(&mut r, "ballot.alpha")?;
+            let beta = pt(&mut r, "ballot.beta")?;
+            cts.push(Ciphertext { alpha, beta });
+            let a0 = pt(&mut r, "ballot.bit.a0")?;
+            let b0 = pt(&mut r, "ballot.bit.b0")?;
+            let a1 = pt(&mut r, "ballot.bit.a1")?;
+            let b1 = pt(&mut r, "ballot.bit.b1")?;
+            let c0 = scalar(&mut r, "ballot.bit.c0")?;
+            let s0 = scalar(&mut r, "ballot.bit.s0")?;
+            let s1 = scalar(&mut r, "ballot.bit.s1")?;
+            bits.push(BitProof { a: [a0, a1], b: [b0, b1], c0, s: [s0, s1] });
+        }
+        let t1 = pt(&mut r, "ballot.sum.t1")?;
+        let t2 = pt(&mut r, "ballot.sum.t2")?;
+        let sum = SumProof { t: [t1, t2], s: scalar(&mut r, "ballot.sum.s")? };
+        r.finish()?;
+        Ok(WireBallot { ballot: Ballot { cts, bits, sum }, compressed })
+    }
+
+    /// The ballot.
+    pub fn ballot(&self) -> &Ballot {
+        &self.ballot
+    }
+
+    /// The ballot, without its wire bytes.
+    pub fn into_ballot(self) -> Ballot {
+        self.ballot
+    }
+}
+
+/// Checks a ballot's proofs for an election of `candidates` candidates: all equations in one
+/// multiscalar multiplication with weights hashed from the ballot, then, if that fails, one by
+/// one to name the failing proof.
 pub fn verify_ballot(
     k: &PublicKey,
     st: &Statement<'_>,
@@ -285,8 +358,121 @@ pub fn verify_ballot(
     candidates: usize,
 ) -> Result<(), VoteError> {
     check_len(ballot, candidates)?;
+    verify_parts(k, &compress(&k.0), st, ballot, &compressed_points(ballot))
+}
+
+/// [`verify_ballot`] for a ballot decoded from the wire, hashing its wire bytes.
+pub fn verify_wire(
+    k: &PublicKey,
+    st: &Statement<'_>,
+    ballot: &WireBallot,
+    candidates: usize,
+) -> Result<(), VoteError> {
+    check_len(&ballot.ballot, candidates)?;
+    verify_parts(k, &compress(&k.0), st, &ballot.ballot, &ballot.compressed)
+}
+
+/// Every verification equation of ballots, each weighted by a scalar, summed into one
+/// multiscalar multiplication: 6 points per candidate and 2 for the sum proof, plus `G` and `K`
+/// once.
+struct Combination {
+    scalars: Vec<Scalar>,
+    points: Vec<RistrettoPoint>,
+    g: Scalar,
+    kk: Scalar,
+}
+
+impl Combination {
+    fn with_capacity(points: usize) -> Combination {
+        Combination {
+            scalars: Vec::with_capacity(points + 2),
+            points: Vec::with_capacity(points + 2),
+            g: Scalar::ZERO,
+            kk: Scalar::ZERO,
+        }
+    }
+
+    /// Adds a ballot's equations (`cs`, `c`: its challenges) with weights from `rng`.
+    fn push<R: Rng + CryptoRng>(&mut self, ballot: &Ballot, cs: &[[Scalar; 2]], c: Scalar, rng: &mut R) {
+        // Sum proof: s·G − c·Σα − t1 (weight y0) ; s·K − c·Σβ + c·G − t2 (weight y1). Its α and
+        // β terms are folded into each candidate's.
+        let y = [random_scalar(rng), random_scalar(rng)];
+        let s = ballot.sum.s;
+        self.g += y[0] * s + y[1] * c;
+        self.kk += y[1] * s;
+        let (ya, yb) = (y[0] * c, y[1] * c);
+        for ((ct, p), c) in ballot.cts.iter().zip(&ballot.bits).zip(cs) {
+            let z: [Scalar; 4] =
+                [random_scalar(rng), random_scalar(rng), random_scalar(rng), random_scalar(rng)];
+            // z0: s0·G − c0·α − a0 ; z1: s0·K − c0·β − b0
+            // z2: s1·G − c1·α − a1 ; z3: s1·K − c1·β + c1·G − b1
+            self.g += z[0] * p.s[0] + z[2] * p.s[1] + z[3] * c[1];
+            self.kk += z[1] * p.s[0] + z[3] * p.s[1];
+            self.scalars.extend([
+                -(z[0] * c[0] + z[2] * c[1] + ya),
+                -(z[1] * c[0] + z[3] * c[1] + yb),
+                -z[0],
+                -z[1],
+                -z[2],
+                -z[3],
+            ]);
+            self.points.extend([ct.alpha, ct.beta, p.a[0], p.b[0], p.a[1], p.b[1]]);
+        }
+        self.scalars.extend([-y[0], -y[1]]);
+        self.points.extend([ballot.sum.t[0], ballot.sum.t[1]]);
+    }
+
+    /// Does the weighted sum vanish?
+    fn holds(mut self, k: &PublicKey) -> bool {
+        self.scalars.extend([self.g, self.kk]);
+        self.points.extend([G, k.0]);
+        RistrettoPoint::vartime_multiscalar_mul(&self.scalars, &self.points) == RistrettoPoint::identity()
+    }
+}
+
+/// The generator of a single check's weights: seeded by hashing everything its equations hold
+/// (statement, key, every point's encoding, every scalar), so the weights are fixed only once
+/// the ballot is.
+fn single_weights(kb: &[u8; 32], st: &Statement<'_>, ballot: &Ballot, pts: &[[u8; 32]]) -> ChaCha20Rng {
+    let mut h = Sha512::new();
+    for part in [TAG, b"single-check", st.election, st.voter, kb] {
+        h.update((part.len() as u32).to_le_bytes());
+        h.update(part);
+    }
+    for p in pts {
+        h.update(p);
+    }
+    for p in &ballot.bits {
+        h.update(p.c0.as_bytes());
+        h.update(p.s[0].as_bytes());
+        h.update(p.s[1].as_bytes());
+    }
+    h.update(ballot.sum.s.as_bytes());
+    let out: [u8; 64] = h.finalize().into();
+    let mut seed = [0u8; 32];
+    seed.copy_from_slice(&out[..32]);
+    ChaCha20Rng::from_seed(seed)
+}
+
+/// A ballot's proofs (lengths already checked). All its equations are first checked at once,
+/// in one multiscalar multiplication weighted by [`single_weights`] (deterministic; a false
+/// equation survives only if the hash hits a linear relation, probability 1/ℓ); if that fails,
+/// equation by equation, to name the failing proof — so the errors are exactly those of the
+/// equation-by-equation check.
+fn verify_parts(
+    k: &PublicKey,
+    kb: &[u8; 32],
+    st: &Statement<'_>,
+    ballot: &Ballot,
+    pts: &[[u8; 32]],
+) -> Result<(), VoteError> {
     let (a, b) = sums(&ballot.cts);
-    let (cs, c) = challenges(k, st, ballot, &(a, b));
+    let (cs, c) = challenges(kb, st, ballot, pts, &(a, b));
+    let mut comb = Combination::with_capacity(6 * ballot.cts.len() + 2);
+    comb.push(ballot, &cs, c, &mut single_weights(kb, st, ballot, pts));
+    if comb.holds(k) {
+        return Ok(());
+    }
     for (j, ((ct, p), c)) in ballot.cts.iter().zip(&ballot.bits).zip(&cs).enumerate() {
         for (bit, (cb, sb)) in c.iter().zip(&p.s).enumerate() {
             let [a, b] = bit_commitments(&k.0, ct, bit as u64, cb, sb);
@@ -301,7 +487,8 @@ pub fn verify_ballot(
     if t1 != ballot.sum.t[0] || t2 != ballot.sum.t[1] {
         return Err(VoteError::BadSumProof);
     }
-    Ok(())
+    // Unreachable: the weighted sum of true equations vanishes.
+    Err(VoteError::BadSumProof)
 }
 
 /// Checks many ballots at once: every verification equation of every ballot, each weighted by
@@ -315,53 +502,44 @@ pub fn verify_ballots<R: Rng + CryptoRng>(
     candidates: usize,
     rng: &mut R,
 ) -> Vec<Result<(), VoteError>> {
-    let lens: Vec<Result<(), VoteError>> = items.iter().map(|(_, b)| check_len(b, candidates)).collect();
-    let mut scalars: Vec<Scalar> = Vec::new();
-    let mut points: Vec<RistrettoPoint> = Vec::new();
-    let (mut g, mut kk) = (Scalar::ZERO, Scalar::ZERO);
-    for ((st, ballot), len) in items.iter().zip(&lens) {
-        if len.is_err() {
-            continue;
+    let pts: Vec<Vec<[u8; 32]>> = items.iter().map(|(_, b)| compressed_points(b)).collect();
+    let parts: Vec<_> = items.iter().zip(&pts).map(|((st, b), p)| (*st, *b, p.as_slice())).collect();
+    verify_batch(k, &parts, candidates, rng)
+}
+
+/// [`verify_ballots`] for ballots decoded from the wire, hashing their wire bytes.
+pub fn verify_wire_ballots<R: Rng + CryptoRng>(
+    k: &PublicKey,
+    items: &[(Statement<'_>, &WireBallot)],
+    candidates: usize,
+    rng: &mut R,
+) -> Vec<Result<(), VoteError>> {
+    let parts: Vec<_> = items.iter().map(|(st, b)| (*st, &b.ballot, b.compressed.as_slice())).collect();
+    verify_batch(k, &parts, candidates, rng)
+}
+
+fn verify_batch<R: Rng + CryptoRng>(
+    k: &PublicKey,
+    items: &[(Statement<'_>, &Ballot, &[[u8; 32]])],
+    candidates: usize,
+    rng: &mut R,
+) -> Vec<Result<(), VoteError>> {
+    let kb = compress(&k.0);
+    let lens: Vec<Result<(), VoteError>> = items.iter().map(|(_, b, _)| check_len(b, candidates)).collect();
+    let mut comb = Combination::with_capacity(items.len() * (6 * candidates + 2));
+    for ((st, ballot, pts), len) in items.iter().zip(&lens) {
+        if len.is_ok() {
+            let (cs, c) = challenges(&kb, st, ballot, pts, &sums(&ballot.cts));
+            comb.push(ballot, &cs, c, rng);
         }
-        let (cs, c) = challenges(k, st, ballot, &sums(&ballot.cts));
-        for ((ct, p), c) in ballot.cts.iter().zip(&ballot.bits).zip(&cs) {
-            let z: [Scalar; 4] =
-                [random_scalar(rng), random_scalar(rng), random_scalar(rng), random_scalar(rng)];
-            // z0: s0·G − c0·α − a0 ; z1: s0·K − c0·β − b0
-            // z2: s1·G − c1·α − a1 ; z3: s1·K − c1·β + c1·G − b1
-            g += z[0] * p.s[0] + z[2] * p.s[1] + z[3] * c[1];
-            kk += z[1] * p.s[0] + z[3] * p.s[1];
-            scalars.extend([
-                -(z[0] * c[0] + z[2] * c[1]),
-                -(z[1] * c[0] + z[3] * c[1]),
-                -z[0],
-                -z[1],
-                -z[2],
-                -z[3],
-            ]);
-            points.extend([ct.alpha, ct.beta, p.a[0], p.b[0], p.a[1], p.b[1]]);
-        }
-        // s·G − c·Σα − t1 ; s·K − c·Σβ + c·G − t2
-        let z = [random_scalar(rng), random_scalar(rng)];
-        let s = ballot.sum.s;
-        g += z[0] * s + z[1] * c;
-        kk += z[1] * s;
-        for ct in &ballot.cts {
-            scalars.extend([-(z[0] * c), -(z[1] * c)]);
-            points.extend([ct.alpha, ct.beta]);
-        }
-        scalars.extend([-z[0], -z[1]]);
-        points.extend([ballot.sum.t[0], ballot.sum.t[1]]);
     }
-    scalars.extend([g, kk]);
-    points.extend([G, k.0]);
-    if RistrettoPoint::vartime_multiscalar_mul(&scalars, &points) == RistrettoPoint::identity() {
+    if comb.holds(k) {
         return lens;
     }
     items
         .iter()
         .zip(lens)
-        .map(|((st, b), len)| len.and_then(|()| verify_ballot(k, st, b, candidates)))
+        .map(|((st, b, pts), len)| len.and_then(|()| verify_parts(k, &kb, st, b, pts)))
         .collect()
 }
 
@@ -438,7 +616,8 @@ fn decryption_challenge(
     count: u64,
     t: [&RistrettoPoint; 2],
 ) -> Scalar {
-    challenge(st, b"decrypt", &[&k.0, &ct.alpha, &ct.beta, t[0], t[1]], &count.to_le_bytes())
+    let pts = [&k.0, &ct.alpha, &ct.beta, t[0], t[1]].map(compress);
+    challenge(st, b"decrypt", &pts.iter().collect::<Vec<_>>(), &count.to_le_bytes())
 }
 
 /// Checks that `count` is the decryption of `ct` under the election key.
@@ -464,9 +643,12 @@ pub fn verify_decryption(
 /// Encoded size of one candidate's part of a ballot (ciphertext + bit proof).
 const PER_CANDIDATE: usize = 64 + 128 + 96;
 
-fn point(r: &mut Reader<'_>, field: &'static str) -> Result<RistrettoPoint, DecodeError> {
+fn point(r: &mut Reader<'_>, field: &'static str) -> Result<(RistrettoPoint, [u8; 32]), DecodeError> {
     let b: [u8; 32] = r.array(field)?;
-    CompressedRistretto(b).decompress().ok_or_else(|| r.invalid(field, "not a canonical ristretto255 point"))
+    let p = CompressedRistretto(b)
+        .decompress()
+        .ok_or_else(|| r.invalid(field, "not a canonical ristretto255 point"))?;
+    Ok((p, b))
 }
 
 fn scalar(r: &mut Reader<'_>, field: &'static str) -> Result<Scalar, DecodeError> {
@@ -497,33 +679,6 @@ impl Ballot {
     /// Decodes [`Ballot::encode`]'s output exactly; points must decompress and scalars be
     /// canonical, so every decodable ballot has one encoding.
     pub fn decode(bytes: &[u8]) -> Result<Ballot, DecodeError> {
-        let mut r = Reader::new(bytes);
-        let n = r.count("ballot.candidates", PER_CANDIDATE)?;
-        if n == 0 || n > MAX_CANDIDATES {
-            return Err(
-                r.invalid("ballot.candidates", format!("{n} candidates (1 to {MAX_CANDIDATES} allowed)"))
-            );
-        }
-        let mut cts = Vec::with_capacity(n);
-        let mut bits = Vec::with_capacity(n);
-        for _ in 0..n {
-            cts.push(Ciphertext {
-                alpha: point(&mut r, "ballot.alpha")?,
-                beta: point(&mut r, "ballot.beta")?,
-            });
-            let a0 = point(&mut r, "ballot.bit.a0")?;
-            let b0 = point(&mut r, "ballot.bit.b0")?;
-            let a1 = point(&mut r, "ballot.bit.a1")?;
-            let b1 = point(&mut r, "ballot.bit.b1")?;
-            let c0 = scalar(&mut r, "ballot.bit.c0")?;
-            let s0 = scalar(&mut r, "ballot.bit.s0")?;
-            let s1 = scalar(&mut r, "ballot.bit.s1")?;
-            bits.push(BitProof { a: [a0, a1], b: [b0, b1], c0, s: [s0, s1] });
-        }
-        let t1 = point(&mut r, "ballot.sum.t1")?;
-        let t2 = point(&mut r, "ballot.sum.t2")?;
-        let sum = SumProof { t: [t1, t2], s: scalar(&mut r, "ballot.sum.s")? };
-        r.finish()?;
-        Ok(Ballot { cts, bits, sum })
+        WireBallot::decode(bytes).map(WireBallot::into_ballot)
     }
 }

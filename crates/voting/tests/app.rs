@@ -14,7 +14,7 @@ use scalechain_consensus::{Apps, Params, VerifyConfig};
 use scalechain_sim::workload::block_paying;
 use scalechain_types::{Hash, HashKind, Scheme, SecretKey, Tx};
 use scalechain_voting::app::{
-    ballots_prefix, token_message, CastBallot, Election, Message, VotingModule, SCHEME_ELGAMAL,
+    ballots_prefix, token_message, CastBallot, Election, Message, SchemeKey, VotingModule, SCHEME_ELGAMAL,
 };
 use scalechain_voting::elgamal::{self, Ballot, Dlog, Statement};
 
@@ -56,11 +56,18 @@ impl Vote {
             end,
             scheme: SCHEME_ELGAMAL,
             token_key: pk32(&ea_token),
-            election_key: k.0.compress().to_bytes(),
+            election_key: k.0.compress().to_bytes().to_vec(),
             label: b"test election".to_vec(),
         };
         let id = election.id(p.hash);
         Vote { chain, p, ea_token, ea_secret, election, id, rng: std::cell::RefCell::new(rng) }
+    }
+
+    fn key(&self) -> elgamal::PublicKey {
+        match self.election.check().unwrap() {
+            SchemeKey::Elgamal(k) => k,
+            SchemeKey::Paillier(_) => unreachable!("an elgamal election"),
+        }
     }
 
     fn block(&self, txs: &[Tx]) -> scalechain_types::Block {
@@ -79,9 +86,7 @@ impl Vote {
         let kind = self.p.hash;
         let voter_id = kind.hash(&pk32(&voter));
         let st = Statement { election: &self.id.0, voter: &voter_id.0 };
-        let mut ballot =
-            elgamal::cast(&self.election.key().unwrap(), &st, choice, L, &mut *self.rng.borrow_mut())
-                .unwrap();
+        let mut ballot = elgamal::cast(&self.key(), &st, choice, L, &mut *self.rng.borrow_mut()).unwrap();
         edit(&mut ballot);
         let token = self.ea_token.sign(&token_message(kind, &self.id, &pk32(&voter)));
         let mut b = CastBallot {
@@ -140,7 +145,7 @@ fn an_election_on_chain_tallies_to_the_truth() {
     let sums = elgamal::tally(&ballots, L);
     let st = Statement { election: &v.id.0, voter: &[0; 32] };
     let dlog = Dlog::new(30);
-    let k = v.election.key().unwrap();
+    let k = v.key();
     for (j, ct) in sums.iter().enumerate() {
         let (count, proof) =
             elgamal::decrypt(&v.ea_secret, &st, ct, &dlog, &mut *v.rng.borrow_mut()).unwrap();
@@ -216,7 +221,7 @@ fn every_kind_of_invalid_ballot_is_refused_by_consensus_with_its_own_rule() {
     let voter = voter_key(13);
     let vid = kind.hash(&pk32(&voter));
     let st = Statement { election: &uid.0, voter: &vid.0 };
-    let k = v.election.key().unwrap();
+    let k = v.key();
     let ballot = elgamal::cast(&k, &st, 0, L, &mut *v.rng.borrow_mut()).unwrap().encode();
     let token = v.ea_token.sign(&token_message(kind, &uid, &pk32(&voter)));
     let mut cb =
