@@ -59,7 +59,7 @@ enum Cmd {
     /// Rerun a seed experiment on this machine: writes DIR/<experiment>.csv, DIR/<experiment>.svg
     /// and appends a section to DIR/report.md (see docs/STUDY.md).
     Study {
-        /// tx-throughput, block-validation, speedup, hash, components, utxo-memory, or all.
+        /// tx-throughput, block-validation, speedup, hash, components, utxo-memory, voting, or all.
         experiment: String,
         /// Output directory.
         #[arg(long, default_value = "study")]

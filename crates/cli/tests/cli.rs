@@ -249,6 +249,7 @@ fn study_quick_smoke() {
         ("hash", "algorithm,bytes,threads,build,impl,hashes_per_s,mb_per_s,peak_rss_kib"),
         ("components", "component,ns,iterations,build"),
         ("utxo-memory", "structure,outputs,build,rss_bytes_per_output,heap_bytes_per_output"),
+        ("voting", "scheme,mode,threads,candidates,ballots,ballots_per_s,ballots_per_s_per_core"),
     ] {
         let csv = std::fs::read_to_string(out.join(format!("{exp}.csv"))).unwrap();
         assert!(csv.starts_with(header), "{exp}: {}", csv.lines().next().unwrap_or(""));
@@ -267,8 +268,20 @@ fn study_quick_smoke() {
         .nth(5)
         .and_then(|r| r.parse::<f64>().ok())
         .is_some_and(|r| r > 0.0)));
+    // voting: both schemes in every mode, with positive rates.
+    let csv = std::fs::read_to_string(out.join("voting.csv")).unwrap();
+    for scheme in ["elgamal", "paillier"] {
+        for mode in ["single", "batch", "batch-parallel", "end-to-end"] {
+            let row = csv.lines().find(|l| l.starts_with(&format!("{scheme},{mode},"))).unwrap();
+            assert!(
+                row.split(',').nth(5).and_then(|r| r.parse::<f64>().ok()).is_some_and(|r| r > 0.0),
+                "{row}"
+            );
+        }
+    }
     // The seed's figures stand beside ours.
     assert!(report.contains("Beside seed 000 Table 5.1") && report.contains("Seed 004"));
+    assert!(report.contains("Seed 003 measured 310 ballots/s") && report.contains("cores per validator"));
     let o = bin().args(["study", "nonsense", "--out"]).arg(&out).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("unknown experiment"));

@@ -67,17 +67,20 @@ pub enum Experiment {
     Components,
     /// Memory per unspent output of the in-memory UTXO set.
     UtxoMemory,
+    /// Seed 003: ballots per second per scheme.
+    Voting,
 }
 
 impl Experiment {
     /// Every experiment, in the order `all` runs them.
-    pub const ALL: [Experiment; 6] = [
+    pub const ALL: [Experiment; 7] = [
         Experiment::TxThroughput,
         Experiment::BlockValidation,
         Experiment::Speedup,
         Experiment::Hash,
         Experiment::Components,
         Experiment::UtxoMemory,
+        Experiment::Voting,
     ];
 
     /// The command-line name (also the file stem of its outputs).
@@ -89,6 +92,7 @@ impl Experiment {
             Experiment::Hash => "hash",
             Experiment::Components => "components",
             Experiment::UtxoMemory => "utxo-memory",
+            Experiment::Voting => "voting",
         }
     }
 }
@@ -212,6 +216,7 @@ pub fn run(exp: Experiment, opts: Opts) -> Result<Table, StudyError> {
         Experiment::Hash => exp::hash::run(&ctx),
         Experiment::Components => exp::components::run(&ctx),
         Experiment::UtxoMemory => exp::utxo_memory::run(&ctx),
+        Experiment::Voting => exp::voting::run(&ctx),
     }
 }
 

@@ -11,13 +11,17 @@
 //!
 //! Seeds used: `000_2fd7bc2a54c4fdfa.txt` ("Blockchain System for Scalability Study", McGill
 //! ECSE 458 DP 09, April 2023), `002_1f8d50100ded282b.txt` ("Performance Evaluation of Hashing
-//! Algorithms on Commodity Hardware", M. Pandya, IIT CS554, 2023) and `004_330a0eb3384c6c99.txt`
-//! (Criterion report "Naive Tx Validation", VRRB).
+//! Algorithms on Commodity Hardware", M. Pandya, IIT CS554, 2023), `003_16d6b7b22f219619.txt`
+//! ("Blockchain based remote voting system: A performance perspective", S. Paneru) and
+//! `004_330a0eb3384c6c99.txt` (Criterion report "Naive Tx Validation", VRRB).
 
 /// File name of seed 000 ("Blockchain System for Scalability Study", McGill capstone, 2023).
 pub const SEED_000: &str = "000_2fd7bc2a54c4fdfa.txt";
 /// File name of seed 002 ("Performance Evaluation of Hashing Algorithms on Commodity Hardware").
 pub const SEED_002: &str = "002_1f8d50100ded282b.txt";
+/// File name of seed 003 ("Blockchain based remote voting system: A performance perspective",
+/// S. Paneru, MSc thesis).
+pub const SEED_003: &str = "003_16d6b7b22f219619.txt";
 /// File name of seed 004 (Criterion report "Naive Tx Validation", VRRB).
 pub const SEED_004: &str = "004_330a0eb3384c6c99.txt";
 
@@ -28,7 +32,8 @@ pub const SEED_004: &str = "004_330a0eb3384c6c99.txt";
 /// A seed document's machine, as the document describes it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SeedMachine {
-    /// The seed document's file name (one of [`SEED_000`], [`SEED_002`], [`SEED_004`]).
+    /// The seed document's file name (one of [`SEED_000`], [`SEED_002`], [`SEED_003`],
+    /// [`SEED_004`]).
     pub seed: &'static str,
     /// The machine as the document describes it, with where it says so.
     pub description: &'static str,
@@ -59,6 +64,12 @@ pub const MACHINES: &[SeedMachine] = &[
         seed: SEED_002,
         description: "MacBook Pro (2020), 2 GHz quad-core Intel Core i5, 16 GB RAM, primary testing \
                       environment (section IV.B); its results (Figs. 6-14) are given only as graphs.",
+    },
+    SeedMachine {
+        seed: SEED_003,
+        description: "Intel(R) Core(TM) i5-10210U CPU @ 1.60GHz with 4 cores, 12 GB RAM 2400MHz, NVMe \
+                      Kingston SSD 256 GB; a single-node Hyperledger Fabric deployment driven by \
+                      Hyperledger Caliper (section 6.1, Experimental Setup).",
     },
     SeedMachine {
         seed: SEED_004,
@@ -761,6 +772,29 @@ pub const SEED_004_CLAIMS: &[Claim] = &[
         source: "seed 004_330a0eb3384c6c99.txt, test_full_validate output (\"Wrote 92831 unique, validated txs to disk\")",
     },
 ];
+
+// ---------------------------------------------------------------------------------------------
+// Seed 003: end-to-end ballot throughput and the election-peak requirement
+// ---------------------------------------------------------------------------------------------
+
+/// Where seed 003's ballot throughput figures come from.
+pub const VOTING_SOURCE: &str = "seed 003_16d6b7b22f219619.txt, section 6.2.5 (Combined Result): \"end throughput \
+    of the system increased from 310 TPS to 420 TPS - 37% increase. Average latency of the transactions decreased \
+    from 3 seconds to 1.91 seconds\"; section 7.2: \"Required throughput of the system (rt) = 10 * 239000000 / \
+    (12 * 60 * 60) = 55324 tps\". Ballots are Paillier ciphertexts with proofs, verified in Go chaincode on \
+    Hyperledger Fabric (section 6.1).";
+
+/// Seed 003: end-to-end ballots per second on Fabric before its optimisations (§6.2.5).
+pub const VOTING_BASELINE_TPS: f64 = 310.0;
+/// Seed 003: average latency before its optimisations, seconds (§6.2.5).
+pub const VOTING_BASELINE_LATENCY_S: f64 = 3.0;
+/// Seed 003: end-to-end ballots per second after its optimisations (§6.2.5).
+pub const VOTING_OPTIMISED_TPS: f64 = 420.0;
+/// Seed 003: average latency after its optimisations, seconds (§6.2.5; §7.2 quotes 2.5 s for the
+/// same run).
+pub const VOTING_OPTIMISED_LATENCY_S: f64 = 1.91;
+/// Seed 003 §7.2: ballots per second needed at a US-election peak (10 × 239M voters over 12 hours).
+pub const VOTING_REQUIRED_TPS: f64 = 55_324.0;
 
 #[cfg(test)]
 mod tests {

@@ -6,6 +6,7 @@ pub mod hash;
 pub mod speedup;
 pub mod tx_throughput;
 pub mod utxo_memory;
+pub mod voting;
 
 use std::collections::BTreeMap;
 
