@@ -63,6 +63,9 @@ pub struct DevnetArgs {
 
 const FEE: u64 = 1_000;
 
+/// The most transactions devnet puts in one `POST /txs` (the node's default limit is 10,000).
+const MAX_PER_REQUEST: usize = 2_000;
+
 struct Proc {
     name: String,
     child: Child,
@@ -322,7 +325,8 @@ pub fn devnet(a: DevnetArgs) -> Result<(), Fail> {
     eprintln!("devnet: {} load transactions signed in {:.1}s", load.len(), t_prep.elapsed().as_secs_f64());
     let peer_apis: Vec<String> = apis.iter().take(a.nodes).map(|(_, x)| x.clone()).collect();
     let all_apis = apis.clone();
-    let report = rt.block_on(drive(a, peer_apis, all_apis, splits, load))?;
+    let pids: Vec<(String, u32)> = procs.0.iter().map(|p| (p.name.clone(), p.child.id())).collect();
+    let report = rt.block_on(drive(a, peer_apis, all_apis, splits, load, pids))?;
     drop(procs);
     report
 }
@@ -333,6 +337,7 @@ async fn drive(
     all: Vec<(String, String)>,
     splits: Vec<Tx>,
     load: Vec<Tx>,
+    pids: Vec<(String, u32)>,
 ) -> Result<Result<(), Fail>, Fail> {
     let api = Arc::new(Api {
         client: reqwest::Client::builder()
@@ -340,13 +345,15 @@ async fn drive(
             .build()
             .map_err(|e| Fail(2, e.to_string()))?,
     });
-    // Wait for the mesh: every node sees another.
+    // Wait for the mesh: every node sees the bootstrap node and at least one other node (the
+    // bootstrap node relays no gossip, so a node that knows only it would receive nothing).
+    let want_peers = if all.len() > 1 { 2 } else { 1 };
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let mut ok = true;
         for (_, addr) in &all {
             match api.get::<Status>(addr, "/status").await {
-                Ok(s) if s.peers >= 1 => {}
+                Ok(s) if s.peers >= want_peers => {}
                 _ => ok = false,
             }
         }
@@ -387,6 +394,23 @@ async fn drive(
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let start_height = seen_height;
+    // Every node holds the funding before the load starts (else its first transactions would
+    // be refused there as spending unknown outputs).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for (name, addr) in &all {
+        loop {
+            match api.get::<Status>(addr, "/status").await {
+                Ok(s) if s.height >= start_height => break,
+                _ if Instant::now() > deadline => {
+                    return Err(Fail(
+                        1,
+                        format!("{name} did not reach the funded height {start_height} in 30 s"),
+                    ));
+                }
+                _ => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
+    }
     eprintln!("devnet: funded at height {start_height}; offering {} tx/s for {} s", a.tps, a.duration);
     // Watcher: first time each block hash is seen (on peer 0).
     let seen: Arc<parking_lot_free::Map> = Arc::new(parking_lot_free::Map::default());
@@ -417,6 +441,7 @@ async fn drive(
         })
     };
     // The offer: every 100 ms, the transactions due by then, round-robin over the peers.
+    let cpu0 = cpu::sample(&pids);
     let t0 = Instant::now();
     let accepted_at: Arc<std::sync::Mutex<HashMap<Hash, Instant>>> = Default::default();
     let refused: Arc<std::sync::Mutex<HashMap<String, u64>>> = Default::default();
@@ -429,9 +454,11 @@ async fn drive(
     while next < load.len() {
         tick.tick().await;
         let due = ((t0.elapsed().as_secs_f64() * a.tps as f64) as usize).min(load.len());
-        if due > next {
-            let (lo, hi) = (next, due);
-            next = due;
+        // Requests of at most MAX_PER_REQUEST transactions (a catch-up after a slow tick
+        // would otherwise exceed the API's body and count limits), round-robin over the peers.
+        while due > next {
+            let (lo, hi) = (next, due.min(next + MAX_PER_REQUEST));
+            next = hi;
             let addr = peers[round % peers.len()].clone();
             round += 1;
             let (api, load, acc, refused) = (api.clone(), load.clone(), accepted_at.clone(), refused.clone());
@@ -498,6 +525,8 @@ async fn drive(
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
+    let cpu1 = cpu::sample(&pids);
+    let window_s = t0.elapsed().as_secs_f64();
     tokio::time::sleep(Duration::from_millis(200)).await;
     stop_watch.store(true, std::sync::atomic::Ordering::Relaxed);
     let _ = watcher.await;
@@ -541,6 +570,14 @@ async fn drive(
     let _ = writeln!(text, "  sent (accepted by the API) {}  refused {:?}", sent.len(), refused);
     let _ = writeln!(text, "  confirmed {confirmed}  in {span:.1} s  = {tps:.0} TPS");
     let _ = writeln!(text, "  latency ms  p50 {p50:.0}  p95 {p95:.0}  p99 {p99:.0}");
+    let usage = cpu::usage(&cpu0, &cpu1, window_s, confirmed);
+    let _ = writeln!(
+        text,
+        "  CPU over {window_s:.1} s: {:.2} cores busy, {:.0} µs per confirmed tx ({})",
+        usage.cores,
+        usage.us_per_tx,
+        usage.per_proc.iter().map(|(n, s)| format!("{n} {s:.1} s")).collect::<Vec<_>>().join(", ")
+    );
     let _ = writeln!(text, "  converged: {converged}");
     let nodes: Vec<serde_json::Value> = statuses
         .iter()
@@ -557,6 +594,12 @@ async fn drive(
         "offered_tps": a.tps,
         "duration_s": a.duration,
         "refused": refused,
+        "cpu": {
+            "window_s": (window_s * 10.0).round() / 10.0,
+            "cores_busy": (usage.cores * 100.0).round() / 100.0,
+            "us_per_confirmed_tx": usage.us_per_tx.round(),
+            "seconds": usage.per_proc.iter().map(|(n, s)| (n.clone(), serde_json::json!((s * 100.0).round() / 100.0))).collect::<serde_json::Map<_, _>>(),
+        },
     })
     .to_string();
     eprint!("{text}");
@@ -564,6 +607,54 @@ async fn drive(
         println!("{json}");
     }
     Ok(if converged { Ok(()) } else { Err(Fail(1, "the nodes did not converge".into())) })
+}
+
+/// CPU time of the devnet's processes, from `/proc` (Linux; elsewhere every figure is zero).
+mod cpu {
+    /// (name, CPU seconds) per process; `devnet` is this process (the load's HTTP client).
+    pub type Sample = Vec<(String, f64)>;
+
+    /// User + system CPU seconds of `pid` (`None` if it cannot be read).
+    fn cpu_s(pid: &str) -> Option<f64> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // Fields after the command name (which may hold spaces): state is the first, utime
+        // the 12th and stime the 13th (proc(5) fields 14 and 15).
+        let rest = stat.get(stat.rfind(')')? + 1..)?;
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+        Some(ticks as f64 / rustix::param::clock_ticks_per_second() as f64)
+    }
+
+    /// Samples every node and this process.
+    pub fn sample(pids: &[(String, u32)]) -> Sample {
+        pids.iter()
+            .map(|(n, p)| (n.clone(), cpu_s(&p.to_string()).unwrap_or(0.0)))
+            .chain(std::iter::once(("devnet".to_string(), cpu_s("self").unwrap_or(0.0))))
+            .collect()
+    }
+
+    /// CPU use between two samples.
+    pub struct Usage {
+        /// CPU seconds per process.
+        pub per_proc: Vec<(String, f64)>,
+        /// Cores kept busy on average (all processes).
+        pub cores: f64,
+        /// CPU microseconds (all processes) per confirmed transaction.
+        pub us_per_tx: f64,
+    }
+
+    /// The usage from `a` to `b` over `window_s` seconds in which `confirmed` transactions were
+    /// confirmed.
+    pub fn usage(a: &Sample, b: &Sample, window_s: f64, confirmed: usize) -> Usage {
+        let per_proc: Vec<(String, f64)> =
+            a.iter().zip(b).map(|((n, x), (_, y))| (n.clone(), (y - x).max(0.0))).collect();
+        let total: f64 = per_proc.iter().map(|(_, s)| s).sum();
+        Usage {
+            cores: total / window_s.max(1e-9),
+            us_per_tx: if confirmed == 0 { 0.0 } else { total * 1e6 / confirmed as f64 },
+            per_proc,
+        }
+    }
 }
 
 /// A small concurrent map of block hash → first time seen.

@@ -147,6 +147,10 @@ fn a_late_node_and_a_restarted_node_catch_up() {
         let a = get(&a_api, "/status");
         a["height"].as_u64() >= Some(target) && a["tip"] == m["tip"]
     });
+    // The bootstrap node is seed 000's peer server: it introduced every node but holds no
+    // chain (it neither subscribes to gossip nor syncs).
+    let b = get(&api_of(&boot), "/status");
+    assert_eq!((b["role"].as_str(), b["height"].as_u64()), (Some("bootstrap"), Some(0)), "{b}");
 }
 
 #[test]
@@ -234,6 +238,7 @@ fn a_peer_sending_invalid_blocks_and_transactions_is_banned_and_the_others_are_u
             max_connections: 8,
             event_buffer: 64,
             agent: "attacker".into(),
+            gossip: true,
         })
         .await
         .unwrap();

@@ -208,6 +208,7 @@ pub async fn run(
         max_connections: cfg.p2p.max_connections,
         event_buffer: 1024,
         agent: format!("scalechain/{}", env!("CARGO_PKG_VERSION")),
+        gossip: cfg.role != scalechain_p2p::msg::Role::Bootstrap,
     };
     let mut netw = net::start(net_cfg).await?;
     let tip = (chain.tip_height(), chain.tip());
@@ -537,7 +538,10 @@ impl EventLoop {
         let shared = &self.shared;
         // The locator is built only when sync decides to ask for headers.
         let actions = self.sync.tick(now, height, || locator(shared.chain.read().main_chain()));
-        for Action::Send(peer, req) in actions {
+        // Seed 000's peer server (the bootstrap role) answers discovery only: it follows its
+        // peers' tips for /peers but fetches no chain.
+        let syncs = self.shared.role() != scalechain_p2p::msg::Role::Bootstrap;
+        for Action::Send(peer, req) in actions.into_iter().filter(|_| syncs) {
             let asked = match &req {
                 Request::GetBlocks(h) => Asked::Blocks(h.clone()),
                 Request::GetHeaders { .. } => Asked::Headers,

@@ -50,6 +50,9 @@ pub struct NetConfig {
     pub event_buffer: usize,
     /// Software name announced through identify.
     pub agent: String,
+    /// Subscribe to the transaction and block topics. A bootstrap node (seed 000's peer server)
+    /// does not: it answers discovery and handshakes, and never validates or relays gossip.
+    pub gossip: bool,
 }
 
 /// What the node asks of the network task.
@@ -367,8 +370,10 @@ pub async fn start(cfg: NetConfig) -> Result<Net, NetError> {
         .build();
     let txs = IdentTopic::new(cfg.names.txs_topic.clone());
     let blocks = IdentTopic::new(cfg.names.blocks_topic.clone());
-    for t in [&txs, &blocks] {
-        swarm.behaviour_mut().gossipsub.subscribe(t).map_err(|e| NetError::Config(e.to_string()))?;
+    if cfg.gossip {
+        for t in [&txs, &blocks] {
+            swarm.behaviour_mut().gossipsub.subscribe(t).map_err(|e| NetError::Config(e.to_string()))?;
+        }
     }
     for addr in &cfg.listen {
         swarm
