@@ -21,9 +21,7 @@ use clap::Args;
 use rayon::prelude::*;
 use serde::Deserialize;
 
-use scalechain_consensus::params::{
-    devnet_premine_key, SigMode, DEVNET_PREMINE_OUTPUTS, DEVNET_PREMINE_VALUE,
-};
+use scalechain_consensus::params::{devnet_premine_key, SigMode, DEVNET_PREMINE_OUTPUTS};
 use scalechain_consensus::{genesis_block, Params};
 use scalechain_node::NodeInfo;
 use scalechain_types::codec::Encode;
@@ -207,11 +205,12 @@ fn sign(tx: &mut Tx, key: &SecretKey, kind: HashKind, chain_id: &Hash) {
     }
 }
 
-fn transfer(prev: OutPoint, key: &SecretKey, outputs: Vec<TxOut>, kind: HashKind, chain_id: &Hash) -> Tx {
+fn transfer(prevs: &[OutPoint], key: &SecretKey, outputs: Vec<TxOut>, kind: HashKind, chain_id: &Hash) -> Tx {
+    let witness = Witness { pubkey: key.public(), signature: [0; 64] };
     let mut tx = Tx {
         version: 1,
         kind: TxKind::TRANSFER,
-        inputs: vec![TxIn { prev, witness: Witness { pubkey: key.public(), signature: [0; 64] } }],
+        inputs: prevs.iter().map(|&prev| TxIn { prev, witness }).collect(),
         outputs,
         data: vec![],
     };
@@ -219,34 +218,52 @@ fn transfer(prev: OutPoint, key: &SecretKey, outputs: Vec<TxOut>, kind: HashKind
     tx
 }
 
-/// The split transactions and the pre-signed load.
-fn prepare(p: &Params, chain_id: &Hash, total: usize) -> (Vec<Tx>, Vec<Tx>) {
-    let kind = p.hash;
-    let genesis = genesis_block(p);
-    let coinbase = genesis.txs[0].txid(kind);
-    let n = DEVNET_PREMINE_OUTPUTS as usize;
+/// Coins of one key that a load may spend.
+pub(crate) struct Fund {
+    /// The key the coins are locked to.
+    pub key: SecretKey,
+    /// Its coins (all locked to `key`), with their values.
+    pub coins: Vec<(OutPoint, TxOut)>,
+}
+
+/// The split transactions and the pre-signed load: each fund's coins are split (one split
+/// transaction per fund, spending all its coins) into as many outputs as the load spends from
+/// it, and every load transaction spends one split output back to its owner, paying [`FEE`].
+/// The load interleaves the funds, so consecutive transactions spend different splits. Funds
+/// whose coins cannot pay for their share are left out (the load is then shorter than `total`).
+pub(crate) fn prepare(kind: HashKind, chain_id: &Hash, funds: &[Fund], total: usize) -> (Vec<Tx>, Vec<Tx>) {
+    let n = funds.len().max(1);
     let per = total.div_ceil(n).max(1);
-    let value_each = (DEVNET_PREMINE_VALUE - 100 * FEE) / per as u64;
-    let built: Vec<(Tx, Vec<Tx>)> = (0..n)
-        .into_par_iter()
-        .map(|i| {
-            let key = devnet_premine_key(SigMode::Ed25519, i as u64);
-            let lock = p.premine[i].lock;
-            let out = TxOut { value: Amount::new(value_each).unwrap_or(Amount::ZERO), lock };
-            let split =
-                transfer(OutPoint { txid: coinbase, index: i as u32 }, &key, vec![out; per], kind, chain_id);
+    let built: Vec<Option<(Tx, Vec<Tx>)>> = funds
+        .par_iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let have = Amount::checked_sum(f.coins.iter().map(|c| c.1.value)).ok()?.get();
+            let lock = f.coins.first()?.1.lock;
+            // The split pays at least one unit per byte on top of the fixed fee.
+            let size = 17 + f.coins.len() * (36 + 1 + 33 + 64) + per * TxOut::LEN;
+            let split_fee = (100 * FEE).checked_add(size as u64)?;
+            let value_each = have.checked_sub(split_fee)? / per as u64;
+            if value_each <= FEE {
+                return None;
+            }
+            let out = TxOut { value: Amount::new(value_each).ok()?, lock };
+            let prevs: Vec<OutPoint> = f.coins.iter().map(|c| c.0).collect();
+            let split = transfer(&prevs, &f.key, vec![out; per], kind, chain_id);
             let sid = split.txid(kind);
             let left = total.saturating_sub(i * per).min(per);
-            let back = TxOut { value: Amount::new(value_each - FEE).unwrap_or(Amount::ZERO), lock };
+            let back = TxOut { value: Amount::new(value_each - FEE).ok()?, lock };
             let load = (0..left)
-                .map(|j| transfer(OutPoint { txid: sid, index: j as u32 }, &key, vec![back], kind, chain_id))
+                .map(|j| {
+                    transfer(&[OutPoint { txid: sid, index: j as u32 }], &f.key, vec![back], kind, chain_id)
+                })
                 .collect();
-            (split, load)
+            Some((split, load))
         })
         .collect();
     let mut splits = Vec::with_capacity(n);
     let mut per_key: Vec<Vec<Tx>> = Vec::with_capacity(n);
-    for (s, l) in built {
+    for (s, l) in built.into_iter().flatten() {
         splits.push(s);
         per_key.push(l);
     }
@@ -265,6 +282,20 @@ fn prepare(p: &Params, chain_id: &Hash, total: usize) -> (Vec<Tx>, Vec<Tx>) {
         }
     }
     (splits, load)
+}
+
+/// The devnet's funds: every premine output of the genesis block, with its key.
+fn premine_funds(p: &Params, sig: SigMode) -> Vec<Fund> {
+    let coinbase = genesis_block(p).txs[0].txid(p.hash);
+    (0..DEVNET_PREMINE_OUTPUTS as usize)
+        .filter_map(|i| {
+            let out = *p.premine.get(i)?;
+            Some(Fund {
+                key: devnet_premine_key(sig, i as u64),
+                coins: vec![(OutPoint { txid: coinbase, index: i as u32 }, out)],
+            })
+        })
+        .collect()
 }
 
 fn percentile(sorted: &[f64], q: f64) -> f64 {
@@ -321,7 +352,7 @@ pub fn devnet(a: DevnetArgs) -> Result<(), Fail> {
     let chain_id = genesis_block(&params).hash(params.hash);
     let total = (a.tps * a.duration) as usize;
     let t_prep = Instant::now();
-    let (splits, load) = prepare(&params, &chain_id, total);
+    let (splits, load) = prepare(params.hash, &chain_id, &premine_funds(&params, SigMode::Ed25519), total);
     eprintln!("devnet: {} load transactions signed in {:.1}s", load.len(), t_prep.elapsed().as_secs_f64());
     let peer_apis: Vec<String> = apis.iter().take(a.nodes).map(|(_, x)| x.clone()).collect();
     let all_apis = apis.clone();

@@ -10,6 +10,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 mod devnet;
 mod netcmd;
+mod shell;
+mod wallet;
 
 use scalechain_chain::export::{block_json, dot, parse_chain_json, ChainJson, ParamsJson};
 use scalechain_chain::{Accepted, Chain, ChainError, DiskStore};
@@ -85,6 +87,11 @@ enum Cmd {
     /// Start a bootstrap node, peers and miners on 127.0.0.1, offer a transaction load through
     /// the API, and report confirmed TPS, latency and convergence.
     Devnet(devnet::DevnetArgs),
+    /// Keys, addresses, balance and transfers through a node's API (an encrypted wallet file).
+    Wallet(wallet::WalletArgs),
+    /// An interactive shell on a node's API (reads commands from standard input when it is not a
+    /// terminal).
+    Shell(shell::ShellArgs),
     /// The voting application (seed 003).
     Vote {
         #[command(subcommand)]
@@ -258,6 +265,8 @@ fn main() -> ExitCode {
         }
         Cmd::Node(a) => netcmd::node(a),
         Cmd::Devnet(a) => devnet::devnet(a),
+        Cmd::Wallet(a) => wallet::run(a),
+        Cmd::Shell(a) => shell::run(a),
         Cmd::Vote { cmd: VoteCmd::Demo { voters, candidates, scheme, invalid, json, seed } } => {
             vote_demo(voters, candidates, scheme, invalid, json, seed)
         }

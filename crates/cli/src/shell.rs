@@ -1,0 +1,812 @@
+//! `scalechain shell`: seed 000's interactive shell on a node's API.
+//!
+//! Commands (`help` lists them): `status`, `peers`, `tip`, `block <height|hash>`, `tx <txid>`,
+//! `mempool`, `balance`, `send --to ADDR --amount N [--fee-rate R]` (the wallet of `--wallet`,
+//! through the same code as `scalechain wallet`), `load start <tps> [seconds]`, `load stop`,
+//! `load status`, `save <file.json>`, `dot <file.dot>`, `help`, `quit`.
+//!
+//! On a terminal the shell uses a line editor with history (`--history FILE`, default
+//! `~/.scalechain_history`) and tab completion of command names. When standard input is not a
+//! terminal it reads one command per line (blank lines and lines starting with `#` are skipped),
+//! so it can be scripted; it then exits with code 1 if any command failed. A failed command
+//! prints `error: ...` on standard error and the shell goes on.
+//!
+//! `load` offers generated transfers at a fixed rate from a background thread, in rounds of up
+//! to 10 s: the devnet premine keys' coins are split (devnet's `prepare`), the split is waited
+//! for, the pre-signed transfers are submitted every 100 ms, and the round's transfers are
+//! waited for before the next round spends the keys' coins again.
+//!
+//! `save` fetches the main chain block by block (checking that each block's parent is the one
+//! before it, and starting again if the chain moved) into the JSON document
+//! `scalechain chain export --format json` writes, checks that it reads back, and writes it;
+//! `scalechain chain import` loads it. `dot` writes the same blocks as a Graphviz picture.
+
+use std::collections::HashSet;
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use clap::{Args, CommandFactory, Parser, Subcommand};
+use rustyline::completion::Completer;
+use rustyline::error::ReadlineError;
+use rustyline::highlight::Highlighter;
+use rustyline::hint::Hinter;
+use rustyline::history::DefaultHistory;
+use rustyline::validate::Validator;
+use rustyline::{Context, Editor, Helper};
+
+use scalechain_chain::export::{dot, parse_chain_json, BlockJson, ChainJson, ImportError, ParamsJson};
+use scalechain_consensus::genesis_block;
+use scalechain_consensus::params::{devnet_premine_key, DEVNET_PREMINE_OUTPUTS};
+use scalechain_node::api::{BlockTxids, MempoolJson, Status, Tip};
+use scalechain_types::{Hash, Lock, Tx};
+use scalechain_wallet::{encode_address, AddressHrp};
+
+use crate::devnet::{prepare, Fund};
+use crate::wallet::{self, Api, ApiOpts, BalanceArgs, ChainInfo, SendArgs, WalletError, WalletOpts};
+use crate::Fail;
+
+/// Arguments of `scalechain shell`.
+#[derive(Args)]
+pub struct ShellArgs {
+    #[command(flatten)]
+    wallet: WalletOpts,
+    #[command(flatten)]
+    api: ApiOpts,
+    /// History file of interactive sessions (default: ~/.scalechain_history).
+    #[arg(long)]
+    history: Option<PathBuf>,
+}
+
+/// One shell command.
+#[derive(Parser, Debug)]
+#[command(
+    name = "shell",
+    no_binary_name = true,
+    disable_help_subcommand = true,
+    disable_version_flag = true,
+    help_template = "commands:\n{subcommands}"
+)]
+enum Line {
+    /// The node's status.
+    Status,
+    /// The node's peers.
+    Peers,
+    /// The main chain's tip.
+    Tip,
+    /// A block: `block <height|hash>`.
+    Block {
+        /// Height or block hash.
+        id: String,
+    },
+    /// A transaction from the mempool or the main chain: `tx <txid>`.
+    Tx {
+        /// The txid.
+        txid: String,
+    },
+    /// The mempool.
+    Mempool,
+    /// The balance of the wallet (--wallet of the shell).
+    Balance(BalanceArgs),
+    /// Send from the wallet: `send --to ADDR --amount N [--fee-rate R]`.
+    Send(SendArgs),
+    /// Generated load: `load start <tps> [seconds]`, `load stop`, `load status`.
+    Load {
+        #[command(subcommand)]
+        cmd: LoadCmd,
+    },
+    /// Save the main chain as JSON: `save <file.json>` (`scalechain chain import` reads it).
+    Save {
+        /// Output file.
+        file: PathBuf,
+    },
+    /// Write the main chain as a DOT graph: `dot <file.dot>`.
+    Dot {
+        /// Output file.
+        file: PathBuf,
+    },
+    /// List the commands.
+    Help,
+    /// Leave the shell.
+    #[command(alias = "exit")]
+    Quit,
+}
+
+#[derive(Subcommand, Debug)]
+enum LoadCmd {
+    /// Offer `tps` transfers per second, for `seconds` (default: until `load stop`).
+    Start {
+        /// Transfers per second.
+        tps: u64,
+        /// How long.
+        seconds: Option<u64>,
+    },
+    /// Stop the load and print what it did.
+    Stop,
+    /// What the load has done so far.
+    Status,
+}
+
+/// Why a shell command failed.
+#[derive(Debug, thiserror::Error)]
+enum ShellError {
+    #[error(transparent)]
+    Wallet(#[from] WalletError),
+    #[error("{0}")]
+    Usage(String),
+    #[error("writing {path}: {source}")]
+    Write { path: PathBuf, source: std::io::Error },
+    #[error("the node's blocks do not form a valid chain export: {0}")]
+    Export(ImportError),
+    #[error("the chain changed {0} times while it was being downloaded; try again")]
+    Moving(u32),
+    #[error("{0}")]
+    Load(String),
+}
+
+enum Flow {
+    Continue,
+    Quit,
+}
+
+/// Load counters shared with the load thread.
+#[derive(Default)]
+struct LoadStats {
+    offered: AtomicU64,
+    accepted: AtomicU64,
+    refused: AtomicU64,
+    confirmed: AtomicU64,
+    rounds: AtomicU64,
+    finished: AtomicBool,
+    note: Mutex<String>,
+}
+
+impl LoadStats {
+    fn set_note(&self, s: String) {
+        *self.note.lock().unwrap_or_else(|e| e.into_inner()) = s;
+    }
+
+    fn text(&self, tps: u64, started: Instant) -> String {
+        let note = self.note.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        format!(
+            "load at {tps} tx/s for {:.1} s{}: {} offered, {} accepted, {} refused, {} confirmed, {} rounds{}{}\n",
+            started.elapsed().as_secs_f64(),
+            if self.finished.load(Ordering::Relaxed) { " (finished)" } else { "" },
+            self.offered.load(Ordering::Relaxed),
+            self.accepted.load(Ordering::Relaxed),
+            self.refused.load(Ordering::Relaxed),
+            self.confirmed.load(Ordering::Relaxed),
+            self.rounds.load(Ordering::Relaxed),
+            if note.is_empty() { "" } else { "; " },
+            note
+        )
+    }
+}
+
+struct Load {
+    stop: Arc<AtomicBool>,
+    stats: Arc<LoadStats>,
+    handle: Option<JoinHandle<()>>,
+    tps: u64,
+    started: Instant,
+}
+
+impl Load {
+    fn finish(mut self) -> String {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            if h.join().is_err() {
+                self.stats.set_note("the load thread panicked".into());
+            }
+        }
+        self.stats.text(self.tps, self.started)
+    }
+}
+
+struct Shell {
+    wallet: WalletOpts,
+    api_opts: ApiOpts,
+    api: Api,
+    load: Option<Load>,
+}
+
+/// Runs `scalechain shell`.
+pub fn run(a: ShellArgs) -> Result<(), Fail> {
+    let api = Api::new(&a.api)?;
+    let mut sh = Shell { wallet: a.wallet.clone(), api_opts: a.api.clone(), api, load: None };
+    let result = if std::io::stdin().is_terminal() {
+        let history = a.history.clone().or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(|h| PathBuf::from(h).join(".scalechain_history"))
+        });
+        sh.interactive(history.as_deref())
+    } else {
+        sh.script()
+    };
+    if let Some(l) = sh.load.take() {
+        eprint!("{}", l.finish());
+    }
+    result
+}
+
+impl Shell {
+    fn interactive(&mut self, history: Option<&Path>) -> Result<(), Fail> {
+        let mut rl: Editor<Complete, DefaultHistory> =
+            Editor::new().map_err(|e| Fail(2, format!("starting the line editor: {e}")))?;
+        rl.set_helper(Some(Complete::new()));
+        if let Some(h) = history {
+            // A missing history file is the normal first run.
+            let _ = rl.load_history(h);
+        }
+        println!("scalechain shell on {} (help lists the commands)", self.api.base());
+        loop {
+            match rl.readline("scalechain> ") {
+                Ok(line) => {
+                    if !line.trim().is_empty() {
+                        let _ = rl.add_history_entry(line.as_str());
+                    }
+                    if let (Flow::Quit, _) = self.line(&line) {
+                        break;
+                    }
+                }
+                Err(ReadlineError::Interrupted) => continue,
+                Err(ReadlineError::Eof) => break,
+                Err(e) => return Err(Fail(2, format!("reading the command line: {e}"))),
+            }
+        }
+        if let Some(h) = history {
+            if let Err(e) = rl.save_history(h) {
+                eprintln!("warning: cannot save the history to {}: {e}", h.display());
+            }
+        }
+        Ok(())
+    }
+
+    fn script(&mut self) -> Result<(), Fail> {
+        let mut failed = 0u64;
+        for line in std::io::stdin().lock().lines() {
+            let line = line.map_err(|e| Fail(2, format!("reading standard input: {e}")))?;
+            let (flow, ok) = self.line(&line);
+            failed += u64::from(!ok);
+            if let Flow::Quit = flow {
+                break;
+            }
+        }
+        if failed > 0 {
+            return Err(Fail(1, format!("{failed} commands failed")));
+        }
+        Ok(())
+    }
+
+    /// Runs one line; prints its output and any error. Returns whether to go on, and whether
+    /// the command succeeded.
+    fn line(&mut self, text: &str) -> (Flow, bool) {
+        let words: Vec<&str> = text.split_whitespace().collect();
+        if words.is_empty() || words[0].starts_with('#') {
+            return (Flow::Continue, true);
+        }
+        let cmd = match Line::try_parse_from(&words) {
+            Ok(c) => c,
+            Err(e) => {
+                use clap::error::ErrorKind;
+                let text = e.to_string();
+                if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                    print!("{text}");
+                    return (Flow::Continue, true);
+                }
+                let msg: Vec<&str> = text
+                    .lines()
+                    .take_while(|l| !l.starts_with("For more information"))
+                    .map(str::trim_end)
+                    .filter(|l| !l.is_empty())
+                    .collect();
+                let msg = msg.join("\n").trim_start_matches("error: ").to_string();
+                eprintln!("error: {msg}\n(`help` lists the commands)");
+                return (Flow::Continue, false);
+            }
+        };
+        let mut out = String::new();
+        let r = self.exec(cmd, &mut out);
+        print!("{out}");
+        let _ = std::io::stdout().flush();
+        match r {
+            Ok(flow) => (flow, true),
+            Err(e) => {
+                eprintln!("error: {e}");
+                (Flow::Continue, false)
+            }
+        }
+    }
+
+    fn exec(&mut self, cmd: Line, out: &mut String) -> Result<Flow, ShellError> {
+        match cmd {
+            Line::Status => {
+                let s: Status = self.api.get("/status")?;
+                out.push_str(&format!(
+                    "chain {}\nrole {}  peer {}\nheight {}  tip {}\npeers {}  orphans {}\nmempool {} txs, {} bytes\nuptime {:.1} s\n",
+                    s.chain_id, s.role, s.peer_id, s.height, s.tip, s.peers, s.orphans, s.mempool_txs,
+                    s.mempool_bytes, s.uptime_s
+                ));
+                for l in &s.listen {
+                    out.push_str(&format!("listen {l}\n"));
+                }
+            }
+            Line::Peers => {
+                let peers: Vec<serde_json::Value> = self.api.get("/peers")?;
+                out.push_str(&format!("{} peers\n", peers.len()));
+                for p in &peers {
+                    let s = |k: &str| {
+                        p.get(k).map_or("?".to_string(), |v| v.as_str().map_or(v.to_string(), str::to_string))
+                    };
+                    out.push_str(&format!(
+                        "  {}  {}  role {}  height {}  score {}\n",
+                        s("peer_id"),
+                        s("addr"),
+                        s("role"),
+                        s("height"),
+                        s("score")
+                    ));
+                }
+            }
+            Line::Tip => {
+                let t: Tip = self.api.get("/tip")?;
+                out.push_str(&format!("height {}  hash {}\n", t.height, t.hash));
+            }
+            Line::Block { id } => {
+                if id.parse::<u64>().is_err() && id.parse::<Hash>().is_err() {
+                    return Err(ShellError::Usage(format!(
+                        "block {id:?}: give a height or a block hash (64 lowercase hex digits)"
+                    )));
+                }
+                let b: BlockJson = self.api.get(&format!("/blocks/{id}"))?;
+                block_text(&b, out);
+            }
+            Line::Tx { txid } => {
+                txid.parse::<Hash>().map_err(|e| {
+                    ShellError::Usage(format!("tx {txid:?}: a txid is 64 lowercase hex digits ({e})"))
+                })?;
+                let t: wallet::TxStatusJson = self.api.get(&format!("/txs/{txid}"))?;
+                match t.height {
+                    Some(h) => out.push_str(&format!("{} {} at height {h}\n", t.tx.txid, t.status)),
+                    None => out.push_str(&format!("{} {}\n", t.tx.txid, t.status)),
+                }
+                out.push_str(&format!("  kind {}  {} bytes\n", t.tx.kind, t.tx.raw.len() / 2));
+                for i in &t.tx.inputs {
+                    out.push_str(&format!("  in   {}:{} ({})\n", i.txid, i.index, i.scheme));
+                }
+                let hrp = AddressHrp::devnet();
+                for o in &t.tx.outputs {
+                    let lock = Lock { scheme: o.scheme, pubkey_hash: o.pubkey_hash };
+                    out.push_str(&format!("  out  {:>16}  {}\n", o.value, encode_address(&hrp, &lock)));
+                }
+            }
+            Line::Mempool => {
+                let m: MempoolJson = self.api.get("/mempool?limit=20")?;
+                out.push_str(&format!(
+                    "{} txs, {} bytes; since start {} admitted, {} evicted, refused {:?}\n",
+                    m.count, m.bytes, m.admitted, m.evicted, m.rejected
+                ));
+                for t in &m.txids {
+                    out.push_str(&format!("  {t}\n"));
+                }
+                if m.count > m.txids.len() {
+                    out.push_str(&format!("  ... and {} more\n", m.count - m.txids.len()));
+                }
+            }
+            Line::Balance(b) => {
+                let w = wallet::open(&self.wallet)?;
+                out.push_str(&wallet::balance_text(
+                    &wallet::balance_of(&self.api, &self.wallet, &w)?,
+                    b.json,
+                ));
+            }
+            Line::Send(s) => {
+                let w = wallet::open(&self.wallet)?;
+                let built = wallet::send(&self.api, &self.wallet, &w, &s)?;
+                let o = wallet::send_text(&s, &built);
+                out.push_str(&o.out);
+                out.push_str(&o.info);
+            }
+            Line::Load { cmd } => self.load(cmd, out)?,
+            Line::Save { file } => {
+                let (chain, blocks) = fetch_chain(&self.api)?;
+                let n = blocks.len();
+                let txs: usize = blocks.iter().map(|b| b.txs.len()).sum();
+                let doc = ChainJson {
+                    params: ParamsJson { chain_id: chain.chain_id, params: chain.params },
+                    blocks,
+                };
+                let mut text = serde_json::to_string(&doc)
+                    .map_err(|e| ShellError::Usage(format!("encoding the chain as JSON: {e}")))?;
+                text.push('\n');
+                parse_chain_json(&text).map_err(ShellError::Export)?;
+                write_file(&file, &text)?;
+                out.push_str(&format!(
+                    "saved {n} blocks (heights 0..={}, {txs} transactions) to {}\n",
+                    n.saturating_sub(1),
+                    file.display()
+                ));
+            }
+            Line::Dot { file } => {
+                let (chain, blocks) = fetch_chain(&self.api)?;
+                let doc = ChainJson {
+                    params: ParamsJson { chain_id: chain.chain_id, params: chain.params },
+                    blocks,
+                };
+                let text = serde_json::to_string(&doc)
+                    .map_err(|e| ShellError::Usage(format!("encoding the chain as JSON: {e}")))?;
+                let (params, rest) = parse_chain_json(&text).map_err(ShellError::Export)?;
+                let mut all = Vec::with_capacity(rest.len() + 1);
+                all.push(genesis_block(&params));
+                all.extend(rest);
+                write_file(&file, &dot(params.hash, &all))?;
+                out.push_str(&format!("wrote {} blocks as DOT to {}\n", all.len(), file.display()));
+            }
+            Line::Help => {
+                out.push_str(&Line::command().render_help().to_string());
+                out.push_str("\n`<command> --help` explains one command.\n");
+            }
+            Line::Quit => return Ok(Flow::Quit),
+        }
+        Ok(Flow::Continue)
+    }
+
+    fn load(&mut self, cmd: LoadCmd, out: &mut String) -> Result<(), ShellError> {
+        match cmd {
+            LoadCmd::Start { tps, seconds } => {
+                if tps == 0 || tps > 1_000_000 {
+                    return Err(ShellError::Usage(format!("load start {tps}: tps must be in 1..=1000000")));
+                }
+                if seconds == Some(0) {
+                    return Err(ShellError::Usage("load start: seconds must be at least 1".into()));
+                }
+                if let Some(l) = &self.load {
+                    if !l.stats.finished.load(Ordering::Relaxed) {
+                        return Err(ShellError::Load(
+                            "a load is already running (`load stop` ends it)".into(),
+                        ));
+                    }
+                }
+                if let Some(l) = self.load.take() {
+                    out.push_str(&format!("previous {}", l.finish()));
+                }
+                let stop = Arc::new(AtomicBool::new(false));
+                let stats = Arc::new(LoadStats::default());
+                let (opts, st, sp) = (self.api_opts.clone(), stats.clone(), stop.clone());
+                let handle = std::thread::Builder::new()
+                    .name("load".into())
+                    .spawn(move || {
+                        if let Err(e) = drive_load(&opts, tps, seconds, &sp, &st) {
+                            st.set_note(format!("stopped: {e}"));
+                        }
+                        st.finished.store(true, Ordering::Relaxed);
+                    })
+                    .map_err(|e| ShellError::Load(format!("starting the load thread: {e}")))?;
+                self.load = Some(Load { stop, stats, handle: Some(handle), tps, started: Instant::now() });
+                out.push_str(&format!(
+                    "load started: {tps} tx/s {}\n",
+                    seconds.map_or("until `load stop`".to_string(), |s| format!("for {s} s"))
+                ));
+            }
+            LoadCmd::Stop => {
+                let l = self.load.take().ok_or_else(|| ShellError::Load("no load is running".into()))?;
+                out.push_str(&l.finish());
+            }
+            LoadCmd::Status => {
+                let l =
+                    self.load.as_ref().ok_or_else(|| ShellError::Load("no load has been started".into()))?;
+                out.push_str(&l.stats.text(l.tps, l.started));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn write_file(path: &Path, text: &str) -> Result<(), ShellError> {
+    std::fs::write(path, text).map_err(|source| ShellError::Write { path: path.to_path_buf(), source })
+}
+
+fn block_text(b: &BlockJson, out: &mut String) {
+    let h = &b.header;
+    out.push_str(&format!(
+        "block {} {}\n  prev {}\n  time {}  target {}  nonce {}\n  merkle root {}\n  {} txs\n",
+        h.height,
+        b.hash,
+        h.prev_hash,
+        h.time,
+        h.target,
+        h.nonce,
+        h.merkle_root,
+        b.txs.len()
+    ));
+    for t in &b.txs {
+        let value: u64 = t.outputs.iter().map(|o| o.value.get()).fold(0, u64::saturating_add);
+        out.push_str(&format!(
+            "  {}  {:<8}  {} in  {} out  value {value}\n",
+            t.txid,
+            t.kind,
+            t.inputs.len(),
+            t.outputs.len()
+        ));
+    }
+}
+
+/// The main chain, genesis first, fetched block by block; starts again if a block's parent is
+/// not the block before it (the chain moved during the download).
+fn fetch_chain(api: &Api) -> Result<(ChainInfo, Vec<BlockJson>), ShellError> {
+    const ATTEMPTS: u32 = 3;
+    let chain = wallet::chain_info(api)?;
+    'attempt: for _ in 0..ATTEMPTS {
+        let tip: Tip = api.get("/tip")?;
+        let mut blocks: Vec<BlockJson> = Vec::with_capacity(tip.height.min(100_000) as usize + 1);
+        for h in 0..=tip.height {
+            let path = format!("/blocks/{h}");
+            let b: BlockJson = match api.get(&path) {
+                Ok(b) => b,
+                Err(WalletError::Api { status: 404, .. }) => continue 'attempt,
+                Err(e) => return Err(e.into()),
+            };
+            if b.header.height != h {
+                return Err(WalletError::BadResponse {
+                    url: format!("{}{path}", api.base()),
+                    detail: format!("the block has height {}", b.header.height),
+                }
+                .into());
+            }
+            if blocks.last().is_some_and(|p| p.hash != b.header.prev_hash) {
+                continue 'attempt;
+            }
+            blocks.push(b);
+        }
+        return Ok((chain, blocks));
+    }
+    Err(ShellError::Moving(ATTEMPTS))
+}
+
+/// Transfers a round plans per premine key.
+const LOAD_TXS_PER_KEY: usize = 200;
+/// Longest round of load.
+const LOAD_ROUND: Duration = Duration::from_secs(10);
+/// Most coins of one key a split spends.
+const MAX_FUND_COINS: usize = 1_000;
+/// How long a round waits for its split, and then for its transfers, to be confirmed.
+const CONFIRM_WAIT: Duration = Duration::from_secs(30);
+
+/// The load thread: rounds until the time is up, `stop` is set, or something fails.
+fn drive_load(
+    opts: &ApiOpts,
+    tps: u64,
+    seconds: Option<u64>,
+    stop: &AtomicBool,
+    stats: &LoadStats,
+) -> Result<(), ShellError> {
+    let api = Api::new(opts)?;
+    let chain = wallet::chain_info(&api)?;
+    let kind = chain.params.hash;
+    let end = seconds.map(|s| Instant::now() + Duration::from_secs(s));
+    while !stop.load(Ordering::Relaxed) {
+        let round = end.map_or(LOAD_ROUND, |e| e.saturating_duration_since(Instant::now()).min(LOAD_ROUND));
+        if round.is_zero() {
+            break;
+        }
+        let total = ((tps as f64 * round.as_secs_f64()).ceil() as usize).max(1);
+        let keys = total.div_ceil(LOAD_TXS_PER_KEY).clamp(4, DEVNET_PREMINE_OUTPUTS as usize);
+        let tip: Tip = api.get("/tip")?;
+        let funds = load_funds(&api, &chain, keys, tip.height)?;
+        if funds.is_empty() {
+            return Err(ShellError::Load(format!("premine keys 0..{keys} hold no spendable coins")));
+        }
+        let (splits, load) = prepare(kind, &chain.chain_id, &funds, total);
+        if splits.is_empty() {
+            return Err(ShellError::Load(format!(
+                "premine keys 0..{keys} hold too little to fund {total} transfers"
+            )));
+        }
+        let verdicts = api.submit(&splits)?;
+        let mut funded = HashSet::new();
+        for (t, v) in splits.iter().zip(&verdicts.results) {
+            if v.accepted {
+                funded.insert(t.txid(kind));
+            } else {
+                stats.set_note(format!(
+                    "a funding transaction was refused: {}: {}",
+                    v.reason.clone().unwrap_or_default(),
+                    v.detail.clone().unwrap_or_default()
+                ));
+            }
+        }
+        if funded.is_empty() {
+            return Err(ShellError::Load("every funding transaction was refused".into()));
+        }
+        let load: Vec<Tx> = load
+            .into_iter()
+            .filter(|t| t.inputs.first().is_some_and(|i| funded.contains(&i.prev.txid)))
+            .collect();
+        let (left, height) = wait_confirmed(&api, funded, tip.height, CONFIRM_WAIT, stop)?;
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        if !left.is_empty() {
+            return Err(ShellError::Load(format!(
+                "{} funding transactions not confirmed within {CONFIRM_WAIT:?}",
+                left.len()
+            )));
+        }
+        // The offer: every 100 ms, the transfers due by then.
+        let t0 = Instant::now();
+        let mut next = 0usize;
+        let mut sent = HashSet::new();
+        while next < load.len() && !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(100));
+            let due = ((t0.elapsed().as_secs_f64() * tps as f64) as usize).min(load.len());
+            while next < due {
+                let hi = due.min(next + 5_000);
+                let chunk = &load[next..hi];
+                stats.offered.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+                let r = api.submit(chunk)?;
+                for (t, v) in chunk.iter().zip(&r.results) {
+                    if v.accepted {
+                        sent.insert(t.txid(kind));
+                    } else {
+                        stats.refused.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                stats.accepted.fetch_add(r.accepted as u64, Ordering::Relaxed);
+                next = hi;
+            }
+        }
+        let offered = sent.len();
+        // The next round spends these keys' coins again: let this round's transfers settle.
+        let (left, _) = wait_confirmed(&api, sent, height, CONFIRM_WAIT, stop)?;
+        stats.confirmed.fetch_add((offered - left.len()) as u64, Ordering::Relaxed);
+        stats.rounds.fetch_add(1, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+/// The spendable coins of premine keys `0..keys` (at most [`MAX_FUND_COINS`] each, largest
+/// first).
+fn load_funds(api: &Api, chain: &ChainInfo, keys: usize, tip: u64) -> Result<Vec<Fund>, ShellError> {
+    let kind = chain.params.hash;
+    let mut funds = Vec::with_capacity(keys);
+    for i in 0..keys {
+        let key = devnet_premine_key(chain.sig, i as u64);
+        let pk = key.public();
+        let lock = Lock { scheme: pk.scheme(), pubkey_hash: pk.hash(kind) };
+        let mut coins: Vec<_> = wallet::coins_of(api, &lock)?
+            .into_iter()
+            .filter(|c| c.spendable(&chain.params, tip) && c.out.value.get() > 0)
+            .collect();
+        coins.sort_by(|a, b| b.out.value.cmp(&a.out.value).then(a.outpoint.cmp(&b.outpoint)));
+        coins.truncate(MAX_FUND_COINS);
+        if !coins.is_empty() {
+            funds.push(Fund { key, coins: coins.into_iter().map(|c| (c.outpoint, c.out)).collect() });
+        }
+    }
+    Ok(funds)
+}
+
+/// Follows the main chain from `from` until every txid of `ids` is in a block, `timeout`
+/// passes or `stop` is set; returns the txids still unconfirmed and the height reached.
+fn wait_confirmed(
+    api: &Api,
+    mut ids: HashSet<Hash>,
+    from: u64,
+    timeout: Duration,
+    stop: &AtomicBool,
+) -> Result<(HashSet<Hash>, u64), ShellError> {
+    let deadline = Instant::now() + timeout;
+    let mut h = from;
+    while !ids.is_empty() && Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
+        let tip: Tip = api.get("/tip")?;
+        while h < tip.height {
+            let b: BlockTxids = api.get(&format!("/blocks/{}/txids", h + 1))?;
+            for t in &b.txids {
+                if let Ok(id) = t.parse::<Hash>() {
+                    ids.remove(&id);
+                }
+            }
+            h += 1;
+        }
+        if !ids.is_empty() {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+    Ok((ids, h))
+}
+
+/// Tab completion of command names (and of `load`'s subcommands).
+struct Complete {
+    names: Vec<String>,
+    load: Vec<String>,
+}
+
+impl Complete {
+    fn new() -> Complete {
+        let cmd = Line::command();
+        let mut names: Vec<String> = cmd.get_subcommands().map(|c| c.get_name().to_string()).collect();
+        names.push("exit".into());
+        let load = cmd
+            .find_subcommand("load")
+            .map(|l| l.get_subcommands().map(|c| c.get_name().to_string()).collect())
+            .unwrap_or_default();
+        Complete { names, load }
+    }
+}
+
+impl Completer for Complete {
+    type Candidate = String;
+
+    fn complete(
+        &self,
+        line: &str,
+        pos: usize,
+        _ctx: &Context<'_>,
+    ) -> rustyline::Result<(usize, Vec<String>)> {
+        let head = line.get(..pos).unwrap_or(line);
+        let start =
+            head.char_indices().rev().find(|(_, c)| c.is_whitespace()).map_or(0, |(i, c)| i + c.len_utf8());
+        let (before, word) = head.split_at(start);
+        let before: Vec<&str> = before.split_whitespace().collect();
+        let pool = match before.as_slice() {
+            [] => &self.names,
+            ["load"] => &self.load,
+            _ => return Ok((pos, Vec::new())),
+        };
+        Ok((start, pool.iter().filter(|n| n.starts_with(word)).cloned().collect()))
+    }
+}
+
+impl Hinter for Complete {
+    type Hint = String;
+}
+
+impl Highlighter for Complete {}
+
+impl Validator for Complete {}
+
+impl Helper for Complete {}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn complete(line: &str) -> (usize, Vec<String>) {
+        let history = DefaultHistory::new();
+        let ctx = Context::new(&history);
+        Complete::new().complete(line, line.len(), &ctx).unwrap()
+    }
+
+    #[test]
+    fn completes_command_names_and_load_subcommands() {
+        assert_eq!(complete("st"), (0, vec!["status".to_string()]));
+        assert_eq!(complete("q"), (0, vec!["quit".to_string()]));
+        let (start, mut load) = complete("load st");
+        load.sort();
+        assert_eq!((start, load), (5, vec!["start".to_string(), "status".to_string(), "stop".to_string()]));
+        assert_eq!(complete("block 1"), (7, vec![]));
+        assert_eq!(complete("\u{3000}ti"), (3, vec!["tip".to_string()]), "a wide space is a separator");
+    }
+
+    #[test]
+    fn lines_parse_like_the_help_says() {
+        let parse = |s: &str| Line::try_parse_from(s.split_whitespace());
+        assert!(matches!(
+            parse("load start 10 3"),
+            Ok(Line::Load { cmd: LoadCmd::Start { tps: 10, seconds: Some(3) } })
+        ));
+        assert!(matches!(parse("exit"), Ok(Line::Quit)));
+        assert!(matches!(
+            parse("send --to x --amount 5"),
+            Ok(Line::Send(SendArgs { amount: 5, fee_rate: 1_000, .. }))
+        ));
+        assert!(parse("load start many").is_err());
+        assert!(parse("block").is_err());
+        assert!(parse("bogus").is_err());
+    }
+}

@@ -1,0 +1,961 @@
+//! `scalechain wallet`: an encrypted key store (see `scalechain-wallet`) used through a node's
+//! HTTP API: addresses, the confirmed balance from the node's UTXO set (and what its mempool
+//! holds for or against it), transfers built, signed and submitted.
+//!
+//! - The wallet file is `--wallet FILE`, by default `wallet.json` in the current directory.
+//! - The passphrase comes from `--passphrase-file FILE` (its first line) or the environment
+//!   variable `SCALECHAIN_PASSPHRASE`; the command never prompts, so it runs the same in scripts
+//!   and terminals.
+//! - The node is `--api URL`, by default `http://` followed by the `api.listen` default of the
+//!   node's configuration (`127.0.0.1:8645`). Writes send `--token`/`--token-file` as a bearer
+//!   token (a node listening beyond loopback keeps it in `DATA_DIR/api_token`).
+//! - The chain (hash function, signature schemes, coinbase maturity) is recognised from the
+//!   node's chain id among the devnet parameter sets; addresses use the devnet prefix `scdev`.
+//!
+//! Every failure is a [`WalletError`] saying what was wrong; its exit code follows the rest of
+//! the command line: 1 for a refusal (wrong passphrase, insufficient funds, a transaction or
+//! request the node refused), 2 for bad usage and IO (a malformed address or amount, files,
+//! an unreachable API).
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+
+use scalechain_chain::export::TxJson;
+use scalechain_consensus::params::SigMode;
+use scalechain_consensus::Params;
+use scalechain_node::api::{MempoolJson, Status, SubmitResult, UtxoJson};
+use scalechain_node::NodeConfig;
+use scalechain_types::codec::{Decode, Encode};
+use scalechain_types::{Amount, Hash, HashKind, Lock, OutPoint, Scheme, Tx, TxOut};
+use scalechain_wallet::{
+    balance, build_transfer, encode_address, parse_address, AddressError, AddressHrp, BalanceError,
+    BuildError, BuildOptions, BuiltTransfer, ChainContext, FeeRate, KdfParams, KeyId, KeystoreError,
+    Passphrase, PassphraseError, Seed, SeedError, TransferRequest, Wallet,
+};
+
+use crate::Fail;
+
+/// The environment variable holding the passphrase.
+pub const PASSPHRASE_ENV: &str = "SCALECHAIN_PASSPHRASE";
+/// The most coins listed per key (the API's own maximum).
+const UTXO_LIMIT: usize = 100_000;
+/// The largest mempool whose transactions `balance` and `send` look through (one request each).
+const PENDING_SCAN_MAX: usize = 500;
+
+/// Where the wallet file is and how to unlock it.
+#[derive(Args, Clone, Debug)]
+pub struct WalletOpts {
+    /// The wallet file.
+    #[arg(long, global = true, default_value = "wallet.json")]
+    pub wallet: PathBuf,
+    /// Read the passphrase from the first line of this file (otherwise from the environment
+    /// variable SCALECHAIN_PASSPHRASE; there is no prompt).
+    #[arg(long, global = true)]
+    pub passphrase_file: Option<PathBuf>,
+    /// The chain's hash function, for commands that do not ask the node (addresses depend on
+    /// it); default sha256. Commands that ask the node use the node's and refuse a different one.
+    #[arg(long, global = true)]
+    pub hash: Option<HashKind>,
+}
+
+/// Which node to talk to, and the token for writes.
+#[derive(Args, Clone, Debug)]
+pub struct ApiOpts {
+    /// The node's API, e.g. http://127.0.0.1:8645 (default: the node's default API address).
+    #[arg(long, global = true)]
+    pub api: Option<String>,
+    /// Bearer token for write endpoints.
+    #[arg(long, global = true, conflicts_with = "token_file")]
+    pub token: Option<String>,
+    /// Read the bearer token from the first line of this file (e.g. DATA_DIR/api_token).
+    #[arg(long, global = true)]
+    pub token_file: Option<PathBuf>,
+}
+
+/// Arguments of `scalechain wallet`.
+#[derive(Args)]
+pub struct WalletArgs {
+    #[command(flatten)]
+    wallet: WalletOpts,
+    #[command(flatten)]
+    api: ApiOpts,
+    #[command(subcommand)]
+    cmd: WalletCmd,
+}
+
+#[derive(Subcommand)]
+enum WalletCmd {
+    /// Create an encrypted key store with its first (ed25519) key; refuses to overwrite a file.
+    New,
+    /// Print a receiving address: the newest key of the scheme (one is derived if there is
+    /// none), or a new key with --new.
+    Address {
+        /// Derive a new key.
+        #[arg(long)]
+        new: bool,
+        /// Signature scheme: ed25519 or secp256k1.
+        #[arg(long, default_value = "ed25519")]
+        scheme: Scheme,
+    },
+    /// List every key and its address.
+    List,
+    /// The confirmed balance from the node's UTXO set, and what its mempool adds or spends.
+    Balance(BalanceArgs),
+    /// Build, sign and submit a transfer; prints its txid.
+    Send(SendArgs),
+    /// Write a backup of the wallet file (encrypted under the same passphrase).
+    Backup {
+        /// The backup file (must not exist).
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Restore a backup into the wallet file (which must not exist).
+    Restore {
+        /// The backup file.
+        #[arg(long)]
+        from: PathBuf,
+    },
+    /// Add a key from a seed: 64 hex digits on the first line of FILE (e.g. a devnet premine key).
+    Import {
+        /// The file holding the seed.
+        #[arg(long)]
+        seed_file: PathBuf,
+        /// The key's signature scheme.
+        #[arg(long, default_value = "ed25519")]
+        scheme: Scheme,
+    },
+}
+
+/// Arguments of `balance`.
+#[derive(Args, Clone, Debug)]
+pub struct BalanceArgs {
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `send`.
+#[derive(Args, Clone, Debug)]
+pub struct SendArgs {
+    /// The recipient's address (bech32m, `scdev1...`).
+    #[arg(long)]
+    pub to: String,
+    /// The amount the recipient gets, in base units.
+    #[arg(long)]
+    pub amount: u64,
+    /// Fee per 1,000 bytes of the signed transaction.
+    #[arg(long, default_value_t = 1_000)]
+    pub fee_rate: u64,
+}
+
+/// Why a wallet command failed.
+#[derive(Debug, thiserror::Error)]
+pub enum WalletError {
+    /// No passphrase source was given.
+    #[error(
+        "no passphrase: set the environment variable {PASSPHRASE_ENV} or pass --passphrase-file FILE \
+         (the wallet does not prompt)"
+    )]
+    NoPassphrase,
+    /// The passphrase could not be read.
+    #[error(transparent)]
+    Passphrase(#[from] PassphraseError),
+    /// The wallet file does not exist.
+    #[error("no wallet file {0}: create one with `scalechain wallet new` (or pass --wallet FILE)")]
+    NoWallet(PathBuf),
+    /// The key store refused (wrong passphrase, corrupt file, existing file, IO).
+    #[error(transparent)]
+    Keystore(#[from] KeystoreError),
+    /// An address given on the command line is malformed.
+    #[error("{what} {input:?}: {source}")]
+    Address {
+        /// Which argument.
+        what: &'static str,
+        /// The text given.
+        input: String,
+        /// What was wrong with it.
+        source: AddressError,
+    },
+    /// An amount is out of range.
+    #[error("{what} {value}: amounts are at most 2^53 - 1 base units")]
+    AmountRange {
+        /// Which argument.
+        what: &'static str,
+        /// The value given.
+        value: u64,
+    },
+    /// A seed file is unreadable or malformed.
+    #[error("seed file {path}: {reason}")]
+    SeedFile {
+        /// The file.
+        path: PathBuf,
+        /// What was wrong.
+        reason: String,
+    },
+    /// The transfer could not be built.
+    #[error("{source}{note}")]
+    Build {
+        /// Why.
+        source: BuildError,
+        /// Which coins were left out, if any.
+        note: String,
+    },
+    /// The wallet holds no key.
+    #[error("the wallet {0} holds no key: run `scalechain wallet address --new`")]
+    NoKeys(PathBuf),
+    /// `--api` is not a URL.
+    #[error("--api {input:?}: {reason}")]
+    BadUrl {
+        /// The text given.
+        input: String,
+        /// Why it is not usable.
+        reason: String,
+    },
+    /// The token file could not be read.
+    #[error("API token file {path}: {reason}")]
+    TokenFile {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// Nothing answered at the API address.
+    #[error("the node's API at {url} is unreachable: {detail}")]
+    Unreachable {
+        /// The URL requested.
+        url: String,
+        /// The client's error.
+        detail: String,
+    },
+    /// The API answered with an error status.
+    #[error("{method} {url}: HTTP {status} {code}: {message}{hint}")]
+    Api {
+        /// GET or POST.
+        method: &'static str,
+        /// The URL.
+        url: String,
+        /// HTTP status.
+        status: u16,
+        /// The API's error code (`bad-request`, `not-found`, ...).
+        code: String,
+        /// The API's message.
+        message: String,
+        /// What to do about it, if known.
+        hint: &'static str,
+    },
+    /// The API's answer is not what it documents.
+    #[error("{url}: unexpected answer from the node: {detail}")]
+    BadResponse {
+        /// The URL.
+        url: String,
+        /// What was wrong.
+        detail: String,
+    },
+    /// The node refused the transaction.
+    #[error("the node refused transaction {txid}: {reason}: {detail}")]
+    Refused {
+        /// Its txid.
+        txid: Hash,
+        /// The rule or policy.
+        reason: String,
+        /// Details.
+        detail: String,
+    },
+    /// The node's chain is not one of the known parameter sets.
+    #[error(
+        "the node's chain {0} is not a devnet this program knows (no devnet hash function and \
+         signature schemes give this chain id)"
+    )]
+    UnknownChain(Hash),
+    /// `--hash` disagrees with the node.
+    #[error("--hash {given} but the node's chain uses {node}")]
+    HashMismatch {
+        /// Given.
+        given: HashKind,
+        /// The node's.
+        node: HashKind,
+    },
+    /// The coins the node lists do not add up.
+    #[error("the node's coin list: {0}")]
+    Balance(#[from] BalanceError),
+}
+
+impl WalletError {
+    /// The exit code: 1 for refusals, 2 for bad usage and IO.
+    pub fn code(&self) -> u8 {
+        match self {
+            WalletError::Keystore(KeystoreError::WrongPassphrase { .. })
+            | WalletError::Build { .. }
+            | WalletError::Api { .. }
+            | WalletError::BadResponse { .. }
+            | WalletError::Refused { .. }
+            | WalletError::UnknownChain(_)
+            | WalletError::HashMismatch { .. }
+            | WalletError::Balance(_) => 1,
+            _ => 2,
+        }
+    }
+
+    fn bad(url: &str, detail: impl Into<String>) -> WalletError {
+        WalletError::BadResponse { url: url.to_string(), detail: detail.into() }
+    }
+}
+
+impl From<WalletError> for Fail {
+    fn from(e: WalletError) -> Fail {
+        Fail(e.code(), e.to_string())
+    }
+}
+
+/// The API's error body.
+#[derive(Deserialize)]
+struct ApiErrorBody {
+    error: String,
+    message: String,
+}
+
+/// `GET /txs/{txid}`.
+#[derive(Deserialize)]
+pub(crate) struct TxStatusJson {
+    /// `mempool` or `confirmed`.
+    pub status: String,
+    /// Height of the confirming block.
+    pub height: Option<u64>,
+    /// The transaction.
+    pub tx: TxJson,
+}
+
+/// A blocking client of a node's API.
+pub(crate) struct Api {
+    rt: tokio::runtime::Runtime,
+    client: reqwest::Client,
+    base: String,
+    token: Option<String>,
+}
+
+/// The default API URL: the node's default listen address.
+pub(crate) fn default_api() -> String {
+    format!("http://{}", NodeConfig::default().api.listen)
+}
+
+fn read_token(path: &Path) -> Result<String, WalletError> {
+    let err = |reason: String| WalletError::TokenFile { path: path.to_path_buf(), reason };
+    let meta = std::fs::metadata(path).map_err(|e| err(e.to_string()))?;
+    if meta.len() > 4096 {
+        return Err(err(format!("{} bytes; a token file holds one short line", meta.len())));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+    let token = text.lines().next().unwrap_or("").trim().to_string();
+    if token.is_empty() {
+        return Err(err("the first line is empty".into()));
+    }
+    Ok(token)
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let t = c.to_string();
+        if !s.contains(&t) {
+            s.push_str(": ");
+            s.push_str(&t);
+        }
+        cur = c.source();
+    }
+    s
+}
+
+impl Api {
+    /// A client for the node of `opts`.
+    pub fn new(opts: &ApiOpts) -> Result<Api, WalletError> {
+        let given = opts.api.clone().unwrap_or_else(default_api);
+        let with_scheme = if given.contains("://") { given.clone() } else { format!("http://{given}") };
+        let bad = |reason: String| WalletError::BadUrl { input: given.clone(), reason };
+        let url = reqwest::Url::parse(&with_scheme).map_err(|e| bad(e.to_string()))?;
+        if url.scheme() != "http" && url.scheme() != "https" {
+            return Err(bad(format!("scheme {:?} is not http or https", url.scheme())));
+        }
+        if url.host_str().is_none() {
+            return Err(bad("no host".into()));
+        }
+        let base = with_scheme.trim_end_matches('/').to_string();
+        let token = match (&opts.token, &opts.token_file) {
+            (Some(t), _) if t.trim().is_empty() => {
+                return Err(WalletError::BadUrl { input: "--token".into(), reason: "empty token".into() })
+            }
+            (Some(t), _) => Some(t.trim().to_string()),
+            (None, Some(p)) => Some(read_token(p)?),
+            (None, None) => None,
+        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| bad(format!("starting the HTTP runtime: {e}")))?;
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .timeout(Duration::from_secs(60))
+            .build()
+            .map_err(|e| bad(format!("building the HTTP client: {e}")))?;
+        Ok(Api { rt, client, base, token })
+    }
+
+    /// The base URL.
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    fn request(
+        &self,
+        method: &'static str,
+        path: &str,
+        body: Option<serde_json::Value>,
+    ) -> Result<(String, Vec<u8>), WalletError> {
+        let url = format!("{}{path}", self.base);
+        let mut req = match &body {
+            Some(b) => self.client.post(&url).json(b),
+            None => self.client.get(&url),
+        };
+        if let (Some(t), Some(_)) = (&self.token, &body) {
+            req = req.bearer_auth(t);
+        }
+        let unreachable =
+            |e: reqwest::Error| WalletError::Unreachable { url: url.clone(), detail: error_chain(&e) };
+        let (status, bytes) = self.rt.block_on(async {
+            let r = req.send().await.map_err(unreachable)?;
+            let status = r.status();
+            let bytes = r.bytes().await.map_err(unreachable)?;
+            Ok::<_, WalletError>((status, bytes))
+        })?;
+        if !status.is_success() {
+            let (code, message) = match serde_json::from_slice::<ApiErrorBody>(&bytes) {
+                Ok(b) => (b.error, b.message),
+                Err(_) => (
+                    String::new(),
+                    String::from_utf8_lossy(&bytes[..bytes.len().min(300)]).trim().to_string(),
+                ),
+            };
+            let hint = if status.as_u16() == 401 {
+                " (pass --token or --token-file; the node keeps its token in DATA_DIR/api_token)"
+            } else {
+                ""
+            };
+            return Err(WalletError::Api { method, url, status: status.as_u16(), code, message, hint });
+        }
+        Ok((url, bytes.to_vec()))
+    }
+
+    /// `GET path`, parsed as `T`.
+    pub fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, WalletError> {
+        let (url, bytes) = self.request("GET", path, None)?;
+        serde_json::from_slice(&bytes).map_err(|e| WalletError::bad(&url, e.to_string()))
+    }
+
+    /// `POST /txs` with the transactions' encodings.
+    pub fn submit(&self, txs: &[Tx]) -> Result<SubmitResult, WalletError> {
+        let body =
+            serde_json::json!({ "txs": txs.iter().map(|t| hex::encode(t.encode())).collect::<Vec<_>>() });
+        let (url, bytes) = self.request("POST", "/txs", Some(body))?;
+        let r: SubmitResult =
+            serde_json::from_slice(&bytes).map_err(|e| WalletError::bad(&url, e.to_string()))?;
+        if r.results.len() != txs.len() {
+            return Err(WalletError::bad(
+                &url,
+                format!("{} verdicts for {} transactions", r.results.len(), txs.len()),
+            ));
+        }
+        Ok(r)
+    }
+}
+
+/// The node's chain: its parameters (recognised from the chain id) and tip height.
+pub(crate) struct ChainInfo {
+    /// The parameters.
+    pub params: Params,
+    /// The devnet's signature mode (which keys the premine pays).
+    pub sig: SigMode,
+    /// The chain id.
+    pub chain_id: Hash,
+    /// The tip height.
+    pub height: u64,
+}
+
+/// The devnet parameter set whose genesis hash is `chain_id`.
+pub(crate) fn identify(chain_id: &Hash) -> Option<(Params, SigMode)> {
+    for hash in HashKind::ALL {
+        for sig in [SigMode::Ed25519, SigMode::Secp256k1, SigMode::Mixed] {
+            let p = Params::devnet(hash, sig);
+            if p.chain_id() == *chain_id {
+                return Some((p, sig));
+            }
+        }
+    }
+    None
+}
+
+/// Asks the node for its chain.
+pub(crate) fn chain_info(api: &Api) -> Result<ChainInfo, WalletError> {
+    let s: Status = api.get("/status")?;
+    let chain_id: Hash = s
+        .chain_id
+        .parse()
+        .map_err(|e| WalletError::bad(&format!("{}/status", api.base()), format!("chain_id: {e}")))?;
+    let (params, sig) = identify(&chain_id).ok_or(WalletError::UnknownChain(chain_id))?;
+    Ok(ChainInfo { params, sig, chain_id, height: s.height })
+}
+
+/// A coin as the node lists it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Coin {
+    /// Where it is.
+    pub outpoint: OutPoint,
+    /// Value and lock.
+    pub out: TxOut,
+    /// Height of the block that created it.
+    pub height: u64,
+    /// Created by a coinbase?
+    pub coinbase: bool,
+}
+
+impl Coin {
+    /// May a transaction in the next block spend it?
+    pub fn spendable(&self, params: &Params, tip_height: u64) -> bool {
+        !self.coinbase || tip_height.saturating_add(1) >= self.height.saturating_add(params.coinbase_maturity)
+    }
+}
+
+/// The coins locked to `lock`, as the node lists them (at most [`UTXO_LIMIT`]).
+pub(crate) fn coins_of(api: &Api, lock: &Lock) -> Result<Vec<Coin>, WalletError> {
+    let path = format!("/utxos/{}?limit={UTXO_LIMIT}", lock.pubkey_hash);
+    let list: Vec<UtxoJson> = api.get(&path)?;
+    let url = format!("{}{path}", api.base());
+    let mut coins = Vec::with_capacity(list.len());
+    for u in list {
+        let scheme: Scheme = u.scheme.parse().map_err(|e| WalletError::bad(&url, format!("scheme: {e}")))?;
+        if scheme != lock.scheme {
+            continue;
+        }
+        let txid: Hash = u.txid.parse().map_err(|e| WalletError::bad(&url, format!("txid: {e}")))?;
+        let value = Amount::new(u.value).map_err(|e| WalletError::bad(&url, format!("value: {e}")))?;
+        coins.push(Coin {
+            outpoint: OutPoint { txid, index: u.index },
+            out: TxOut { value, lock: *lock },
+            height: u.height,
+            coinbase: u.coinbase,
+        });
+    }
+    Ok(coins)
+}
+
+/// What the mempool holds for and against a set of locks.
+#[derive(Default)]
+pub(crate) struct Pending {
+    /// Was the mempool small enough to look through?
+    pub scanned: bool,
+    /// Transactions in the mempool.
+    pub mempool_txs: usize,
+    /// Unconfirmed outputs paying the locks.
+    pub incoming: Amount,
+    /// The value of confirmed coins that unconfirmed transactions spend.
+    pub outgoing: Amount,
+    /// Those coins.
+    pub spent: HashSet<OutPoint>,
+}
+
+/// Looks through the mempool (when it holds at most [`PENDING_SCAN_MAX`] transactions) for
+/// transactions paying `locks` or spending `coins`.
+pub(crate) fn pending(
+    api: &Api,
+    locks: &HashSet<Lock>,
+    coins: &HashMap<OutPoint, Amount>,
+) -> Result<Pending, WalletError> {
+    let m: MempoolJson = api.get(&format!("/mempool?limit={PENDING_SCAN_MAX}"))?;
+    let mut p = Pending { mempool_txs: m.count, ..Pending::default() };
+    if m.count > PENDING_SCAN_MAX {
+        return Ok(p);
+    }
+    for txid in &m.txids {
+        let path = format!("/txs/{txid}");
+        let st: TxStatusJson = match api.get(&path) {
+            Ok(s) => s,
+            // Confirmed or evicted since the list was made.
+            Err(WalletError::Api { status: 404, .. }) => continue,
+            Err(e) => return Err(e),
+        };
+        if st.status != "mempool" {
+            continue;
+        }
+        let url = format!("{}{path}", api.base());
+        let bytes = hex::decode(&st.tx.raw).map_err(|e| WalletError::bad(&url, format!("raw: {e}")))?;
+        let tx = Tx::decode(&bytes).map_err(|e| WalletError::bad(&url, format!("raw: {e}")))?;
+        for i in &tx.inputs {
+            if let Some(v) = coins.get(&i.prev) {
+                if p.spent.insert(i.prev) {
+                    p.outgoing =
+                        p.outgoing.checked_add(*v).map_err(|e| WalletError::bad(&url, e.to_string()))?;
+                }
+            }
+        }
+        for o in &tx.outputs {
+            if locks.contains(&o.lock) {
+                p.incoming =
+                    p.incoming.checked_add(o.value).map_err(|e| WalletError::bad(&url, e.to_string()))?;
+            }
+        }
+    }
+    p.scanned = true;
+    Ok(p)
+}
+
+/// Reads the passphrase: `--passphrase-file`, else the environment variable.
+pub(crate) fn passphrase(opts: &WalletOpts) -> Result<Passphrase, WalletError> {
+    if let Some(f) = &opts.passphrase_file {
+        return Ok(Passphrase::from_file(f)?);
+    }
+    match Passphrase::from_env(PASSPHRASE_ENV) {
+        Ok(p) => Ok(p),
+        Err(PassphraseError::EnvMissing { .. }) => Err(WalletError::NoPassphrase),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Opens the wallet file.
+pub(crate) fn open(opts: &WalletOpts) -> Result<Wallet, WalletError> {
+    if !opts.wallet.exists() {
+        return Err(WalletError::NoWallet(opts.wallet.clone()));
+    }
+    let pass = passphrase(opts)?;
+    Ok(Wallet::open(&opts.wallet, &pass)?)
+}
+
+fn amount(what: &'static str, value: u64) -> Result<Amount, WalletError> {
+    Amount::new(value).map_err(|_| WalletError::AmountRange { what, value })
+}
+
+fn hrp() -> AddressHrp {
+    AddressHrp::devnet()
+}
+
+fn key_name(id: KeyId) -> String {
+    match id {
+        KeyId::Derived { scheme, index } => format!("{scheme} #{index}"),
+        KeyId::Imported { index } => format!("imported #{index}"),
+    }
+}
+
+/// The hash function for commands that do not ask the node.
+fn offline_hash(opts: &WalletOpts) -> HashKind {
+    opts.hash.unwrap_or(HashKind::Sha256)
+}
+
+/// The node's chain, checked against `--hash`.
+fn node_chain(api: &Api, opts: &WalletOpts) -> Result<ChainInfo, WalletError> {
+    let c = chain_info(api)?;
+    if let Some(given) = opts.hash {
+        if given != c.params.hash {
+            return Err(WalletError::HashMismatch { given, node: c.params.hash });
+        }
+    }
+    Ok(c)
+}
+
+/// What a command prints: `out` on standard output, `info` on standard error (the shell prints
+/// both).
+#[derive(Default)]
+pub(crate) struct Output {
+    /// For standard output.
+    pub out: String,
+    /// For standard error.
+    pub info: String,
+}
+
+/// A wallet's balance as `balance` reports it.
+pub(crate) struct BalanceReport {
+    /// The coins the node lists for the wallet's keys.
+    pub confirmed: Amount,
+    /// Of those, coinbase outputs not yet mature.
+    pub immature: Amount,
+    /// Coins.
+    pub coins: usize,
+    /// Per address: amount and coins.
+    pub by_address: Vec<(String, Amount, usize)>,
+    /// What the mempool holds.
+    pub pending: Pending,
+    /// The tip height the coins were read at.
+    pub height: u64,
+}
+
+/// The wallet's locks, as a set and in key order without repeats.
+fn wallet_locks(wallet: &Wallet, kind: HashKind) -> (HashSet<Lock>, Vec<Lock>) {
+    let mut set = HashSet::new();
+    let mut ordered = Vec::new();
+    for l in wallet.locks(kind) {
+        if set.insert(l) {
+            ordered.push(l);
+        }
+    }
+    (set, ordered)
+}
+
+/// Reads the balance of `wallet` from the node.
+pub(crate) fn balance_of(
+    api: &Api,
+    opts: &WalletOpts,
+    wallet: &Wallet,
+) -> Result<BalanceReport, WalletError> {
+    let chain = node_chain(api, opts)?;
+    let kind = chain.params.hash;
+    let (locks, ordered) = wallet_locks(wallet, kind);
+    let mut coins = Vec::new();
+    for lock in &ordered {
+        coins.extend(coins_of(api, lock)?);
+    }
+    let list: Vec<(OutPoint, TxOut)> = coins.iter().map(|c| (c.outpoint, c.out)).collect();
+    let b = balance(&list, &hrp())?;
+    let mut immature = Amount::ZERO;
+    for c in coins.iter().filter(|c| !c.spendable(&chain.params, chain.height)) {
+        immature = immature.checked_add(c.out.value).map_err(|_| BalanceError { at: c.outpoint })?;
+    }
+    let values: HashMap<OutPoint, Amount> = coins.iter().map(|c| (c.outpoint, c.out.value)).collect();
+    let pending = pending(api, &locks, &values)?;
+    let mut by_address: Vec<(String, Amount, usize)> =
+        b.by_address.into_iter().map(|(a, v)| (a, v.amount, v.coins)).collect();
+    // Addresses of keys without coins too.
+    for lock in &ordered {
+        let a = encode_address(&hrp(), lock);
+        if !by_address.iter().any(|(x, _, _)| *x == a) {
+            by_address.push((a, Amount::ZERO, 0));
+        }
+    }
+    by_address.sort();
+    Ok(BalanceReport {
+        confirmed: b.total,
+        immature,
+        coins: b.coins,
+        by_address,
+        pending,
+        height: chain.height,
+    })
+}
+
+/// Formats a balance.
+pub(crate) fn balance_text(r: &BalanceReport, json: bool) -> String {
+    let p = &r.pending;
+    if json {
+        let v = serde_json::json!({
+            "height": r.height,
+            "confirmed": r.confirmed.get(),
+            "immature": r.immature.get(),
+            "coins": r.coins,
+            "pending_scanned": p.scanned,
+            "pending_in": p.incoming.get(),
+            "pending_out": p.outgoing.get(),
+            "mempool_txs": p.mempool_txs,
+            "addresses": r.by_address.iter().map(|(a, v, n)| serde_json::json!({"address": a, "amount": v.get(), "coins": n})).collect::<Vec<_>>(),
+        });
+        return format!("{v}\n");
+    }
+    let mut s = String::new();
+    for (a, v, n) in &r.by_address {
+        s.push_str(&format!("  {a}  {v:>16}  ({n} coins)\n"));
+    }
+    s.push_str(&format!(
+        "confirmed {} in {} coins at height {} ({} immature)\n",
+        r.confirmed, r.coins, r.height, r.immature
+    ));
+    if p.scanned {
+        s.push_str(&format!(
+            "pending   +{} incoming, -{} spent (mempool of {} transactions)\n",
+            p.incoming, p.outgoing, p.mempool_txs
+        ));
+    } else {
+        s.push_str(&format!(
+            "pending   not computed: the mempool holds {} transactions (more than {PENDING_SCAN_MAX})\n",
+            p.mempool_txs
+        ));
+    }
+    s
+}
+
+/// Builds, signs and submits a transfer from `wallet`.
+pub(crate) fn send(
+    api: &Api,
+    opts: &WalletOpts,
+    wallet: &Wallet,
+    args: &SendArgs,
+) -> Result<BuiltTransfer, WalletError> {
+    let to = parse_address(&args.to, &hrp()).map_err(|source| WalletError::Address {
+        what: "--to",
+        input: args.to.clone(),
+        source,
+    })?;
+    let value = amount("--amount", args.amount)?;
+    let rate = FeeRate::per_kb(amount("--fee-rate", args.fee_rate)?);
+    let chain = node_chain(api, opts)?;
+    let kind = chain.params.hash;
+    let change =
+        wallet.keys().first().ok_or_else(|| WalletError::NoKeys(wallet.path().to_path_buf()))?.lock(kind);
+    let (locks, ordered) = wallet_locks(wallet, kind);
+    let mut all = Vec::new();
+    for lock in &ordered {
+        all.extend(coins_of(api, lock)?);
+    }
+    let values: HashMap<OutPoint, Amount> = all.iter().map(|c| (c.outpoint, c.out.value)).collect();
+    let pend = pending(api, &locks, &values)?;
+    let (mut immature, mut in_flight) = (0usize, 0usize);
+    let coins: Vec<(OutPoint, TxOut)> = all
+        .iter()
+        .filter(|c| {
+            let ok = c.spendable(&chain.params, chain.height);
+            immature += usize::from(!ok);
+            ok
+        })
+        .filter(|c| {
+            let free = !pend.spent.contains(&c.outpoint);
+            in_flight += usize::from(!free);
+            free
+        })
+        .map(|c| (c.outpoint, c.out))
+        .collect();
+    let ctx = ChainContext { hash: kind, chain_id: chain.chain_id };
+    let req = TransferRequest { coins: &coins, to, amount: value, change, options: BuildOptions::new(rate) };
+    let built = build_transfer(&wallet.keyring(kind), &ctx, &req).map_err(|source| {
+        let mut note = String::new();
+        if immature > 0 {
+            note.push_str(&format!("; {immature} immature coinbase coins left out"));
+        }
+        if in_flight > 0 {
+            note.push_str(&format!("; {in_flight} coins already spent by unconfirmed transactions left out"));
+        }
+        if !pend.scanned {
+            note.push_str("; the mempool was too large to check for coins already being spent");
+        }
+        WalletError::Build { source, note }
+    })?;
+    let r = api.submit(std::slice::from_ref(&built.tx))?;
+    let v = r.results.into_iter().next().ok_or_else(|| WalletError::bad(api.base(), "no verdict"))?;
+    if !v.accepted {
+        return Err(WalletError::Refused {
+            txid: built.txid,
+            reason: v.reason.unwrap_or_else(|| "refused".into()),
+            detail: v.detail.unwrap_or_default(),
+        });
+    }
+    Ok(built)
+}
+
+/// Describes a sent transfer: the txid on `out`, the rest on `info`.
+pub(crate) fn send_text(args: &SendArgs, b: &BuiltTransfer) -> Output {
+    Output {
+        out: format!("{}\n", b.txid),
+        info: format!(
+            "sent {} to {}: fee {} for {} bytes, {} coins spent, change {}\n",
+            args.amount,
+            args.to,
+            b.fee,
+            b.size,
+            b.spent.len(),
+            b.change.map_or("none".to_string(), |c| c.to_string())
+        ),
+    }
+}
+
+fn run_cmd(a: &WalletArgs) -> Result<Output, WalletError> {
+    let o = &a.wallet;
+    let mut out = Output::default();
+    match &a.cmd {
+        WalletCmd::New => {
+            if o.wallet.exists() {
+                return Err(KeystoreError::AlreadyExists { path: o.wallet.clone() }.into());
+            }
+            let pass = passphrase(o)?;
+            let mut w = Wallet::create(&o.wallet, &pass, KdfParams::DEFAULT)?;
+            let k = w.new_key(Scheme::Ed25519)?;
+            out.info = format!("created {}\n", o.wallet.display());
+            out.out = format!("{}\n", k.address(offline_hash(o), &hrp()));
+        }
+        WalletCmd::Address { new, scheme } => {
+            let mut w = open(o)?;
+            let newest = w.keys().iter().rev().find(|k| k.pubkey.scheme() == *scheme).copied();
+            let k = match newest {
+                Some(k) if !new => k,
+                _ => {
+                    let k = w.new_key(*scheme)?;
+                    out.info = format!("new {} key\n", key_name(k.id));
+                    k
+                }
+            };
+            out.out = format!("{}\n", k.address(offline_hash(o), &hrp()));
+        }
+        WalletCmd::List => {
+            let w = open(o)?;
+            for k in w.keys() {
+                out.out.push_str(&format!("{}  {}\n", k.address(offline_hash(o), &hrp()), key_name(k.id)));
+            }
+        }
+        WalletCmd::Balance(b) => {
+            let api = Api::new(&a.api)?;
+            let w = open(o)?;
+            out.out = balance_text(&balance_of(&api, o, &w)?, b.json);
+        }
+        WalletCmd::Send(s) => {
+            // Arguments first: a bad address or amount fails before anything is opened or asked.
+            parse_address(&s.to, &hrp()).map_err(|source| WalletError::Address {
+                what: "--to",
+                input: s.to.clone(),
+                source,
+            })?;
+            amount("--amount", s.amount)?;
+            amount("--fee-rate", s.fee_rate)?;
+            let api = Api::new(&a.api)?;
+            let w = open(o)?;
+            let built = send(&api, o, &w, s)?;
+            out = send_text(s, &built);
+        }
+        WalletCmd::Backup { out: dest } => {
+            let w = open(o)?;
+            w.backup(dest)?;
+            out.info = format!("backup of {} keys written to {}\n", w.keys().len(), dest.display());
+        }
+        WalletCmd::Restore { from } => {
+            if o.wallet.exists() {
+                return Err(KeystoreError::AlreadyExists { path: o.wallet.clone() }.into());
+            }
+            let pass = passphrase(o)?;
+            let w = Wallet::restore(from, &pass, &o.wallet)?;
+            out.info = format!("restored {} keys into {}\n", w.keys().len(), o.wallet.display());
+        }
+        WalletCmd::Import { seed_file, scheme } => {
+            let seed = read_seed(seed_file)?;
+            let mut w = open(o)?;
+            let k = w.import_seed(*scheme, seed)?;
+            out.info = format!("key {}\n", key_name(k.id));
+            out.out = format!("{}\n", k.address(offline_hash(o), &hrp()));
+        }
+    }
+    Ok(out)
+}
+
+fn read_seed(path: &Path) -> Result<Seed, WalletError> {
+    let err = |reason: String| WalletError::SeedFile { path: path.to_path_buf(), reason };
+    let meta = std::fs::metadata(path).map_err(|e| err(e.to_string()))?;
+    if meta.len() > 1024 {
+        return Err(err(format!("{} bytes; a seed file holds one line of 64 hex digits", meta.len())));
+    }
+    let text = zeroize::Zeroizing::new(std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?);
+    let line = text.lines().next().unwrap_or("");
+    Seed::from_hex(line).map_err(|e: SeedError| err(e.to_string()))
+}
+
+/// Runs `scalechain wallet`.
+pub fn run(a: WalletArgs) -> Result<(), Fail> {
+    let out = run_cmd(&a)?;
+    eprint!("{}", out.info);
+    print!("{}", out.out);
+    Ok(())
+}
