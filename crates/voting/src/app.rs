@@ -177,6 +177,14 @@ impl Election {
         Ok(Election { candidates, start, end, scheme, token_key, election_key, label })
     }
 
+    /// Decodes [`Election::encode`] exactly (as stored in the module's state).
+    pub fn decode(bytes: &[u8]) -> Result<Election, DecodeError> {
+        let mut r = Reader::new(bytes);
+        let e = Election::decode_from(&mut r)?;
+        r.finish()?;
+        Ok(e)
+    }
+
     /// The election id: `H(encoding)`.
     pub fn id(&self, kind: HashKind) -> Hash {
         kind.hash(&self.encode())
