@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 mod devnet;
 mod netcmd;
 mod shell;
+mod vote;
 mod wallet;
 
 use scalechain_chain::export::{block_json, dot, parse_chain_json, ChainJson, ParamsJson};
@@ -95,7 +96,7 @@ enum Cmd {
     /// The voting application (seed 003).
     Vote {
         #[command(subcommand)]
-        cmd: VoteCmd,
+        cmd: vote::VoteCmd,
     },
     /// Internal: one hash-study run in its own process (prints seconds and peak KiB).
     #[command(hide = true)]
@@ -103,50 +104,6 @@ enum Cmd {
         /// ALG BYTES THREADS COUNT.
         args: Vec<String>,
     },
-}
-
-#[derive(Subcommand)]
-enum VoteCmd {
-    /// Run a whole election on an in-process chain: setup, registration, ballots (honest and
-    /// invalid), blocks, tally, decryption with proofs, verification.
-    Demo {
-        /// Honest voters.
-        #[arg(long, default_value_t = 1000)]
-        voters: usize,
-        /// Candidates (1 of L).
-        #[arg(long, default_value_t = 4)]
-        candidates: usize,
-        /// Ballot scheme.
-        #[arg(long, value_enum, default_value_t = BallotScheme::Elgamal)]
-        scheme: BallotScheme,
-        /// Invalid ballots to submit (cycling through every kind).
-        #[arg(long, default_value_t = 0)]
-        invalid: usize,
-        /// Print one JSON object as the last line.
-        #[arg(long)]
-        json: bool,
-        /// Seed of every random choice.
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-    },
-}
-
-/// Ballot schemes available.
-#[derive(Clone, Copy, ValueEnum)]
-enum BallotScheme {
-    /// Exponential ElGamal on ristretto255.
-    Elgamal,
-    /// Paillier (2048-bit N) with the 1-out-of-L membership proof, seed 003's scheme.
-    Paillier,
-}
-
-impl From<BallotScheme> for scalechain_voting::BallotScheme {
-    fn from(s: BallotScheme) -> Self {
-        match s {
-            BallotScheme::Elgamal => scalechain_voting::BallotScheme::Elgamal,
-            BallotScheme::Paillier => scalechain_voting::BallotScheme::Paillier,
-        }
-    }
 }
 
 #[derive(Subcommand)]
@@ -267,9 +224,7 @@ fn main() -> ExitCode {
         Cmd::Devnet(a) => devnet::devnet(a),
         Cmd::Wallet(a) => wallet::run(a),
         Cmd::Shell(a) => shell::run(a),
-        Cmd::Vote { cmd: VoteCmd::Demo { voters, candidates, scheme, invalid, json, seed } } => {
-            vote_demo(voters, candidates, scheme, invalid, json, seed)
-        }
+        Cmd::Vote { cmd } => vote::run(cmd),
         Cmd::StudyHashWorker { args } => match scalechain_study::exp::hash::worker_main(&args) {
             Ok(line) => {
                 println!("{line}");
@@ -490,41 +445,5 @@ fn study(
         );
     }
     println!("report: {}", out.join("report.md").display());
-    Ok(())
-}
-
-fn vote_demo(
-    voters: usize,
-    candidates: usize,
-    scheme: BallotScheme,
-    invalid: usize,
-    json: bool,
-    seed: u64,
-) -> Result<(), Fail> {
-    let opts = scalechain_voting::demo::DemoOpts { scheme: scheme.into(), voters, candidates, invalid, seed };
-    let r = scalechain_voting::demo::run(&opts).map_err(|e| Fail(2, e.to_string()))?;
-    if json {
-        println!("{}", r.json());
-    } else {
-        println!("election: {voters} voters, {candidates} candidates, scheme {}", r.scheme);
-        println!("  tally    {:?}", r.tally);
-        println!("  expected {:?}", r.expected);
-        println!("  verified {}", r.verified);
-        println!(
-            "  invalid ballots: {} cast, {} rejected {:?}",
-            r.invalid_cast, r.rejected_invalid, r.rejected_by_rule
-        );
-        println!(
-            "  {:.1} ballots/s confirmed end to end, latency p50 {:.1} ms p99 {:.1} ms, {} blocks",
-            r.ballots_per_s, r.latency_ms.p50, r.latency_ms.p99, r.blocks
-        );
-        println!(
-            "  voters' encryption + proofs {:.2} s (client side), tally + decryption {:.2} s",
-            r.cast_s, r.tally_s
-        );
-    }
-    if r.tally != r.expected || !r.verified || r.rejected_invalid != r.invalid_cast {
-        return Err(Fail(1, "the election did not verify".into()));
-    }
     Ok(())
 }

@@ -12,7 +12,10 @@
 //!   a block's (or a mempool chunk's) transactions of the module at once, before `apply` runs.
 //!   `apply` then finds the transaction's verdict in [`AppContext::precheck`] and skips that work;
 //!   without a pre-check ([`Precheck::None`]: `sequential` mode, or a module without the hook) it
-//!   does the work itself. The verdicts must be the same either way ([`precheck_txs`]).
+//!   does the work itself. The verdicts must be the same either way ([`precheck_txs`]);
+//! - optionally, [`AppModule::conflict_keys`] names keys a transaction holds exclusively while
+//!   pooled, so the mempool keeps at most one pooled transaction per key (as it does for spent
+//!   outputs) instead of pooling two that no block could hold together.
 //!
 //! Keys are namespaced by the kind byte, so modules cannot touch each other's state. Writes of a
 //! failed transaction are discarded; writes of a connected block are undone on a reorg.
@@ -196,6 +199,18 @@ pub trait AppModule: Send + Sync {
     ) -> Option<Vec<Result<(), AppError>>> {
         let _ = (txs, params, seed);
         None
+    }
+
+    /// Keys that a pooled transaction holds exclusively: the mempool refuses a second pooled
+    /// transaction claiming one of them (e.g. a voter's second ballot for an election, which
+    /// [`AppModule::apply`] would refuse once the first is in a block), and frees them when the
+    /// transaction leaves the pool. Keys live in the module's own space (the mempool pairs them
+    /// with [`AppModule::kind`]). Must be a pure function of the transaction, cheap, and hold
+    /// few keys; a transaction that does not decode has none (its rules refuse it anyway).
+    /// Default: none.
+    fn conflict_keys(&self, tx: &Tx, params: &Params) -> Vec<Hash> {
+        let _ = (tx, params);
+        Vec::new()
     }
 }
 

@@ -24,6 +24,17 @@ pub enum MempoolError {
         /// The pooled transaction that spends it.
         pooled: Hash,
     },
+    /// An application module says the transaction holds a key that a pooled transaction
+    /// already holds (e.g. a voter's second ballot for one election; no replacement).
+    #[error("application key {key} of kind {kind} is already held by pooled transaction {pooled}")]
+    AppConflict {
+        /// The transaction kind (the module) the key belongs to.
+        kind: u8,
+        /// The key both claim ([`scalechain_consensus::AppModule::conflict_keys`]).
+        key: Hash,
+        /// The pooled transaction that holds it.
+        pooled: Hash,
+    },
     /// With its unconfirmed ancestors the transaction would form a chain longer than allowed.
     #[error("with its unconfirmed ancestors the transaction would make more than {max} pooled transactions")]
     TooManyAncestors {
@@ -92,6 +103,7 @@ impl MempoolError {
         match self {
             MempoolError::AlreadyKnown { .. } => "already-known",
             MempoolError::Conflict { .. } => "conflict",
+            MempoolError::AppConflict { .. } => "app-conflict",
             MempoolError::TooManyAncestors { .. } => "too-many-ancestors",
             MempoolError::TooManyDescendants { .. } => "too-many-descendants",
             MempoolError::LowFee { .. } => "low-fee",
@@ -128,6 +140,7 @@ mod tests {
         let all = [
             MempoolError::AlreadyKnown { txid: h },
             MempoolError::Conflict { input: 0, prev: op, pooled: h },
+            MempoolError::AppConflict { kind: 2, key: h, pooled: h },
             MempoolError::TooManyAncestors { max: 25 },
             MempoolError::TooManyDescendants { ancestor: h, count: 26, max: 25 },
             MempoolError::LowFee { fee: Amount::ZERO, size: 100, rate: 0, min: 1 },
@@ -142,6 +155,7 @@ mod tests {
             [
                 "already-known",
                 "conflict",
+                "app-conflict",
                 "too-many-ancestors",
                 "too-many-descendants",
                 "low-fee",
@@ -165,6 +179,10 @@ mod tests {
         assert!(msg.contains("input 1"), "{msg}");
         assert!(msg.contains(&prev.to_string()), "{msg}");
         assert!(msg.contains(&pooled.to_string()), "{msg}");
+        let key = Hash([5; 32]);
+        let msg = MempoolError::AppConflict { kind: 2, key, pooled }.to_string();
+        assert!(msg.contains(&key.to_string()) && msg.contains(&pooled.to_string()), "{msg}");
+        assert!(msg.contains("kind 2"), "{msg}");
         let c = MempoolError::from(TxRule::WrongKey { input: 3 });
         assert_eq!(c.reason(), "wrong-key");
         assert!(c.to_string().starts_with("wrong-key: input 3"), "{c}");

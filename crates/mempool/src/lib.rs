@@ -11,7 +11,9 @@
 //! - **Admission.** Each transaction is judged by the consensus rules (`verify_txs`, parallel
 //!   batches) against the chain's UTXOs plus the outputs of pooled transactions, less what
 //!   pooled transactions spend; chains of unconfirmed transactions in one batch are admitted in
-//!   generations. Policy on top: duplicates, conflicts (no replacement), ancestor and
+//!   generations. Policy on top: duplicates, conflicts (no replacement) over spent outputs and
+//!   over application keys (`AppModule::conflict_keys`: e.g. one pooled ballot per voter and
+//!   election; a block holding a key takes the pooled holder out), ancestor and
 //!   descendant limits, minimum fee rate, dust, size, and eviction of the lowest fee rates
 //!   when full ([`MempoolError`] names each).
 //! - **Signature cache.** Admitted transactions' wtxids enter a bounded [`SignatureCache`]

@@ -10,11 +10,11 @@ use scalechain_consensus::connect::ConnectCtx;
 use scalechain_consensus::{
     verify_txs, AppStateView, Apps, Coin, Params, SigCache, TxEnv, TxRule, UtxoView, VerifyConfig,
 };
-use scalechain_types::{Amount, Block, Hash, HashKind, OutPoint, Tx};
+use scalechain_types::{Amount, Block, Hash, HashKind, OutPoint, Tx, TxKind};
 
 use crate::config::{FeeRate, MempoolConfig};
 use crate::error::MempoolError;
-use crate::pool::{Candidate, Pool};
+use crate::pool::{AppKey, Candidate, Pool};
 use crate::sigcache::SignatureCache;
 use crate::snapshot::{Counters, PoolEntry, Snapshot, Stats, Template};
 
@@ -59,7 +59,8 @@ pub struct Admitted {
 pub struct Removed {
     /// Pooled transactions the block confirmed.
     pub confirmed: usize,
-    /// Pooled transactions that spent an output the block spends, with their descendants.
+    /// Pooled transactions that spent an output the block spends, or held an application key a
+    /// transaction of the block holds, with their descendants.
     pub conflicted: Vec<Hash>,
 }
 
@@ -76,6 +77,10 @@ struct Writer {
     pool: Pool,
     counters: Counters,
     version: u64,
+    /// The modules and parameters of the latest admission, to find the application keys of a
+    /// block's transactions in [`Mempool::remove_block`] (a pool that never admitted anything
+    /// holds no keys).
+    modules: Option<(Apps, Params)>,
 }
 
 /// The transaction pool. Share it as `Arc<Mempool>`: any number of readers, one writer at a
@@ -127,6 +132,20 @@ impl UtxoView for PoolView<'_> {
     }
 }
 
+/// The application keys `tx` would hold in the pool (distinct, sorted): those its module names
+/// ([`scalechain_consensus::AppModule::conflict_keys`]); none for transfers and unknown kinds.
+fn app_keys(apps: &Apps, params: &Params, tx: &Tx) -> Vec<AppKey> {
+    if tx.kind == TxKind::TRANSFER || tx.is_coinbase() {
+        return Vec::new();
+    }
+    let Some(m) = apps.get(tx.kind) else { return Vec::new() };
+    let mut keys: Vec<AppKey> =
+        m.conflict_keys(tx, params).into_iter().map(|key| AppKey { kind: tx.kind.0, key }).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys
+}
+
 /// Policy rules that need no state: size and dust.
 fn static_policy(cfg: &MempoolConfig, tx: &Tx, size: u64) -> Result<(), MempoolError> {
     if size > cfg.max_tx_bytes {
@@ -146,7 +165,7 @@ fn place(
     c: Candidate,
 ) -> Result<Admitted, MempoolError> {
     // Evictions earlier in the same generation may have taken what it spends.
-    if let Some(e) = pool.conflict(&c.tx) {
+    if let Some(e) = pool.conflict(&c.tx).or_else(|| pool.app_conflict(&c.keys)) {
         return Err(e);
     }
     for (input, i) in c.tx.inputs.iter().enumerate() {
@@ -176,7 +195,8 @@ fn place(
 /// exist (chain or pool), verified together by `verify_txs`, then those spending outputs of the
 /// ones just admitted, and so on. Of two transactions of the batch spending the same output,
 /// the earlier is judged first; the later waits and then conflicts with it, or, if the earlier
-/// failed, is judged in turn. Verdicts come back in input order.
+/// failed, is judged in turn; likewise for two claiming one application key. Verdicts come back
+/// in input order.
 fn run_admission(
     pool: &mut Pool,
     cfg: &MempoolConfig,
@@ -185,6 +205,11 @@ fn run_admission(
     items: Vec<Prepared>,
 ) -> Vec<Result<Admitted, MempoolError>> {
     let n = items.len();
+    let mut keys: Vec<Vec<AppKey>> = if n < 64 {
+        items.iter().map(|p| app_keys(env.apps, env.params, &p.tx)).collect()
+    } else {
+        items.par_iter().map(|p| app_keys(env.apps, env.params, &p.tx)).collect()
+    };
     let mut verdicts: Vec<Option<Result<Admitted, MempoolError>>> = (0..n).map(|_| None).collect();
     let mut meta: Vec<(Hash, Hash, u64)> = Vec::with_capacity(n);
     // Transactions of the batch not judged yet, by txid.
@@ -208,19 +233,23 @@ fn run_admission(
     let mut admitted_wtxids = Vec::new();
     while !pending.is_empty() {
         let mut claimed: HashSet<OutPoint> = HashSet::new();
+        let mut claimed_keys: HashSet<AppKey> = HashSet::new();
         let mut ready: Vec<(usize, Tx)> = Vec::new();
         let mut wait: Vec<(usize, Tx)> = Vec::new();
         for (i, tx) in pending.drain(..) {
             let txid = meta[i].0;
             if tx.inputs.iter().any(|inp| inp.prev.txid != txid && undecided.contains_key(&inp.prev.txid)) {
                 wait.push((i, tx));
-            } else if let Some(e) = pool.conflict(&tx) {
+            } else if let Some(e) = pool.conflict(&tx).or_else(|| pool.app_conflict(&keys[i])) {
                 undecided.remove(&txid);
                 verdicts[i] = Some(Err(e));
-            } else if tx.inputs.iter().any(|inp| claimed.contains(&inp.prev)) {
+            } else if tx.inputs.iter().any(|inp| claimed.contains(&inp.prev))
+                || keys[i].iter().any(|k| claimed_keys.contains(k))
+            {
                 wait.push((i, tx));
             } else {
                 claimed.extend(tx.inputs.iter().map(|inp| inp.prev));
+                claimed_keys.extend(keys[i].iter().copied());
                 ready.push((i, tx));
             }
         }
@@ -250,7 +279,9 @@ fn run_admission(
             let verdict = match result {
                 Err(rule) => Err(MempoolError::Consensus(rule)),
                 Ok(v) => {
-                    place(pool, cfg, env, Candidate { tx: Arc::new(tx), txid, wtxid, fee: v.fee.get(), size })
+                    let keys = std::mem::take(&mut keys[i]);
+                    let c = Candidate { tx: Arc::new(tx), txid, wtxid, fee: v.fee.get(), size, keys };
+                    place(pool, cfg, env, c)
                 }
             };
             if verdict.is_ok() {
@@ -276,7 +307,12 @@ impl Mempool {
         Mempool {
             hash,
             config,
-            writer: Mutex::new(Writer { pool: Pool::new(0), counters: Counters::default(), version: 0 }),
+            writer: Mutex::new(Writer {
+                pool: Pool::new(0),
+                counters: Counters::default(),
+                version: 0,
+                modules: None,
+            }),
             published: ArcSwap::from_pointee(Snapshot::default()),
             sig_cache,
         }
@@ -373,6 +409,7 @@ impl Mempool {
         }
         let items = prepare(env.params.hash, txs);
         let mut w = self.lock();
+        w.modules = Some((env.apps.clone(), env.params.clone()));
         let verdicts = run_admission(&mut w.pool, &self.config, &self.sig_cache, env, items);
         for v in &verdicts {
             match v {
@@ -391,8 +428,13 @@ impl Mempool {
     /// children stay, as roots once all their pooled parents left), and so do pooled
     /// transactions spending an output the block spends, with their descendants.
     ///
+    /// So do pooled transactions holding an application key that one of the block's transactions
+    /// holds ([`scalechain_consensus::AppModule::conflict_keys`], found with the modules of the
+    /// latest admission), with their descendants: e.g. a voter's pooled ballot once another
+    /// ballot of that voter for the same election is in a block.
+    ///
     /// Call it for each connected block, oldest first. Application transactions are not
-    /// re-judged here; after blocks that change application state, [`Mempool::reorg`] with no
+    /// otherwise re-judged here; after blocks that change application state, [`Mempool::reorg`] with no
     /// returned transactions re-judges the whole pool.
     pub fn remove_block(&self, block: &Block) -> Removed {
         let txids: Vec<Hash> = if block.txs.len() < 64 {
@@ -407,7 +449,17 @@ impl Mempool {
                 continue;
             }
             if w.pool.remove(txid).is_some() {
+                // It held its keys alone: no other pooled transaction holds them.
                 removed.confirmed += 1;
+            } else if w.pool.has_claims() {
+                let keys = w.modules.as_ref().map(|(apps, p)| app_keys(apps, p, tx)).unwrap_or_default();
+                for k in keys {
+                    if let Some(holder) = w.pool.claimant(&k) {
+                        removed
+                            .conflicted
+                            .extend(w.pool.remove_with_descendants(&holder).iter().map(|e| e.txid));
+                    }
+                }
             }
             for i in &tx.inputs {
                 if let Some(spender) = w.pool.spender(&i.prev) {
@@ -437,6 +489,7 @@ impl Mempool {
         let returned = prepare(env.params.hash, returned);
         let n_returned = returned.len();
         let mut w = self.lock();
+        w.modules = Some((env.apps.clone(), env.params.clone()));
         let old = w.pool.by_admission();
         let mut items = returned;
         items.extend(old.iter().map(|e| Prepared {

@@ -1,5 +1,5 @@
 //! The writer's state: pooled transactions with their in-pool parents and children, the
-//! outputs they spend, descendant totals, the eviction order, and the persistent map that
+//! outputs they spend, the application keys they hold, descendant totals, the eviction order, and the persistent map that
 //! snapshots share.
 //!
 //! Every graph walk is bounded by the pool's ancestor and descendant limits, so inserting or
@@ -25,10 +25,20 @@ struct Node {
     parents: Vec<Hash>,
     /// Pooled transactions that spend its outputs.
     children: Vec<Hash>,
+    /// Application keys it holds.
+    keys: Vec<AppKey>,
     /// Size of its descendant set (itself excluded), and their fees and bytes.
     desc_count: usize,
     desc_fee: u64,
     desc_size: u64,
+}
+
+/// An application key a pooled transaction holds exclusively: the module's kind and the key
+/// it named ([`scalechain_consensus::AppModule::conflict_keys`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct AppKey {
+    pub kind: u8,
+    pub key: Hash,
 }
 
 /// Eviction order: lowest score first; on equal scores the latest admission first.
@@ -61,6 +71,7 @@ impl Node {
 pub(crate) struct Pool {
     nodes: HashMap<Hash, Node>,
     spends: HashMap<OutPoint, Hash>,
+    claims: HashMap<AppKey, Hash>,
     by_score: BTreeSet<EvictKey>,
     entries: OrdMap<Hash, Arc<PoolEntry>>,
     bytes: u64,
@@ -74,6 +85,8 @@ pub(crate) struct Candidate {
     pub wtxid: Hash,
     pub fee: u64,
     pub size: u64,
+    /// Application keys it would hold (distinct).
+    pub keys: Vec<AppKey>,
 }
 
 /// The checks a candidate passed, and what inserting it takes.
@@ -127,6 +140,23 @@ impl Pool {
     pub fn conflict(&self, tx: &Tx) -> Option<MempoolError> {
         tx.inputs.iter().enumerate().find_map(|(input, i)| {
             self.spender(&i.prev).map(|pooled| MempoolError::Conflict { input, prev: i.prev, pooled })
+        })
+    }
+
+    /// The pooled transaction holding application key `k`.
+    pub fn claimant(&self, k: &AppKey) -> Option<Hash> {
+        self.claims.get(k).copied()
+    }
+
+    /// Does any pooled transaction hold an application key?
+    pub fn has_claims(&self) -> bool {
+        !self.claims.is_empty()
+    }
+
+    /// The first of `keys` that a pooled transaction already holds.
+    pub fn app_conflict(&self, keys: &[AppKey]) -> Option<MempoolError> {
+        keys.iter().find_map(|k| {
+            self.claimant(k).map(|pooled| MempoolError::AppConflict { kind: k.kind, key: k.key, pooled })
         })
     }
 
@@ -284,6 +314,9 @@ impl Pool {
         for i in &entry.tx.inputs {
             self.spends.insert(i.prev, c.txid);
         }
+        for k in &c.keys {
+            self.claims.insert(*k, c.txid);
+        }
         for p in &plan.parents {
             if let Some(n) = self.nodes.get_mut(p) {
                 n.children.push(c.txid);
@@ -300,6 +333,7 @@ impl Pool {
             entry: entry.clone(),
             parents: plan.parents,
             children: Vec::new(),
+            keys: c.keys,
             desc_count: 0,
             desc_fee: 0,
             desc_size: 0,
@@ -331,6 +365,11 @@ impl Pool {
         for i in &node.entry.tx.inputs {
             if self.spends.get(&i.prev) == Some(txid) {
                 self.spends.remove(&i.prev);
+            }
+        }
+        for k in &node.keys {
+            if self.claims.get(k) == Some(txid) {
+                self.claims.remove(k);
             }
         }
         for p in &node.parents {
@@ -394,7 +433,19 @@ impl Pool {
         if inputs != self.spends.len() {
             return Err(format!("{} spends recorded for {inputs} inputs (a conflict?)", self.spends.len()));
         }
+        let keys: usize = self.nodes.values().map(|n| n.keys.len()).sum();
+        if keys != self.claims.len() {
+            return Err(format!(
+                "{} application keys recorded for {keys} held (a conflict?)",
+                self.claims.len()
+            ));
+        }
         for (txid, n) in &self.nodes {
+            for k in &n.keys {
+                if self.claims.get(k) != Some(txid) {
+                    return Err(format!("{txid}: application key {} of kind {} not recorded", k.key, k.kind));
+                }
+            }
             if self.entries.get(txid).map(|e| Arc::ptr_eq(e, &n.entry)) != Some(true) {
                 return Err(format!("{txid}: published entry differs"));
             }
@@ -463,7 +514,7 @@ mod tests {
     fn cand(t: Tx, fee: u64) -> Candidate {
         let txid = t.txid(HashKind::Sha256);
         let size = t.encoded_len() as u64;
-        Candidate { tx: Arc::new(t), txid, wtxid: txid, fee, size }
+        Candidate { tx: Arc::new(t), txid, wtxid: txid, fee, size, keys: Vec::new() }
     }
 
     fn add(pool: &mut Pool, cfg: &MempoolConfig, t: Tx, fee: u64) -> Result<Hash, MempoolError> {
@@ -617,5 +668,37 @@ mod tests {
         assert!(p.coin(&op(a, 2), &Chain, 9).is_none(), "no such output");
         let conflict = p.conflict(&tx(9, &[ext(2), ext(1)], 1));
         assert_eq!(conflict, Some(MempoolError::Conflict { input: 1, prev: ext(1), pooled: a }));
+    }
+
+    #[test]
+    fn application_keys_are_held_once_and_freed_on_removal() {
+        let cfg = MempoolConfig::default();
+        let mut p = Pool::new(0);
+        let k1 = AppKey { kind: 2, key: Hash([1; 32]) };
+        let k2 = AppKey { kind: 2, key: Hash([2; 32]) };
+        let other_kind = AppKey { kind: 3, key: Hash([1; 32]) };
+        let keyed = |t: Tx, keys: Vec<AppKey>| Candidate { keys, ..cand(t, 1000) };
+        let c = keyed(tx(1, &[ext(1)], 1), vec![k1, k2]);
+        let a = c.txid;
+        let plan = p.plan(&cfg, &c).unwrap_or_else(|e| panic!("{e}"));
+        p.insert(c, plan);
+        p.audit(&cfg).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(p.claimant(&k2), Some(a));
+        assert_eq!(
+            p.app_conflict(&[other_kind, k2]),
+            Some(MempoolError::AppConflict { kind: 2, key: k2.key, pooled: a })
+        );
+        assert_eq!(p.app_conflict(&[other_kind]), None, "keys are per kind");
+        // A child holding its own key; removing the parent with descendants frees all three.
+        let child = keyed(tx(2, &[op(a, 0)], 1), vec![other_kind]);
+        let b = child.txid;
+        let plan = p.plan(&cfg, &child).unwrap_or_else(|e| panic!("{e}"));
+        p.insert(child, plan);
+        p.audit(&cfg).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(p.claimant(&other_kind), Some(b));
+        assert_eq!(p.remove_with_descendants(&a).len(), 2);
+        assert!(!p.has_claims());
+        assert_eq!(p.app_conflict(&[k1, k2, other_kind]), None);
+        p.audit(&cfg).unwrap_or_else(|e| panic!("{e}"));
     }
 }

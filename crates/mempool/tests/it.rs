@@ -547,3 +547,87 @@ fn utxo_helper_owns_premine() {
     let u: Utxo = net.premine[3];
     assert_eq!(u.key, 3);
 }
+
+/// An application module whose transactions hold the key in the first 32 bytes of their data
+/// (none when shorter) and are otherwise always valid.
+struct Keyed;
+
+const KEYED: scalechain_types::TxKind = scalechain_types::TxKind(7);
+
+impl scalechain_consensus::AppModule for Keyed {
+    fn kind(&self) -> scalechain_types::TxKind {
+        KEYED
+    }
+    fn name(&self) -> &str {
+        "keyed"
+    }
+    fn check_stateless(
+        &self,
+        _: &Tx,
+        _: &scalechain_consensus::Params,
+    ) -> Result<(), scalechain_consensus::AppError> {
+        Ok(())
+    }
+    fn apply(
+        &self,
+        _: &Tx,
+        _: &scalechain_consensus::AppContext<'_>,
+        _: &mut scalechain_consensus::AppOverlay<'_>,
+    ) -> Result<(), scalechain_consensus::AppError> {
+        Ok(())
+    }
+    fn conflict_keys(&self, tx: &Tx, _: &scalechain_consensus::Params) -> Vec<Hash> {
+        tx.data.get(..32).map(|k| vec![Hash(k.try_into().unwrap())]).unwrap_or_default()
+    }
+}
+
+/// A bare transaction of the keyed module holding `key` (tagged so txids differ).
+fn keyed(key: u8, tag: u8) -> Tx {
+    let mut data = vec![key; 32];
+    data.push(tag);
+    Tx { version: 1, kind: KEYED, inputs: vec![], outputs: vec![], data }
+}
+
+#[test]
+fn application_keys_conflict_in_the_pool_and_leave_with_their_holder() {
+    let mut net = Net::new();
+    net.apps.register(Arc::new(Keyed));
+    // Bare application transactions pay no fee.
+    let pool = net.pool(MempoolConfig { min_fee_rate: 0, ..cfg() });
+    let id = |t: &Tx| t.txid(net.p.hash);
+    let (a, b, c, unkeyed) = (keyed(1, 0), keyed(1, 1), keyed(2, 0), Tx { data: vec![9], ..keyed(0, 0) });
+    // In one batch: the later holder of key 1 waits for the earlier and conflicts with it.
+    let v = pool.admit(&net.env(), vec![b.clone(), a.clone(), c.clone(), unkeyed.clone()]);
+    assert_eq!(reasons(&v), ["ok", "app-conflict", "ok", "ok"]);
+    assert_eq!(v[1], Err(MempoolError::AppConflict { kind: KEYED.0, key: Hash([1; 32]), pooled: id(&b) }));
+    // Later, alone: refused the same way, nothing changes.
+    let before = pool.snapshot().version();
+    let v = pool.admit(&net.env(), vec![a.clone()]);
+    assert_eq!(v[0], Err(MempoolError::AppConflict { kind: KEYED.0, key: Hash([1; 32]), pooled: id(&b) }));
+    assert_eq!(pool.len(), 3);
+    assert_eq!(pool.stats().counters.rejected.get("app-conflict"), Some(&2));
+    assert!(pool.snapshot().version() > before, "a refusal publishes counters only");
+    pool.audit().unwrap();
+    // A block holding `a` (never pooled) takes key 1: its pooled holder `b` leaves as conflicted.
+    let block = net.block_on(&net.chain.tip_header(), std::slice::from_ref(&a), 0);
+    let r = pool.remove_block(&block);
+    assert_eq!((r.confirmed, r.conflicted.clone()), (0, vec![id(&b)]));
+    assert!(!pool.contains(&id(&b)) && pool.contains(&id(&c)));
+    pool.audit().unwrap();
+    // A block confirming `c` frees key 2.
+    let block = net.block_on(&net.chain.tip_header(), std::slice::from_ref(&c), 0);
+    let r = pool.remove_block(&block);
+    assert_eq!((r.confirmed, r.conflicted.len()), (1, 0));
+    let v = pool.admit(&net.env(), vec![keyed(2, 5), b.clone()]);
+    assert_eq!(reasons(&v), ["ok", "ok"]);
+    pool.audit().unwrap();
+    // A reorganisation returns `a`: judged before the pool, it takes key 1 back and `b` drops.
+    let out = pool.reorg(&net.env(), vec![a.clone()]);
+    assert_eq!(reasons(&out.returned), ["ok"]);
+    assert_eq!(
+        out.dropped,
+        vec![(id(&b), MempoolError::AppConflict { kind: KEYED.0, key: Hash([1; 32]), pooled: id(&a) })]
+    );
+    assert!(pool.contains(&id(&a)) && !pool.contains(&id(&b)));
+    pool.audit().unwrap();
+}

@@ -24,6 +24,9 @@ use scalechain_types::{Hash, Tx};
 use scalechain_wallet::{parse_address, AddressHrp};
 
 use crate::metrics::Exposition;
+
+#[path = "api_apps.rs"]
+pub mod apps;
 use crate::pipeline::{self, Inbound, Source};
 use crate::state::Shared;
 
@@ -261,6 +264,7 @@ pub fn router(state: ApiState) -> Router {
         .route("/mempool", get(mempool))
         .route("/metrics", get(metrics))
         .route("/openapi.json", get(openapi))
+        .merge(apps::router())
         .fallback(|| async { ApiError::not_found("no such endpoint") })
         .layer(axum::extract::DefaultBodyLimit::max(max_body))
         .with_state(state)

@@ -20,6 +20,10 @@
 //! ballot is stored under `H(Pk_voter)`: one ballot per voter, inside a block or across blocks) —
 //! and then takes the proofs' verdict from the batch, or checks them itself when no batch ran
 //! (`sequential` mode). The verdicts are the same either way.
+//!
+//! [`AppModule::conflict_keys`] gives the mempool the same one-ballot-per-voter rule before any
+//! block: a pooled ballot holds [`ballot_conflict_key`] (election id and voter), a pooled
+//! election [`election_conflict_key`], and a second pooled transaction claiming either is refused.
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
@@ -171,6 +175,14 @@ impl Election {
         }
         let label = r.bytes("election.label", n)?.to_vec();
         Ok(Election { candidates, start, end, scheme, token_key, election_key, label })
+    }
+
+    /// Decodes [`Election::encode`] exactly (as stored in the module's state).
+    pub fn decode(bytes: &[u8]) -> Result<Election, DecodeError> {
+        let mut r = Reader::new(bytes);
+        let e = Election::decode_from(&mut r)?;
+        r.finish()?;
+        Ok(e)
     }
 
     /// The election id: `H(encoding)`.
@@ -402,6 +414,19 @@ pub fn ballots_prefix(id: &Hash) -> Vec<u8> {
     k
 }
 
+/// The mempool key a ballot holds while pooled ([`AppModule::conflict_keys`]):
+/// `H("scalechain/vote/ballot-key" ‖ election id ‖ H(Pk_voter))`, so a voter's second ballot
+/// for an election is refused at admission rather than pooled beside the first.
+pub fn ballot_conflict_key(kind: HashKind, election_id: &Hash, voter: &Hash) -> Hash {
+    kind.hash_parts(&[b"scalechain/vote/ballot-key", &election_id.0, &voter.0])
+}
+
+/// The mempool key an election holds while pooled: `H("scalechain/vote/election-key" ‖ id)`
+/// (two transactions publishing one election cannot both enter a block).
+pub fn election_conflict_key(kind: HashKind, election_id: &Hash) -> Hash {
+    kind.hash_parts(&[b"scalechain/vote/election-key", &election_id.0])
+}
+
 /// The voting module.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct VotingModule;
@@ -474,6 +499,17 @@ impl AppModule for VotingModule {
                 state.put(&key, b.ballot);
                 Ok(())
             }
+        }
+    }
+
+    fn conflict_keys(&self, tx: &Tx, params: &Params) -> Vec<Hash> {
+        let kind = params.hash;
+        match Message::decode(&tx.data) {
+            Ok(Message::Election(e)) => vec![election_conflict_key(kind, &e.id(kind))],
+            Ok(Message::Ballot(b)) => {
+                vec![ballot_conflict_key(kind, &b.election.id(kind), &b.voter_id(kind))]
+            }
+            Err(_) => Vec::new(),
         }
     }
 

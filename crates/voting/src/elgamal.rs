@@ -153,6 +153,53 @@ impl SecretKey {
     pub fn public(&self) -> PublicKey {
         PublicKey(RistrettoPoint::mul_base(&self.0))
     }
+
+    /// The scalar's canonical encoding (32 bytes, little-endian), for the EA's key file.
+    pub fn to_bytes(&self) -> [u8; 32] {
+        self.0.to_bytes()
+    }
+
+    /// A key from [`SecretKey::to_bytes`]; `None` unless the scalar is canonical and non-zero.
+    pub fn from_bytes(bytes: [u8; 32]) -> Option<SecretKey> {
+        Option::<Scalar>::from(Scalar::from_canonical_bytes(bytes))
+            .filter(|x| *x != Scalar::ZERO)
+            .map(SecretKey)
+    }
+}
+
+impl Ciphertext {
+    /// `α ‖ β`, compressed (64 bytes).
+    pub fn to_bytes(&self) -> [u8; 64] {
+        let mut out = [0u8; 64];
+        out[..32].copy_from_slice(&compress(&self.alpha));
+        out[32..].copy_from_slice(&compress(&self.beta));
+        out
+    }
+
+    /// Parses [`Ciphertext::to_bytes`]; `None` if a point does not decompress.
+    pub fn from_bytes(bytes: &[u8; 64]) -> Option<Ciphertext> {
+        let p = |b: &[u8]| CompressedRistretto::from_slice(b).ok()?.decompress();
+        Some(Ciphertext { alpha: p(&bytes[..32])?, beta: p(&bytes[32..])? })
+    }
+}
+
+impl EqProof {
+    /// `c ‖ s` (64 bytes).
+    pub fn to_bytes(&self) -> [u8; 64] {
+        let mut out = [0u8; 64];
+        out[..32].copy_from_slice(&self.c.to_bytes());
+        out[32..].copy_from_slice(&self.s.to_bytes());
+        out
+    }
+
+    /// Parses [`EqProof::to_bytes`]; `None` unless both scalars are canonical.
+    pub fn from_bytes(bytes: &[u8; 64]) -> Option<EqProof> {
+        let sc = |b: &[u8]| -> Option<Scalar> {
+            let a: [u8; 32] = b.try_into().ok()?;
+            Scalar::from_canonical_bytes(a).into()
+        };
+        Some(EqProof { c: sc(&bytes[..32])?, s: sc(&bytes[32..])? })
+    }
 }
 
 fn bit_commitments(

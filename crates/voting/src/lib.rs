@@ -11,12 +11,15 @@
 //!   Baudron et al., keys and ciphertexts interoperable with python-paillier (`phe`).
 //!
 //! [`app`] is the application module that puts elections and ballots on the chain (with a batch
-//! pre-check of ballot proofs for block validation); [`demo`] runs a whole election.
+//! pre-check of ballot proofs for block validation); [`demo`] runs a whole election; [`tally`]
+//! holds the EA's key file, the tally of stored ballots with its result file, and anyone's
+//! verification of it (the library side of `scalechain vote election|register|tally|verify`).
 
 pub mod app;
 pub mod demo;
 pub mod elgamal;
 pub mod paillier;
+pub mod tally;
 
 /// What a ballot's proofs are bound to (both schemes): the election and the voter. A proof made
 /// for one voter or election does not verify for another.

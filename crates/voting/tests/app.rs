@@ -234,3 +234,83 @@ fn every_kind_of_invalid_ballot_is_refused_by_consensus_with_its_own_rule() {
     v.mine(&[]); // height 6 = end
     v.refuse(&[tx(v.ballot(14, 0, |_| {}))], "vote-outside-window");
 }
+
+/// Mempool admission at the chain's tip, as a node does it.
+fn admit(
+    v: &Vote,
+    pool: &scalechain_mempool::Mempool,
+    txs: Vec<Tx>,
+) -> Vec<Result<scalechain_mempool::Admitted, scalechain_mempool::MempoolError>> {
+    let chain_id = v.chain.chain_id();
+    let env = scalechain_mempool::AdmitEnv {
+        params: &v.p,
+        chain_id: &chain_id,
+        apps: v.chain.apps(),
+        verify: v.chain.verify_config(),
+        utxos: v.chain.utxos(),
+        app_state: v.chain.app_state(),
+        height: v.chain.tip_height() + 1,
+        time: v.chain.tip_header().time + 1000,
+    };
+    pool.admit(&env, txs)
+}
+
+fn reasons<T>(v: &[Result<T, scalechain_mempool::MempoolError>]) -> Vec<&'static str> {
+    v.iter().map(|r| r.as_ref().map_or_else(|e| e.reason(), |_| "ok")).collect()
+}
+
+#[test]
+fn a_voters_second_ballot_is_refused_at_admission_while_the_first_is_pooled() {
+    use scalechain_mempool::{Mempool, MempoolConfig, MempoolError};
+    use scalechain_voting::app::ballot_conflict_key;
+    let mut v = Vote::new(2, 100);
+    let kind = v.p.hash;
+    // Vote transactions are bare: a pool for them takes fee-less transactions.
+    let pool = Mempool::new(kind, MempoolConfig { min_fee_rate: 0, ..MempoolConfig::default() });
+    let election = Message::Election(v.election.clone()).into_tx();
+    let twice = admit(&v, &pool, vec![election.clone(), Tx { version: 2, ..election.clone() }]);
+    assert_eq!(reasons(&twice), ["ok", "app-conflict"], "one election id, pooled once");
+    let t = pool.template(u64::MAX, usize::MAX);
+    v.mine(&owned(&t.txs));
+    pool.remove_block(&v.chain.block_at(1).unwrap().unwrap());
+    assert!(pool.is_empty());
+
+    let first = tx(v.ballot(1, 0, |_| {}));
+    let second = tx(v.ballot(1, 2, |_| {}));
+    let other = tx(v.ballot(2, 1, |_| {}));
+    let voter1 = kind.hash(&pk32(&voter_key(1)));
+    let conflict = MempoolError::AppConflict {
+        kind: 2,
+        key: ballot_conflict_key(kind, &v.id, &voter1),
+        pooled: first.txid(kind),
+    };
+    // In one batch and later on its own, the voter's second ballot is refused naming the first.
+    let verdicts = admit(&v, &pool, vec![first.clone(), second.clone(), other.clone()]);
+    assert_eq!(reasons(&verdicts), ["ok", "app-conflict", "ok"]);
+    assert_eq!(verdicts[1].as_ref().unwrap_err(), &conflict);
+    assert_eq!(admit(&v, &pool, vec![second.clone()])[0].as_ref().unwrap_err(), &conflict);
+    pool.audit().unwrap();
+    // The pool's template is a block consensus accepts.
+    let t = pool.template(u64::MAX, usize::MAX);
+    assert_eq!(t.txs.len(), 2);
+    v.mine(&owned(&t.txs));
+    let r = pool.remove_block(&v.chain.block_at(2).unwrap().unwrap());
+    assert_eq!((r.confirmed, pool.len()), (2, 0));
+    // Once the first is in a block, consensus refuses the second.
+    let late = admit(&v, &pool, vec![second]);
+    assert_eq!(reasons(&late), ["vote-double-vote"]);
+
+    // A voter's pooled ballot leaves when a block from elsewhere holds another ballot of theirs.
+    let mine = tx(v.ballot(3, 0, |_| {}));
+    let theirs = tx(v.ballot(3, 1, |_| {}));
+    assert_eq!(reasons(&admit(&v, &pool, vec![mine.clone()])), ["ok"]);
+    v.mine(&[theirs]);
+    let r = pool.remove_block(&v.chain.block_at(3).unwrap().unwrap());
+    assert_eq!((r.confirmed, r.conflicted.clone()), (0, vec![mine.txid(kind)]));
+    assert!(pool.is_empty());
+    pool.audit().unwrap();
+}
+
+fn owned(txs: &[Arc<Tx>]) -> Vec<Tx> {
+    txs.iter().map(|t| Tx::clone(t)).collect()
+}

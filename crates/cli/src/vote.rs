@@ -1,0 +1,609 @@
+//! `scalechain vote`: the voting application (seed 003). `demo` runs a whole election on an
+//! in-process chain; the other subcommands run one over a node's HTTP API:
+//!
+//! - `keygen`: a voter's Ed25519 key file (offline);
+//! - `election`: the EA's keys into `--ea-dir` (secret file mode 0600), the election published;
+//! - `register`: the EA's registration token for a voter's public key (offline);
+//! - `cast`: a voter's encrypted ballot with its proofs and signature, submitted;
+//! - `tally`: the election's ballots read from the chain's state, added, decrypted with proofs,
+//!   the result file written;
+//! - `verify`: anyone's check of a result file against the chain's ballots (exit 1 if wrong).
+//!
+//! Exit codes: 0 done, 1 refused by the node or a failed verification, 2 bad usage, IO or an
+//! unreachable node.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use clap::{Subcommand, ValueEnum};
+use rand_chacha::ChaCha20Rng;
+use rand_core::SeedableRng;
+use serde_json::{json, Value};
+
+use scalechain_types::codec::Encode;
+use scalechain_types::{Hash, HashKind, Scheme, SecretKey};
+use scalechain_voting::app::{
+    ballots_prefix, check_ballot, election_key, CastBallot, Election, Message, SchemeKey, VOTE_KIND,
+};
+use scalechain_voting::tally::{self, EaKeys, StoredBallot, TallyResult};
+use scalechain_voting::{elgamal, paillier, Statement};
+
+use crate::Fail;
+
+/// The EA's secret key file inside `--ea-dir`.
+const KEYS_FILE: &str = "ea-keys.json";
+/// The election's public description inside `--ea-dir`.
+const ELECTION_FILE: &str = "election.json";
+/// Largest file read (key, election, result files).
+const MAX_FILE: u64 = 1 << 20;
+/// Ballots asked for per API request.
+const PAGE: usize = 1000;
+
+/// Ballot schemes available.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum BallotScheme {
+    /// Exponential ElGamal on ristretto255.
+    Elgamal,
+    /// Paillier (2048-bit N) with the 1-out-of-L membership proof, seed 003's scheme.
+    Paillier,
+}
+
+impl From<BallotScheme> for scalechain_voting::BallotScheme {
+    fn from(s: BallotScheme) -> Self {
+        match s {
+            BallotScheme::Elgamal => scalechain_voting::BallotScheme::Elgamal,
+            BallotScheme::Paillier => scalechain_voting::BallotScheme::Paillier,
+        }
+    }
+}
+
+/// `scalechain vote` subcommands.
+#[derive(Subcommand)]
+pub enum VoteCmd {
+    /// Run a whole election on an in-process chain: setup, registration, ballots (honest and
+    /// invalid), blocks, tally, decryption with proofs, verification.
+    Demo {
+        /// Honest voters.
+        #[arg(long, default_value_t = 1000)]
+        voters: usize,
+        /// Candidates (1 of L).
+        #[arg(long, default_value_t = 4)]
+        candidates: usize,
+        /// Ballot scheme.
+        #[arg(long, value_enum, default_value_t = BallotScheme::Elgamal)]
+        scheme: BallotScheme,
+        /// Invalid ballots to submit (cycling through every kind).
+        #[arg(long, default_value_t = 0)]
+        invalid: usize,
+        /// Print one JSON object as the last line.
+        #[arg(long)]
+        json: bool,
+        /// Seed of every random choice.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+    /// Make a voter's key file (a fresh Ed25519 seed, hex, mode 0600); prints the public key.
+    Keygen {
+        /// The file to create (must not exist).
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// As the election authority: make the keys into DIR and publish the election; prints its id.
+    Election {
+        #[command(flatten)]
+        node: NodeOpts,
+        /// The EA's directory (created; must not hold keys already).
+        #[arg(long)]
+        ea_dir: PathBuf,
+        /// Number of candidates.
+        #[arg(long)]
+        candidates: usize,
+        /// Ballot scheme.
+        #[arg(long, value_enum, default_value_t = BallotScheme::Elgamal)]
+        scheme: BallotScheme,
+        /// Most ballots the election counts (fixes the paillier encoding).
+        #[arg(long)]
+        voters_max: u64,
+        /// First block height at which ballots count.
+        #[arg(long)]
+        start: u64,
+        /// Last block height at which ballots count.
+        #[arg(long)]
+        end: u64,
+        /// A label for people (at most 64 bytes).
+        #[arg(long, default_value = "election")]
+        label: String,
+    },
+    /// As the election authority: the registration token of a voter (offline); prints it.
+    Register {
+        /// The EA's directory.
+        #[arg(long)]
+        ea_dir: PathBuf,
+        /// The voter's Ed25519 public key, hex.
+        #[arg(long)]
+        voter_pubkey: String,
+    },
+    /// As a voter: cast an encrypted ballot; prints the txid.
+    Cast {
+        #[command(flatten)]
+        node: NodeOpts,
+        /// The election id, hex.
+        #[arg(long)]
+        election: String,
+        /// The candidate (0-based).
+        #[arg(long)]
+        choice: usize,
+        /// The voter's key file (from `vote keygen`).
+        #[arg(long)]
+        voter_key: PathBuf,
+        /// The EA's registration token, hex.
+        #[arg(long)]
+        token: String,
+    },
+    /// As the election authority: tally the chain's ballots once the window has closed, decrypt
+    /// with proofs, print the counts and write the result file.
+    Tally {
+        #[command(flatten)]
+        node: NodeOpts,
+        /// The election id, hex.
+        #[arg(long)]
+        election: String,
+        /// The EA's directory.
+        #[arg(long)]
+        ea_dir: PathBuf,
+        /// The result file (default: DIR/result-<election id>.json).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Anyone: check a result file against the chain's ballots (exit 1 if it does not hold).
+    Verify {
+        #[command(flatten)]
+        node: NodeOpts,
+        /// The election id, hex.
+        #[arg(long)]
+        election: String,
+        /// The result file.
+        #[arg(long)]
+        result: PathBuf,
+    },
+}
+
+/// How to reach the node.
+#[derive(clap::Args)]
+pub struct NodeOpts {
+    /// The node's API: http://HOST:PORT (or HOST:PORT).
+    #[arg(long)]
+    api: String,
+    /// Token for the API's write endpoints, if the node requires one.
+    #[arg(long)]
+    api_token: Option<String>,
+    /// The chain's hash function (the node's `chain.hash`).
+    #[arg(long, default_value = "sha256")]
+    hash: HashKind,
+}
+
+/// Runs a `vote` subcommand.
+pub fn run(cmd: VoteCmd) -> Result<(), Fail> {
+    match cmd {
+        VoteCmd::Demo { voters, candidates, scheme, invalid, json, seed } => {
+            demo(voters, candidates, scheme, invalid, json, seed)
+        }
+        VoteCmd::Keygen { out } => keygen(&out),
+        VoteCmd::Election { node, ea_dir, candidates, scheme, voters_max, start, end, label } => {
+            election(&node, &ea_dir, candidates, scheme.into(), voters_max, start, end, &label)
+        }
+        VoteCmd::Register { ea_dir, voter_pubkey } => register(&ea_dir, &voter_pubkey),
+        VoteCmd::Cast { node, election, choice, voter_key, token } => {
+            cast(&node, &election, choice, &voter_key, &token)
+        }
+        VoteCmd::Tally { node, election, ea_dir, out } => tally_cmd(&node, &election, &ea_dir, out),
+        VoteCmd::Verify { node, election, result } => verify_cmd(&node, &election, &result),
+    }
+}
+
+fn usage(msg: impl Into<String>) -> Fail {
+    Fail(2, msg.into())
+}
+
+fn random_seed() -> Result<[u8; 32], Fail> {
+    let mut s = [0u8; 32];
+    getrandom::fill(&mut s).map_err(|e| Fail(2, format!("no OS randomness: {e}")))?;
+    Ok(s)
+}
+
+fn rng() -> Result<ChaCha20Rng, Fail> {
+    Ok(ChaCha20Rng::from_seed(random_seed()?))
+}
+
+fn hex_array<const N: usize>(what: &str, s: &str) -> Result<[u8; N], Fail> {
+    let mut out = [0u8; N];
+    hex::decode_to_slice(s.trim(), &mut out)
+        .map_err(|_| usage(format!("{what}: {:?} is not {} hex digits", s.trim(), 2 * N)))?;
+    Ok(out)
+}
+
+fn read_small(path: &Path) -> Result<String, Fail> {
+    let meta = std::fs::metadata(path).map_err(|e| usage(format!("{}: {e}", path.display())))?;
+    if meta.len() > MAX_FILE {
+        return Err(usage(format!("{}: {} bytes, more than {MAX_FILE}", path.display(), meta.len())));
+    }
+    std::fs::read_to_string(path).map_err(|e| usage(format!("{}: {e}", path.display())))
+}
+
+/// Creates `path` (which must not exist) with `text`; mode 0600 when `secret`.
+fn create_file(path: &Path, text: &str, secret: bool) -> Result<(), Fail> {
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create_new(true);
+    #[cfg(unix)]
+    if secret {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.mode(0o600);
+    }
+    #[cfg(not(unix))]
+    let _ = secret;
+    let mut f = o.open(path).map_err(|e| usage(format!("creating {}: {e}", path.display())))?;
+    f.write_all(text.as_bytes()).map_err(|e| usage(format!("writing {}: {e}", path.display())))
+}
+
+fn keygen(out: &Path) -> Result<(), Fail> {
+    let seed = random_seed()?;
+    create_file(out, &format!("{}\n", hex::encode(seed)), true)?;
+    println!("{}", hex::encode(SecretKey::from_seed(Scheme::Ed25519, seed).public().as_bytes()));
+    Ok(())
+}
+
+fn voter_secret(path: &Path) -> Result<SecretKey, Fail> {
+    let seed = hex_array::<32>(&format!("voter key file {}", path.display()), &read_small(path)?)?;
+    Ok(SecretKey::from_seed(Scheme::Ed25519, seed))
+}
+
+fn pk32(k: &SecretKey) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    out.copy_from_slice(k.public().as_bytes());
+    out
+}
+
+/// The node's HTTP API.
+struct Api {
+    base: String,
+    token: Option<String>,
+    rt: tokio::runtime::Runtime,
+    client: reqwest::Client,
+}
+
+impl Api {
+    fn new(o: &NodeOpts) -> Result<Api, Fail> {
+        let base = if o.api.starts_with("http://") || o.api.starts_with("https://") {
+            o.api.trim_end_matches('/').to_string()
+        } else {
+            format!("http://{}", o.api.trim_end_matches('/'))
+        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| Fail(2, format!("starting the runtime: {e}")))?;
+        let client = reqwest::Client::builder()
+            .timeout(std::time::Duration::from_secs(60))
+            .build()
+            .map_err(|e| Fail(2, format!("HTTP client: {e}")))?;
+        Ok(Api { base, token: o.api_token.clone(), rt, client })
+    }
+
+    /// The JSON answer, or the node's JSON error as `Err((status, message))`.
+    fn call(&self, req: reqwest::RequestBuilder, what: &str) -> Result<Result<Value, (u16, String)>, Fail> {
+        self.rt.block_on(async {
+            let r = req.send().await.map_err(|e| Fail(2, format!("{what}: {e}")))?;
+            let status = r.status();
+            let v: Value = r.json().await.map_err(|e| Fail(2, format!("{what}: answer is not JSON: {e}")))?;
+            if status.is_success() {
+                Ok(Ok(v))
+            } else {
+                let msg = format!(
+                    "{} ({}): {}",
+                    v["error"].as_str().unwrap_or("error"),
+                    status.as_u16(),
+                    v["message"].as_str().unwrap_or("")
+                );
+                Ok(Err((status.as_u16(), msg)))
+            }
+        })
+    }
+
+    fn get(&self, path: &str) -> Result<Result<Value, (u16, String)>, Fail> {
+        let what = format!("GET {}{path}", self.base);
+        self.call(self.client.get(format!("{}{path}", self.base)), &what)
+    }
+
+    fn get_ok(&self, path: &str) -> Result<Value, Fail> {
+        self.get(path)?.map_err(|(_, m)| Fail(1, format!("GET {path}: {m}")))
+    }
+
+    /// Submits one transaction; its txid, or the node's refusal as a failure (exit 1).
+    fn submit(&self, tx: &scalechain_types::Tx) -> Result<String, Fail> {
+        let mut req = self
+            .client
+            .post(format!("{}/txs", self.base))
+            .json(&json!({ "txs": [hex::encode(tx.encode())] }));
+        if let Some(t) = &self.token {
+            req = req.bearer_auth(t);
+        }
+        let v = self.call(req, "POST /txs")?.map_err(|(_, m)| Fail(1, format!("POST /txs: {m}")))?;
+        let r = &v["results"][0];
+        if r["accepted"].as_bool() == Some(true) {
+            return r["txid"]
+                .as_str()
+                .map(str::to_string)
+                .ok_or_else(|| Fail(2, format!("POST /txs: no txid in {v}")));
+        }
+        let reason = r["reason"].as_str().unwrap_or("refused");
+        let hint = if reason == "low-fee" {
+            " (vote transactions carry no fee: the node needs mempool.min_fee_rate = 0)"
+        } else {
+            ""
+        };
+        Err(Fail(
+            1,
+            format!(
+                "the node refused the transaction: {reason}: {}{hint}",
+                r["detail"].as_str().unwrap_or("")
+            ),
+        ))
+    }
+
+    /// The published election `id` (checked to hash to `id` under `kind`).
+    fn election(&self, kind: HashKind, id: &Hash) -> Result<Election, Fail> {
+        let path = format!("/apps/{}/state/{}", VOTE_KIND.0, hex::encode(election_key(id)));
+        let v = match self.get(&path)? {
+            Ok(v) => v,
+            Err((404, _)) => {
+                return Err(Fail(1, format!("election {id} is not published on this node's chain")))
+            }
+            Err((_, m)) => return Err(Fail(1, format!("GET {path}: {m}"))),
+        };
+        let bytes = hex::decode(v["value"].as_str().unwrap_or(""))
+            .map_err(|_| Fail(2, format!("GET {path}: the value is not hex")))?;
+        let e = Election::decode(&bytes).map_err(|e| Fail(2, format!("election {id}: {e}")))?;
+        if e.id(kind) != *id {
+            return Err(usage(format!(
+                "election {id} does not hash to its id under {}: is the chain's hash function another (--hash)?",
+                kind.name()
+            )));
+        }
+        Ok(e)
+    }
+
+    /// Every stored ballot of election `id`, and the lowest tip height they were read at.
+    fn ballots(&self, id: &Hash) -> Result<(Vec<StoredBallot>, u64), Fail> {
+        let prefix = ballots_prefix(id);
+        // The state key inside the namespace: drop the kind byte.
+        let inner = hex::encode(&prefix[1..]);
+        let mut out = Vec::new();
+        let mut after: Option<String> = None;
+        let mut height = u64::MAX;
+        loop {
+            let mut path = format!("/apps/{}/state?prefix={inner}&limit={PAGE}", VOTE_KIND.0);
+            if let Some(a) = &after {
+                path.push_str(&format!("&after={a}"));
+            }
+            let v = self.get_ok(&path)?;
+            height = height.min(v["height"].as_u64().unwrap_or(0));
+            let entries =
+                v["entries"].as_array().ok_or_else(|| Fail(2, format!("GET {path}: no entries")))?;
+            for e in entries {
+                let key = e["key"].as_str().unwrap_or("");
+                let k =
+                    hex::decode(key).map_err(|_| Fail(2, format!("GET {path}: key {key:?} is not hex")))?;
+                let voter: [u8; 32] = k
+                    .get(prefix.len() - 1..)
+                    .and_then(|v| v.try_into().ok())
+                    .ok_or_else(|| Fail(2, format!("GET {path}: key {key} is not a ballot's")))?;
+                let ballot = hex::decode(e["value"].as_str().unwrap_or(""))
+                    .map_err(|_| Fail(2, format!("GET {path}: the ballot of {key} is not hex")))?;
+                out.push(StoredBallot { voter: Hash(voter), ballot });
+                after = Some(key.to_string());
+            }
+            if v["more"].as_bool() != Some(true) || entries.is_empty() {
+                break;
+            }
+        }
+        Ok((out, height))
+    }
+}
+
+fn parse_id(s: &str) -> Result<Hash, Fail> {
+    hex_array::<32>("election id", s).map(Hash)
+}
+
+fn election_file(dir: &Path) -> Result<(Election, HashKind), Fail> {
+    let path = dir.join(ELECTION_FILE);
+    let v: Value =
+        serde_json::from_str(&read_small(&path)?).map_err(|e| usage(format!("{}: {e}", path.display())))?;
+    let kind: HashKind = v["hash"]
+        .as_str()
+        .unwrap_or("")
+        .parse()
+        .map_err(|e| usage(format!("{}: hash: {e}", path.display())))?;
+    let bytes = hex::decode(v["encoding"].as_str().unwrap_or(""))
+        .map_err(|_| usage(format!("{}: encoding is not hex", path.display())))?;
+    let e = Election::decode(&bytes).map_err(|e| usage(format!("{}: {e}", path.display())))?;
+    Ok((e, kind))
+}
+
+fn ea_keys(dir: &Path) -> Result<EaKeys, Fail> {
+    let path = dir.join(KEYS_FILE);
+    EaKeys::from_json(&read_small(&path)?).map_err(|e| usage(format!("{}: {e}", path.display())))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn election(
+    node: &NodeOpts,
+    dir: &Path,
+    candidates: usize,
+    scheme: scalechain_voting::BallotScheme,
+    voters: u64,
+    start: u64,
+    end: u64,
+    label: &str,
+) -> Result<(), Fail> {
+    if dir.join(KEYS_FILE).exists() {
+        return Err(usage(format!("{} already holds EA keys; use another directory", dir.display())));
+    }
+    let api = Api::new(node)?;
+    let tip = api.get_ok("/status")?["height"].as_u64().unwrap_or(0);
+    if end <= tip {
+        return Err(usage(format!("the window ends at height {end}, but the chain is at {tip} already")));
+    }
+    let keys = EaKeys::generate(scheme, &mut rng()?).map_err(|e| Fail(2, e.to_string()))?;
+    let e = keys.election(candidates, start, end, voters, label).map_err(|e| usage(e.to_string()))?;
+    let kind = node.hash;
+    let id = e.id(kind);
+    std::fs::create_dir_all(dir).map_err(|x| usage(format!("creating {}: {x}", dir.display())))?;
+    create_file(&dir.join(KEYS_FILE), &keys.to_json().map_err(|x| Fail(2, x.to_string()))?, true)?;
+    let public = json!({
+        "id": id.to_string(),
+        "hash": kind.name(),
+        "scheme": scheme.name(),
+        "candidates": candidates,
+        "start": start,
+        "end": end,
+        "label": label,
+        "encoding": hex::encode(e.encode()),
+    });
+    create_file(&dir.join(ELECTION_FILE), &format!("{public:#}\n"), false)?;
+    let tx = Message::Election(e).into_tx();
+    let txid = api.submit(&tx)?;
+    if txid != tx.txid(kind).to_string() {
+        return Err(usage(format!("the node hashes with another function than {} (--hash)", kind.name())));
+    }
+    eprintln!("election published in transaction {txid}; keys in {}", dir.display());
+    println!("{id}");
+    Ok(())
+}
+
+fn register(dir: &Path, voter_pubkey: &str) -> Result<(), Fail> {
+    let voter = hex_array::<32>("voter public key", voter_pubkey)?;
+    let keys = ea_keys(dir)?;
+    let (e, kind) = election_file(dir)?;
+    if !keys.runs(&e) {
+        return Err(usage(format!("the keys in {} are not those of its election", dir.display())));
+    }
+    println!("{}", hex::encode(keys.register(kind, &e.id(kind), &voter)));
+    Ok(())
+}
+
+fn cast(node: &NodeOpts, election: &str, choice: usize, key: &Path, token: &str) -> Result<(), Fail> {
+    let id = parse_id(election)?;
+    let token = hex_array::<64>("token", token)?;
+    let voter = voter_secret(key)?;
+    let api = Api::new(node)?;
+    let kind = node.hash;
+    let e = api.election(kind, &id)?;
+    let l = usize::from(e.candidates);
+    if choice >= l {
+        return Err(usage(format!("choice {choice}: the election has candidates 0 to {}", l - 1)));
+    }
+    let vk = pk32(&voter);
+    let vid = kind.hash(&vk);
+    let st = Statement { election: &id.0, voter: &vid.0 };
+    let mut r = rng()?;
+    let fail = |x: scalechain_voting::VoteError| Fail(2, format!("encrypting the ballot: {x}"));
+    let ballot = match e.check().map_err(|x| Fail(1, format!("election {id}: {x}")))? {
+        SchemeKey::Elgamal(k) => elgamal::cast(&k, &st, choice, l, &mut r).map_err(fail)?.encode(),
+        SchemeKey::Paillier(k) => paillier::cast(&k, &st, choice, l, &mut r)
+            .map_err(fail)?
+            .encode(k.public.modulus_bytes())
+            .map_err(fail)?,
+    };
+    let mut b = CastBallot { election: e, voter_key: vk, token, ballot, signature: [0; 64] };
+    b.signature = voter.sign(&b.signing_message(kind));
+    // The checks every node makes, here first (a wrong token is named before anything is sent).
+    check_ballot(kind, &b)
+        .map_err(|x| Fail(1, format!("the ballot is not valid: {}: {}", x.rule, x.detail)))?;
+    let txid = api.submit(&Message::Ballot(b).into_tx())?;
+    println!("{txid}");
+    Ok(())
+}
+
+fn print_counts(r: &TallyResult) {
+    for (i, c) in r.counts.iter().enumerate() {
+        println!("candidate {i}: {c}");
+    }
+}
+
+fn tally_cmd(node: &NodeOpts, election: &str, dir: &Path, out: Option<PathBuf>) -> Result<(), Fail> {
+    let id = parse_id(election)?;
+    let keys = ea_keys(dir)?;
+    let api = Api::new(node)?;
+    let kind = node.hash;
+    let e = api.election(kind, &id)?;
+    let (stored, height) = api.ballots(&id)?;
+    if height < e.end {
+        return Err(Fail(
+            1,
+            format!(
+                "the voting window is open until height {} (the chain is at {height}): tally after it",
+                e.end
+            ),
+        ));
+    }
+    let r = tally::tally(&e, kind, &stored, &keys, &mut rng()?).map_err(|x| Fail(1, x.to_string()))?;
+    let path = out.unwrap_or_else(|| dir.join(format!("result-{id}.json")));
+    let text = r.to_json().map_err(|x| Fail(2, x.to_string()))?;
+    std::fs::write(&path, format!("{text}\n"))
+        .map_err(|x| usage(format!("writing {}: {x}", path.display())))?;
+    println!("election {id}: {} ballots", r.ballots);
+    print_counts(&r);
+    eprintln!("result and proofs in {}", path.display());
+    Ok(())
+}
+
+fn verify_cmd(node: &NodeOpts, election: &str, result: &Path) -> Result<(), Fail> {
+    let id = parse_id(election)?;
+    let r = TallyResult::from_json(&read_small(result)?)
+        .map_err(|x| Fail(1, format!("{}: {x}", result.display())))?;
+    let api = Api::new(node)?;
+    let kind = node.hash;
+    let e = api.election(kind, &id)?;
+    let (stored, _) = api.ballots(&id)?;
+    tally::verify(&e, kind, &stored, &r, &mut rng()?)
+        .map_err(|x| Fail(1, format!("verification failed: {x}")))?;
+    println!("ok: election {id}, {} ballots, every ballot and decryption proof verifies", r.ballots);
+    print_counts(&r);
+    Ok(())
+}
+
+fn demo(
+    voters: usize,
+    candidates: usize,
+    scheme: BallotScheme,
+    invalid: usize,
+    json: bool,
+    seed: u64,
+) -> Result<(), Fail> {
+    let opts = scalechain_voting::demo::DemoOpts { scheme: scheme.into(), voters, candidates, invalid, seed };
+    let r = scalechain_voting::demo::run(&opts).map_err(|e| Fail(2, e.to_string()))?;
+    if json {
+        println!("{}", r.json());
+    } else {
+        println!("election: {voters} voters, {candidates} candidates, scheme {}", r.scheme);
+        println!("  tally    {:?}", r.tally);
+        println!("  expected {:?}", r.expected);
+        println!("  verified {}", r.verified);
+        println!(
+            "  invalid ballots: {} cast, {} rejected {:?}",
+            r.invalid_cast, r.rejected_invalid, r.rejected_by_rule
+        );
+        println!(
+            "  {:.1} ballots/s confirmed end to end, latency p50 {:.1} ms p99 {:.1} ms, {} blocks",
+            r.ballots_per_s, r.latency_ms.p50, r.latency_ms.p99, r.blocks
+        );
+        println!(
+            "  voters' encryption + proofs {:.2} s (client side), tally + decryption {:.2} s",
+            r.cast_s, r.tally_s
+        );
+    }
+    if r.tally != r.expected || !r.verified || r.rejected_invalid != r.invalid_cast {
+        return Err(Fail(1, "the election did not verify".into()));
+    }
+    Ok(())
+}

@@ -1,0 +1,261 @@
+//! An election over a real node (a miner process on 127.0.0.1, OS-chosen ports, every wait
+//! bounded): the EA publishes an `elgamal` election with `vote election`, registers voters
+//! with `vote register`, voters cast with `vote cast` (a second ballot of one voter is refused
+//! by the node), blocks are mined, the EA tallies with `vote tally` and anyone checks the
+//! result with `vote verify`; a tampered result fails verification, and bad ids get JSON 4xx.
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const EXE: &str = env!("CARGO_BIN_EXE_scalechain");
+
+/// The node process, killed when dropped.
+struct NodeProc {
+    child: Child,
+    dir: PathBuf,
+}
+
+impl Drop for NodeProc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A miner taking fee-less transactions (vote transactions are bare).
+fn start_miner(dir: &Path) -> NodeProc {
+    std::fs::create_dir_all(dir).unwrap();
+    let config = dir.join("node.toml");
+    std::fs::write(&config, "role = \"miner\"\n[mempool]\nmin_fee_rate = 0\n").unwrap();
+    let log = std::fs::File::create(dir.join("node.log")).unwrap();
+    let child = Command::new(EXE)
+        .args(["node", "--api", "127.0.0.1:0", "--config"])
+        .arg(&config)
+        .arg("--data-dir")
+        .arg(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    NodeProc { child, dir: dir.to_path_buf() }
+}
+
+fn api_of(n: &NodeProc, deadline: Instant) -> String {
+    loop {
+        if let Ok(t) = std::fs::read_to_string(n.dir.join("node.json")) {
+            if let Ok(v) = serde_json::from_str::<serde_json::Value>(&t) {
+                if v["pid"].as_u64() == Some(u64::from(n.child.id())) {
+                    return v["api"].as_str().unwrap().to_string();
+                }
+            }
+        }
+        assert!(Instant::now() < deadline, "the node did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `GET` answer: status and JSON body.
+fn get(api: &str, path: &str) -> (u16, serde_json::Value) {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let r = reqwest::get(format!("http://{api}{path}")).await.unwrap();
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap())
+    })
+}
+
+fn height(api: &str) -> u64 {
+    get(api, "/status").1["height"].as_u64().unwrap()
+}
+
+fn wait_for(what: &str, deadline: Instant, mut f: impl FnMut() -> bool) {
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn vote(args: &[&str]) -> Output {
+    Command::new(EXE).arg("vote").args(args).output().unwrap()
+}
+
+/// Runs `vote ARGS`, asserts success, returns the first line of stdout.
+fn vote_ok(args: &[&str]) -> String {
+    let out = vote(args);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "vote {args:?} failed: {}\n{stdout}", String::from_utf8_lossy(&out.stderr));
+    stdout.lines().next().unwrap_or("").trim().to_string()
+}
+
+#[test]
+fn an_elgamal_election_over_a_node_tallies_and_verifies() {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let tmp = tempfile::tempdir().unwrap();
+    let node = start_miner(&tmp.path().join("miner"));
+    let api = api_of(&node, deadline);
+    wait_for("height 1", deadline, || height(&api) >= 1);
+    let h0 = height(&api);
+    let (start, end) = (h0 + 1, h0 + 14);
+    let ea = tmp.path().join("ea");
+    let ea_s = ea.to_str().unwrap();
+    let id = vote_ok(&[
+        "election",
+        "--api",
+        &api,
+        "--ea-dir",
+        ea_s,
+        "--candidates",
+        "3",
+        "--scheme",
+        "elgamal",
+        "--voters-max",
+        "10",
+        "--start",
+        &start.to_string(),
+        "--end",
+        &end.to_string(),
+    ]);
+    assert_eq!(id.len(), 64, "{id}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(ea.join("ea-keys.json")).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "the EA's secret key file is private");
+    }
+    // Not over the same directory twice.
+    assert_eq!(
+        vote(&[
+            "election",
+            "--api",
+            &api,
+            "--ea-dir",
+            ea_s,
+            "--candidates",
+            "3",
+            "--voters-max",
+            "10",
+            "--start",
+            "1",
+            "--end",
+            "999",
+        ])
+        .status
+        .code(),
+        Some(2)
+    );
+    wait_for("the election in a block", deadline, || get(&api, &format!("/apps/2/state/65{id}")).0 == 200);
+
+    // Voters: keys, tokens, ballots.
+    let choices = [0usize, 1, 2, 2, 1, 2];
+    let mut txids = Vec::new();
+    let mut first = None;
+    for (i, c) in choices.iter().enumerate() {
+        let key = tmp.path().join(format!("voter{i}.key"));
+        let pk = vote_ok(&["keygen", "--out", key.to_str().unwrap()]);
+        let token = vote_ok(&["register", "--ea-dir", ea_s, "--voter-pubkey", &pk]);
+        assert_eq!(token.len(), 128, "{token}");
+        let cast = |choice: usize| {
+            vote(&[
+                "cast",
+                "--api",
+                &api,
+                "--election",
+                &id,
+                "--choice",
+                &choice.to_string(),
+                "--voter-key",
+                key.to_str().unwrap(),
+                "--token",
+                &token,
+            ])
+        };
+        let out = cast(*c);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        txids.push(String::from_utf8_lossy(&out.stdout).trim().to_string());
+        if i == 0 {
+            // The same voter again, at once: refused by the node (one ballot per voter).
+            let again = cast((c + 1) % 3);
+            let err = String::from_utf8_lossy(&again.stderr).to_string();
+            assert_eq!(again.status.code(), Some(1), "{err}");
+            assert!(err.contains("app-conflict") || err.contains("vote-double-vote"), "{err}");
+            first = Some(err);
+        }
+        // A token for another key does not cast.
+        if i == 1 {
+            let other = tmp.path().join("stranger.key");
+            vote_ok(&["keygen", "--out", other.to_str().unwrap()]);
+            let out = vote(&[
+                "cast",
+                "--api",
+                &api,
+                "--election",
+                &id,
+                "--choice",
+                "0",
+                "--voter-key",
+                other.to_str().unwrap(),
+                "--token",
+                &token,
+            ]);
+            assert_eq!(out.status.code(), Some(1));
+            assert!(String::from_utf8_lossy(&out.stderr).contains("vote-bad-token"));
+        }
+    }
+    eprintln!("double cast: {}", first.unwrap_or_default());
+    wait_for("every ballot confirmed", deadline, || {
+        txids.iter().all(|t| get(&api, &format!("/txs/{t}")).1["status"] == "confirmed")
+    });
+
+    // Tallying before the window closes is refused.
+    if height(&api) < end {
+        let early = vote(&["tally", "--api", &api, "--election", &id, "--ea-dir", ea_s]);
+        assert_eq!(early.status.code(), Some(1), "{}", String::from_utf8_lossy(&early.stderr));
+    }
+    wait_for("the window to close", deadline, || height(&api) >= end);
+    let result = tmp.path().join("result.json");
+    let res_s = result.to_str().unwrap();
+    let out = vote(&["tally", "--api", &api, "--election", &id, "--ea-dir", ea_s, "--out", res_s]);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("6 ballots"), "{stdout}");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&result).unwrap()).unwrap();
+    assert_eq!(v["counts"], serde_json::json!([1, 2, 3]), "{v}");
+    assert_eq!(v["election"], id.as_str());
+    for (j, n) in [1, 2, 3].iter().enumerate() {
+        assert!(stdout.contains(&format!("candidate {j}: {n}")), "{stdout}");
+    }
+
+    // Anyone verifies; a tampered result fails.
+    vote_ok(&["verify", "--api", &api, "--election", &id, "--result", res_s]);
+    let mut bad = v.clone();
+    bad["counts"] = serde_json::json!([2, 1, 3]);
+    let tampered = tmp.path().join("tampered.json");
+    std::fs::write(&tampered, bad.to_string()).unwrap();
+    let out = vote(&["verify", "--api", &api, "--election", &id, "--result", tampered.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("verification failed"));
+
+    // Bad and unknown ids: typed errors, JSON 4xx from the node.
+    let out = vote(&["verify", "--api", &api, "--election", "zz", "--result", res_s]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = vote(&["verify", "--api", &api, "--election", &"ab".repeat(32), "--result", res_s]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not published"));
+    let (status, body) = get(&api, "/apps/2/state/zz");
+    assert_eq!((status, body["error"].as_str()), (400, Some("bad-request")), "{body}");
+    let (status, body) = get(&api, "/apps/1/state?prefix=62");
+    assert_eq!((status, body["error"].as_str()), (400, Some("bad-request")), "{body}");
+    let (status, body) = get(&api, &format!("/apps/2/state/65{}", "ab".repeat(32)));
+    assert_eq!((status, body["error"].as_str()), (404, Some("not-found")), "{body}");
+    let (status, body) = get(&api, &format!("/apps/2/state?prefix=62{id}&limit=2"));
+    assert_eq!(status, 200);
+    assert_eq!(
+        (body["entries"].as_array().unwrap().len(), body["more"].as_bool()),
+        (2, Some(true)),
+        "{body}"
+    );
+    assert!(Instant::now() < deadline, "the election took more than 90 s");
+}

@@ -1,0 +1,127 @@
+//! Reads of application state (the key-value state of application modules, e.g. the voting
+//! application's elections and ballots) at the main chain's tip:
+//!
+//! - `GET /apps/{kind}/state/{key}`: one value (`404` if absent);
+//! - `GET /apps/{kind}/state?prefix=HEX&after=HEX&limit=N`: the entries whose key starts with
+//!   `prefix`, in key order, after the key `after` if given, at most `limit` (default 100, at most
+//!   1,000), and whether more follow.
+//!
+//! Keys are those of the module's namespace (the kind byte left out), hex. Bad kinds, hex or
+//! limits get a JSON `400`.
+
+use axum::extract::{Path, Query, State};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::{limit, ApiError, ApiResult, ApiState, Limit};
+
+/// Longest key accepted in a path or a query (bytes).
+const MAX_KEY_BYTES: usize = 256;
+
+/// One application state entry.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct AppEntry {
+    /// Key inside the module's namespace, hex.
+    pub key: String,
+    /// Value, hex.
+    pub value: String,
+}
+
+/// A page of application state.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct AppEntries {
+    /// The module's transaction kind.
+    pub kind: u8,
+    /// Tip height the entries were read at.
+    pub height: u64,
+    /// Entries in key order.
+    pub entries: Vec<AppEntry>,
+    /// More entries follow the last one (ask again with `after` = its key).
+    pub more: bool,
+}
+
+/// `?prefix=&after=&limit=`.
+#[derive(Debug, Deserialize)]
+pub struct RangeQuery {
+    prefix: Option<String>,
+    after: Option<String>,
+    limit: Option<String>,
+}
+
+/// The routes.
+pub fn router() -> Router<ApiState> {
+    Router::new().route("/apps/{kind}/state", get(range)).route("/apps/{kind}/state/{key}", get(value))
+}
+
+fn parse_kind(s: &str) -> Result<u8, ApiError> {
+    match s.parse::<u8>() {
+        Ok(k) if k >= 2 => Ok(k),
+        _ => Err(ApiError::bad(format!("kind {s:?} is not an application transaction kind (2 to 255)"))),
+    }
+}
+
+fn parse_key(what: &str, s: &str) -> Result<Vec<u8>, ApiError> {
+    if s.len() > 2 * MAX_KEY_BYTES {
+        return Err(ApiError::bad(format!("{what}: longer than {MAX_KEY_BYTES} bytes")));
+    }
+    hex::decode(s).map_err(|_| ApiError::bad(format!("{what}: {s:?} is not hex")))
+}
+
+fn full(kind: u8, key: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(1 + key.len());
+    k.push(kind);
+    k.extend_from_slice(key);
+    k
+}
+
+/// One application state value.
+#[utoipa::path(get, path = "/apps/{kind}/state/{key}",
+    params(("kind" = u8, Path, description = "the module's transaction kind"), ("key" = String, Path, description = "key inside the module's namespace, hex")),
+    responses((status = 200, body = AppEntry), (status = 400, body = ApiError), (status = 404, body = ApiError)))]
+async fn value(State(s): State<ApiState>, Path((kind, key)): Path<(String, String)>) -> ApiResult<AppEntry> {
+    s.shared.metrics.api_requests.add(1);
+    let kind = parse_kind(&kind)?;
+    let k = parse_key("key", &key)?;
+    let v = s.shared.chain.read().app_state().get(&full(kind, &k)).cloned();
+    match v {
+        Some(v) => Ok(Json(AppEntry { key: hex::encode(&k), value: hex::encode(v) })),
+        None => Err(ApiError::not_found(format!("no key {key} in the state of kind {kind}"))),
+    }
+}
+
+/// Application state entries by key prefix, in key order, paged.
+#[utoipa::path(get, path = "/apps/{kind}/state",
+    params(("kind" = u8, Path, description = "the module's transaction kind"),
+        ("prefix" = Option<String>, Query, description = "key prefix, hex (default: all)"),
+        ("after" = Option<String>, Query, description = "start after this key, hex"),
+        ("limit" = Option<u64>, Query, description = "most entries (default 100, at most 1000)")),
+    responses((status = 200, body = AppEntries), (status = 400, body = ApiError)))]
+async fn range(
+    State(s): State<ApiState>,
+    Path(kind): Path<String>,
+    Query(q): Query<RangeQuery>,
+) -> ApiResult<AppEntries> {
+    s.shared.metrics.api_requests.add(1);
+    let kind = parse_kind(&kind)?;
+    let n = limit(&Limit { limit: q.limit.clone() }, 100, 1000)?;
+    let prefix = full(kind, &parse_key("prefix", q.prefix.as_deref().unwrap_or(""))?);
+    let after = q.after.as_deref().map(|a| parse_key("after", a)).transpose()?.map(|a| full(kind, &a));
+    use std::ops::Bound;
+    let start = match after {
+        Some(a) if a >= prefix => Bound::Excluded(a),
+        _ => Bound::Included(prefix.clone()),
+    };
+    let c = s.shared.chain.read();
+    let height = c.tip_height();
+    let mut it = c
+        .app_state()
+        .range((start, Bound::Unbounded))
+        .take_while(|(k, _)| k.starts_with(&prefix))
+        .map(|(k, v)| AppEntry { key: hex::encode(&k[1..]), value: hex::encode(v) });
+    let entries: Vec<AppEntry> = it.by_ref().take(n).collect();
+    let more = it.next().is_some();
+    drop(c);
+    Ok(Json(AppEntries { kind, height, entries, more }))
+}
