@@ -12,7 +12,7 @@ use scalechain_consensus::{
     genesis_block, AppStateView, Apps, BlockError, BlockRejection, BlockTree, BlockUndo, Coin, Params,
     SigCache, UtxoSet, UtxoView, VerifyConfig,
 };
-use scalechain_store::{ChainStore, Commit, StoreError};
+use scalechain_store::{ChainStore, Commit, StoreError, TxLocation};
 use scalechain_types::codec::{Decode, Encode};
 use scalechain_types::{Block, Hash, Header, OutPoint, Tx};
 
@@ -161,6 +161,8 @@ impl<S: ChainStore> Chain<S> {
                 tip_height: 0,
                 main_chain: vec![(0, chain_id)],
                 utxo_add: changes.add,
+                txids_add: txid_entries(chain_id, 0, genesis.txs.iter().map(|t| t.txid(params.hash)))
+                    .collect(),
                 utxo_count: params.premine.len() as u64,
                 total_value: total,
                 ..Commit::default()
@@ -215,12 +217,58 @@ impl<S: ChainStore> Chain<S> {
             params,
             sig_cache: None,
         };
+        // A data directory written before the txid index existed: build it once, now.
+        if !chain.store.txindex_ready()? {
+            chain.rebuild_txindex()?;
+        }
         // Recovery: blocks stored (each passed the stateless and header checks) but not yet
         // committed when the process stopped may form a branch with more work than the committed
         // tip. Connect it now, as the interrupted run would have; otherwise those blocks would
         // count as known and never be connected when they arrive again.
         chain.activate_best(None)?;
         Ok(chain)
+    }
+
+    /// Rebuilds the store's txid index from the main-chain blocks (one read of every block) and
+    /// commits it in one atomic write.
+    pub fn rebuild_txindex(&mut self) -> Result<(), ChainError> {
+        let kind = self.params.hash;
+        let mut entries = Vec::new();
+        for (height, hash) in self.main.iter().enumerate() {
+            let block = self
+                .store
+                .get_block(hash)?
+                .ok_or_else(|| ChainError::Corrupt(format!("main-chain block {height} {hash} missing")))?;
+            entries.extend(txid_entries(*hash, height as u64, block.txs.iter().map(|t| t.txid(kind))));
+        }
+        self.store.rebuild_txindex(&entries)?;
+        Ok(())
+    }
+
+    /// Where the main chain holds transaction `txid` (from the store's txid index).
+    pub fn tx_location(&self, txid: &Hash) -> Result<Option<TxLocation>, ChainError> {
+        Ok(self.store.tx_location(txid)?)
+    }
+
+    /// A main-chain transaction by txid, with where it is: one index lookup and one block read.
+    pub fn confirmed_tx(&self, txid: &Hash) -> Result<Option<(TxLocation, Tx)>, ChainError> {
+        let Some(loc) = self.tx_location(txid)? else { return Ok(None) };
+        let corrupt = |what: &str| {
+            ChainError::Corrupt(format!(
+                "txid index: {txid} at block {} {} position {}: {what}",
+                loc.height, loc.block, loc.position
+            ))
+        };
+        if self.main.get(loc.height as usize) != Some(&loc.block) {
+            return Err(corrupt("not that main-chain block"));
+        }
+        let block = self.block(&loc.block)?.ok_or_else(|| corrupt("block missing"))?;
+        let tx =
+            block.txs.into_iter().nth(loc.position as usize).ok_or_else(|| corrupt("no such position"))?;
+        if tx.txid(self.params.hash) != *txid {
+            return Err(corrupt("a different transaction is there"));
+        }
+        Ok(Some((loc, tx)))
     }
 
     /// Transactions whose signatures were verified before (a node's mempool): connecting a
@@ -443,17 +491,20 @@ impl<S: ChainStore> Chain<S> {
             }
         };
         let mut returned = Vec::new();
+        let mut txids_remove = Vec::new();
         for h in &to_disconnect {
             let block =
                 self.store.get_block(h)?.ok_or_else(|| ChainError::Corrupt(format!("block {h} missing")))?;
             let undo =
                 self.store.get_undo(h)?.ok_or_else(|| ChainError::Corrupt(format!("undo of {h} missing")))?;
             apply(&mut overlay, &mut app, &disconnect_block(&p, &block, &undo));
+            txids_remove.extend(block.txs.iter().map(|t| t.txid(p.hash)));
             returned.extend(block.txs.into_iter().skip(1));
         }
         let mut ctx = ConnectCtx::new(&p, &self.chain_id, &self.apps, &self.verify);
         ctx.sig_cache = self.sig_cache.as_deref().map(|c| c as &dyn SigCache);
         let mut connected: Vec<(u64, Hash, BlockUndo)> = Vec::new();
+        let mut txids_add = Vec::new();
         let mut failure = None;
         for h in &to_connect {
             let (block, txids) = match fresh.take() {
@@ -477,6 +528,7 @@ impl<S: ChainStore> Chain<S> {
             match connect_block(&ctx, &block, &txids, &overlay, &app) {
                 Ok(diff) => {
                     apply(&mut overlay, &mut app, &diff.changes);
+                    txids_add.extend(txid_entries(*h, block.header.height, txids.iter().copied()));
                     connected.push((block.header.height, *h, diff.undo));
                 }
                 Err(e) => {
@@ -516,6 +568,8 @@ impl<S: ChainStore> Chain<S> {
             utxo_remove,
             utxo_add,
             app: app_writes.clone(),
+            txids_remove,
+            txids_add,
             utxo_count: count.max(0) as u64,
             total_value: total.max(0) as u128,
         };
@@ -588,6 +642,15 @@ impl<S: ChainStore> Chain<S> {
         }
         Ok(VerifyReport { blocks: self.main.len() as u64, txs, utxo_count: utxos.len() as u64 })
     }
+}
+
+/// Txid-index entries of a block's transactions, in block order.
+fn txid_entries(
+    block: Hash,
+    height: u64,
+    txids: impl Iterator<Item = Hash>,
+) -> impl Iterator<Item = (Hash, TxLocation)> {
+    txids.enumerate().map(move |(i, t)| (t, TxLocation { block, height, position: i as u32 }))
 }
 
 fn changes_map(c: &Changes) -> HashMap<OutPoint, Option<Coin>> {

@@ -775,3 +775,59 @@ fn signature_cache_skips_the_signature_jobs_of_known_transactions_only() {
     // The full re-verification ignores the cache and finds the bad signature.
     assert!(t.chain.verify_all(NOW, |_, _| {}).is_err());
 }
+
+/// The txid index equals the main chain's transactions: every one found at its block, height
+/// and position, and none of a disconnected block.
+fn assert_txindex_matches_main_chain(t: &T, gone: &[Block]) {
+    for (height, hash) in t.chain.main_chain().iter().enumerate() {
+        let b = t.chain.block(hash).unwrap().unwrap();
+        for (i, tx) in b.txs.iter().enumerate() {
+            let txid = tx.txid(t.p.hash);
+            let (loc, found) = t.chain.confirmed_tx(&txid).unwrap().unwrap();
+            assert_eq!((loc.block, loc.height, loc.position), (*hash, height as u64, i as u32));
+            assert_eq!(&found, tx);
+        }
+    }
+    let main: std::collections::HashSet<Hash> = t.chain.main_chain().iter().copied().collect();
+    for b in gone {
+        assert!(!main.contains(&b.hash(t.p.hash)));
+        for tx in &b.txs {
+            let txid = tx.txid(t.p.hash);
+            if let Some((loc, _)) = t.chain.confirmed_tx(&txid).unwrap() {
+                // Only a transaction the new branch confirmed again may still be found.
+                assert!(main.contains(&loc.block), "{txid} indexed at a disconnected block");
+            }
+        }
+    }
+}
+
+#[test]
+fn txid_index_follows_connects_and_reorgs_and_rebuilds_the_same() {
+    let mut t = setup();
+    t.extend(2, 6);
+    let fork_gen = t.gen.clone();
+    let fork_block = t.chain.block_at(2).unwrap().unwrap();
+    t.extend(2, 6);
+    assert_txindex_matches_main_chain(&t, &[]);
+    let old: Vec<Block> = (3..=4).map(|h| t.chain.block_at(h).unwrap().unwrap()).collect();
+    let mut g = fork_gen;
+    g.reseed(41);
+    let side = branch(&t, &mut g, &fork_block, 3, 6, 1000);
+    for b in &side {
+        t.chain.accept_block(b.clone(), NOW).unwrap();
+    }
+    assert_eq!(t.chain.tip(), side[2].hash(t.p.hash));
+    assert_txindex_matches_main_chain(&t, &old);
+    let coinbase = old[0].txs[0].txid(t.p.hash);
+    assert!(t.chain.confirmed_tx(&coinbase).unwrap().is_none(), "a disconnected coinbase leaves the index");
+
+    // A store written before the index existed: opening builds it, to the same entries.
+    let mut store = t.chain.store().clone();
+    let mut want = store.debug_txindex();
+    store.debug_drop_txindex();
+    let reopened = Chain::open(store, Apps::none(), VerifyConfig::parallel([7; 32])).unwrap();
+    let mut got = reopened.store().debug_txindex();
+    want.sort_by_key(|(t, _)| *t);
+    got.sort_by_key(|(t, _)| *t);
+    assert_eq!(got, want);
+}

@@ -407,19 +407,14 @@ async fn tx(State(s): State<ApiState>, id: Result<Path<String>, PathRejection>) 
     if let Some(e) = s.shared.mempool.get(&txid) {
         return Ok(Json(TxStatus { status: "mempool".into(), height: None, tx: tx_json(kind, &e.tx) }));
     }
-    let height = s
-        .shared
-        .index
-        .read()
-        .height_of(&txid)
-        .ok_or_else(|| ApiError::not_found(format!("no transaction {id}")))?;
-    let b = find_block(&s, BlockId::Height(height))?;
-    let t = b
-        .txs
-        .iter()
-        .find(|t| t.txid(kind) == txid)
-        .ok_or_else(|| ApiError::not_found(format!("no transaction {id}")))?;
-    Ok(Json(TxStatus { status: "confirmed".into(), height: Some(height), tx: tx_json(kind, t) }))
+    let found = s.shared.chain.read().confirmed_tx(&txid);
+    match found {
+        Ok(Some((loc, t))) => {
+            Ok(Json(TxStatus { status: "confirmed".into(), height: Some(loc.height), tx: tx_json(kind, &t) }))
+        }
+        Ok(None) => Err(ApiError::not_found(format!("no transaction {id}"))),
+        Err(e) => Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", e.to_string())),
+    }
 }
 
 fn authorised(s: &ApiState, headers: &HeaderMap) -> Result<(), ApiError> {
