@@ -1,6 +1,6 @@
 //! [`Chain`]: accept, reorganise, query, re-verify.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use scalechain_consensus::check::{check_block, check_header_context};
@@ -134,6 +134,8 @@ pub struct Chain<S: ChainStore> {
     tree: BlockTree,
     main: Vec<Hash>,
     utxos: UtxoSet,
+    /// The UTXO set's outpoints by owner (pubkey hash): always exactly the set's entries.
+    by_owner: OwnerIndex,
     app_state: BTreeMap<Vec<u8>, Vec<u8>>,
     store: S,
     orphans: OrphanPool,
@@ -204,12 +206,14 @@ impl<S: ChainStore> Chain<S> {
                 }
             }
         }
+        let by_owner = OwnerIndex::build(&state.utxos);
         let mut chain = Chain {
             chain_id: state.chain_id,
             apps,
             verify,
             tree,
             main: state.main_chain,
+            by_owner,
             utxos: state.utxos.into_iter().collect(),
             app_state: state.app.into_iter().collect(),
             store,
@@ -320,6 +324,12 @@ impl<S: ChainStore> Chain<S> {
     /// The UTXO set.
     pub fn utxos(&self) -> &UtxoSet {
         &self.utxos
+    }
+
+    /// Unspent outputs locked to `pubkey_hash`, in outpoint order: O(log n + k) through the
+    /// owner index, not a scan of the UTXO set.
+    pub fn utxos_of(&self, pubkey_hash: &Hash) -> impl Iterator<Item = (OutPoint, Coin)> + '_ {
+        self.by_owner.outpoints(pubkey_hash).filter_map(|op| self.utxos.coin(&op).map(|c| (op, c)))
     }
 
     /// Application state.
@@ -574,7 +584,7 @@ impl<S: ChainStore> Chain<S> {
             total_value: total.max(0) as u128,
         };
         self.store.commit(&commit)?;
-        apply_to_memory(&mut self.utxos, &mut self.app_state, &changes, &app_writes);
+        apply_to_memory(&mut self.utxos, &mut self.by_owner, &mut self.app_state, &changes, &app_writes);
         self.main.truncate(fork_height as usize + 1);
         self.main.extend(connected.iter().map(|(_, h, _)| *h));
         let reorg = Reorg {
@@ -600,9 +610,10 @@ impl<S: ChainStore> Chain<S> {
             return Err(ChainError::Corrupt("genesis does not carry the chain parameters".into()));
         }
         let mut utxos = UtxoSet::new();
+        let mut by_owner = OwnerIndex::default();
         let mut app_state = BTreeMap::new();
         let g = genesis_changes(p, &genesis);
-        apply_to_memory(&mut utxos, &mut app_state, &changes_map(&g), &[]);
+        apply_to_memory(&mut utxos, &mut by_owner, &mut app_state, &changes_map(&g), &[]);
         let mut tree = BlockTree::new(p.hash, genesis.header);
         let ctx = ConnectCtx::new(p, &self.chain_id, &self.apps, &self.verify);
         let mut txs = 1u64;
@@ -659,18 +670,38 @@ fn changes_map(c: &Changes) -> HashMap<OutPoint, Option<Coin>> {
     m
 }
 
+/// Outpoints by owner: `(pubkey hash, outpoint)` pairs in one ordered set, so one owner's coins
+/// are a range. Built from the UTXO set when the chain opens (the set is loaded whole anyway)
+/// and changed with it, so it is never persisted.
+#[derive(Debug, Default)]
+struct OwnerIndex(BTreeSet<(Hash, OutPoint)>);
+
+impl OwnerIndex {
+    fn build(utxos: &[(OutPoint, Coin)]) -> OwnerIndex {
+        OwnerIndex(utxos.iter().map(|(op, c)| (c.out.lock.pubkey_hash, *op)).collect())
+    }
+
+    fn outpoints(&self, owner: &Hash) -> impl Iterator<Item = OutPoint> + '_ {
+        let lo = OutPoint { txid: Hash([0; 32]), index: 0 };
+        let hi = OutPoint { txid: Hash([0xff; 32]), index: u32::MAX };
+        self.0.range((*owner, lo)..=(*owner, hi)).map(|(_, op)| *op)
+    }
+}
+
 fn apply_to_memory(
     utxos: &mut UtxoSet,
+    by_owner: &mut OwnerIndex,
     app_state: &mut BTreeMap<Vec<u8>, Vec<u8>>,
     changes: &HashMap<OutPoint, Option<Coin>>,
     app: &[(Vec<u8>, Option<Vec<u8>>)],
 ) {
     for (op, c) in changes {
-        match c {
-            Some(c) => utxos.insert(*op, *c),
-            None => {
-                utxos.remove(op);
-            }
+        if let Some(old) = utxos.remove(op) {
+            by_owner.0.remove(&(old.out.lock.pubkey_hash, *op));
+        }
+        if let Some(c) = c {
+            utxos.insert(*op, *c);
+            by_owner.0.insert((c.out.lock.pubkey_hash, *op));
         }
     }
     for (k, v) in app {

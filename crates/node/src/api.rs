@@ -524,7 +524,8 @@ async fn submit(
     Ok(Json(SubmitResult { accepted, results }))
 }
 
-/// Unspent outputs of an address (bech32m) or a pubkey hash (64 hex digits).
+/// Unspent outputs of an address (bech32m) or a pubkey hash (64 hex digits), in outpoint order,
+/// through the chain's owner index (cost: the owner's outputs, not the UTXO set).
 #[utoipa::path(get, path = "/utxos/{owner}", params(("owner" = String, Path, description = "devnet address (bech32m, `scdev1…`) or pubkey hash (64 hex digits)", pattern = r"^([0-9a-fA-F]{64}|scdev1[02-9ac-hj-np-z]{6,})$"), ("limit" = Option<u32>, Query, description = "most outputs returned (default 1000)", minimum = 0, maximum = 100000)),
     responses((status = 200, body = [UtxoJson]), (status = 400, body = ApiError)))]
 async fn utxos(
@@ -546,9 +547,7 @@ async fn utxos(
     };
     let c = s.shared.chain.read();
     let out = c
-        .utxos()
-        .iter()
-        .filter(|(_, coin)| coin.out.lock.pubkey_hash == pkh)
+        .utxos_of(&pkh)
         .take(n)
         .map(|(op, coin)| UtxoJson {
             txid: op.txid.to_string(),
