@@ -1,6 +1,6 @@
 //! [`Chain`]: accept, reorganise, query, re-verify.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use scalechain_consensus::check::{check_block, check_header_context};
@@ -12,7 +12,7 @@ use scalechain_consensus::{
     genesis_block, AppStateView, Apps, BlockError, BlockRejection, BlockTree, BlockUndo, Coin, Params,
     SigCache, UtxoSet, UtxoView, VerifyConfig,
 };
-use scalechain_store::{ChainStore, Commit, StoreError};
+use scalechain_store::{ChainStore, Commit, StoreError, TxLocation};
 use scalechain_types::codec::{Decode, Encode};
 use scalechain_types::{Block, Hash, Header, OutPoint, Tx};
 
@@ -134,6 +134,8 @@ pub struct Chain<S: ChainStore> {
     tree: BlockTree,
     main: Vec<Hash>,
     utxos: UtxoSet,
+    /// The UTXO set's outpoints by owner (pubkey hash): always exactly the set's entries.
+    by_owner: OwnerIndex,
     app_state: BTreeMap<Vec<u8>, Vec<u8>>,
     store: S,
     orphans: OrphanPool,
@@ -161,6 +163,8 @@ impl<S: ChainStore> Chain<S> {
                 tip_height: 0,
                 main_chain: vec![(0, chain_id)],
                 utxo_add: changes.add,
+                txids_add: txid_entries(chain_id, 0, genesis.txs.iter().map(|t| t.txid(params.hash)))
+                    .collect(),
                 utxo_count: params.premine.len() as u64,
                 total_value: total,
                 ..Commit::default()
@@ -202,12 +206,14 @@ impl<S: ChainStore> Chain<S> {
                 }
             }
         }
+        let by_owner = OwnerIndex::build(&state.utxos);
         let mut chain = Chain {
             chain_id: state.chain_id,
             apps,
             verify,
             tree,
             main: state.main_chain,
+            by_owner,
             utxos: state.utxos.into_iter().collect(),
             app_state: state.app.into_iter().collect(),
             store,
@@ -215,12 +221,58 @@ impl<S: ChainStore> Chain<S> {
             params,
             sig_cache: None,
         };
+        // A data directory written before the txid index existed: build it once, now.
+        if !chain.store.txindex_ready()? {
+            chain.rebuild_txindex()?;
+        }
         // Recovery: blocks stored (each passed the stateless and header checks) but not yet
         // committed when the process stopped may form a branch with more work than the committed
         // tip. Connect it now, as the interrupted run would have; otherwise those blocks would
         // count as known and never be connected when they arrive again.
         chain.activate_best(None)?;
         Ok(chain)
+    }
+
+    /// Rebuilds the store's txid index from the main-chain blocks (one read of every block) and
+    /// commits it in one atomic write.
+    pub fn rebuild_txindex(&mut self) -> Result<(), ChainError> {
+        let kind = self.params.hash;
+        let mut entries = Vec::new();
+        for (height, hash) in self.main.iter().enumerate() {
+            let block = self
+                .store
+                .get_block(hash)?
+                .ok_or_else(|| ChainError::Corrupt(format!("main-chain block {height} {hash} missing")))?;
+            entries.extend(txid_entries(*hash, height as u64, block.txs.iter().map(|t| t.txid(kind))));
+        }
+        self.store.rebuild_txindex(&entries)?;
+        Ok(())
+    }
+
+    /// Where the main chain holds transaction `txid` (from the store's txid index).
+    pub fn tx_location(&self, txid: &Hash) -> Result<Option<TxLocation>, ChainError> {
+        Ok(self.store.tx_location(txid)?)
+    }
+
+    /// A main-chain transaction by txid, with where it is: one index lookup and one block read.
+    pub fn confirmed_tx(&self, txid: &Hash) -> Result<Option<(TxLocation, Tx)>, ChainError> {
+        let Some(loc) = self.tx_location(txid)? else { return Ok(None) };
+        let corrupt = |what: &str| {
+            ChainError::Corrupt(format!(
+                "txid index: {txid} at block {} {} position {}: {what}",
+                loc.height, loc.block, loc.position
+            ))
+        };
+        if self.main.get(loc.height as usize) != Some(&loc.block) {
+            return Err(corrupt("not that main-chain block"));
+        }
+        let block = self.block(&loc.block)?.ok_or_else(|| corrupt("block missing"))?;
+        let tx =
+            block.txs.into_iter().nth(loc.position as usize).ok_or_else(|| corrupt("no such position"))?;
+        if tx.txid(self.params.hash) != *txid {
+            return Err(corrupt("a different transaction is there"));
+        }
+        Ok(Some((loc, tx)))
     }
 
     /// Transactions whose signatures were verified before (a node's mempool): connecting a
@@ -272,6 +324,12 @@ impl<S: ChainStore> Chain<S> {
     /// The UTXO set.
     pub fn utxos(&self) -> &UtxoSet {
         &self.utxos
+    }
+
+    /// Unspent outputs locked to `pubkey_hash`, in outpoint order: O(log n + k) through the
+    /// owner index, not a scan of the UTXO set.
+    pub fn utxos_of(&self, pubkey_hash: &Hash) -> impl Iterator<Item = (OutPoint, Coin)> + '_ {
+        self.by_owner.outpoints(pubkey_hash).filter_map(|op| self.utxos.coin(&op).map(|c| (op, c)))
     }
 
     /// Application state.
@@ -443,17 +501,20 @@ impl<S: ChainStore> Chain<S> {
             }
         };
         let mut returned = Vec::new();
+        let mut txids_remove = Vec::new();
         for h in &to_disconnect {
             let block =
                 self.store.get_block(h)?.ok_or_else(|| ChainError::Corrupt(format!("block {h} missing")))?;
             let undo =
                 self.store.get_undo(h)?.ok_or_else(|| ChainError::Corrupt(format!("undo of {h} missing")))?;
             apply(&mut overlay, &mut app, &disconnect_block(&p, &block, &undo));
+            txids_remove.extend(block.txs.iter().map(|t| t.txid(p.hash)));
             returned.extend(block.txs.into_iter().skip(1));
         }
         let mut ctx = ConnectCtx::new(&p, &self.chain_id, &self.apps, &self.verify);
         ctx.sig_cache = self.sig_cache.as_deref().map(|c| c as &dyn SigCache);
         let mut connected: Vec<(u64, Hash, BlockUndo)> = Vec::new();
+        let mut txids_add = Vec::new();
         let mut failure = None;
         for h in &to_connect {
             let (block, txids) = match fresh.take() {
@@ -477,6 +538,7 @@ impl<S: ChainStore> Chain<S> {
             match connect_block(&ctx, &block, &txids, &overlay, &app) {
                 Ok(diff) => {
                     apply(&mut overlay, &mut app, &diff.changes);
+                    txids_add.extend(txid_entries(*h, block.header.height, txids.iter().copied()));
                     connected.push((block.header.height, *h, diff.undo));
                 }
                 Err(e) => {
@@ -516,11 +578,13 @@ impl<S: ChainStore> Chain<S> {
             utxo_remove,
             utxo_add,
             app: app_writes.clone(),
+            txids_remove,
+            txids_add,
             utxo_count: count.max(0) as u64,
             total_value: total.max(0) as u128,
         };
         self.store.commit(&commit)?;
-        apply_to_memory(&mut self.utxos, &mut self.app_state, &changes, &app_writes);
+        apply_to_memory(&mut self.utxos, &mut self.by_owner, &mut self.app_state, &changes, &app_writes);
         self.main.truncate(fork_height as usize + 1);
         self.main.extend(connected.iter().map(|(_, h, _)| *h));
         let reorg = Reorg {
@@ -546,9 +610,10 @@ impl<S: ChainStore> Chain<S> {
             return Err(ChainError::Corrupt("genesis does not carry the chain parameters".into()));
         }
         let mut utxos = UtxoSet::new();
+        let mut by_owner = OwnerIndex::default();
         let mut app_state = BTreeMap::new();
         let g = genesis_changes(p, &genesis);
-        apply_to_memory(&mut utxos, &mut app_state, &changes_map(&g), &[]);
+        apply_to_memory(&mut utxos, &mut by_owner, &mut app_state, &changes_map(&g), &[]);
         let mut tree = BlockTree::new(p.hash, genesis.header);
         let ctx = ConnectCtx::new(p, &self.chain_id, &self.apps, &self.verify);
         let mut txs = 1u64;
@@ -590,24 +655,53 @@ impl<S: ChainStore> Chain<S> {
     }
 }
 
+/// Txid-index entries of a block's transactions, in block order.
+fn txid_entries(
+    block: Hash,
+    height: u64,
+    txids: impl Iterator<Item = Hash>,
+) -> impl Iterator<Item = (Hash, TxLocation)> {
+    txids.enumerate().map(move |(i, t)| (t, TxLocation { block, height, position: i as u32 }))
+}
+
 fn changes_map(c: &Changes) -> HashMap<OutPoint, Option<Coin>> {
     let mut m: HashMap<OutPoint, Option<Coin>> = c.remove.iter().map(|op| (*op, None)).collect();
     m.extend(c.add.iter().map(|(op, coin)| (*op, Some(*coin))));
     m
 }
 
+/// Outpoints by owner: `(pubkey hash, outpoint)` pairs in one ordered set, so one owner's coins
+/// are a range. Built from the UTXO set when the chain opens (the set is loaded whole anyway)
+/// and changed with it, so it is never persisted.
+#[derive(Debug, Default)]
+struct OwnerIndex(BTreeSet<(Hash, OutPoint)>);
+
+impl OwnerIndex {
+    fn build(utxos: &[(OutPoint, Coin)]) -> OwnerIndex {
+        OwnerIndex(utxos.iter().map(|(op, c)| (c.out.lock.pubkey_hash, *op)).collect())
+    }
+
+    fn outpoints(&self, owner: &Hash) -> impl Iterator<Item = OutPoint> + '_ {
+        let lo = OutPoint { txid: Hash([0; 32]), index: 0 };
+        let hi = OutPoint { txid: Hash([0xff; 32]), index: u32::MAX };
+        self.0.range((*owner, lo)..=(*owner, hi)).map(|(_, op)| *op)
+    }
+}
+
 fn apply_to_memory(
     utxos: &mut UtxoSet,
+    by_owner: &mut OwnerIndex,
     app_state: &mut BTreeMap<Vec<u8>, Vec<u8>>,
     changes: &HashMap<OutPoint, Option<Coin>>,
     app: &[(Vec<u8>, Option<Vec<u8>>)],
 ) {
     for (op, c) in changes {
-        match c {
-            Some(c) => utxos.insert(*op, *c),
-            None => {
-                utxos.remove(op);
-            }
+        if let Some(old) = utxos.remove(op) {
+            by_owner.0.remove(&(old.out.lock.pubkey_hash, *op));
+        }
+        if let Some(c) = c {
+            utxos.insert(*op, *c);
+            by_owner.0.insert((c.out.lock.pubkey_hash, *op));
         }
     }
     for (k, v) in app {

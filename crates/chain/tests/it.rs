@@ -775,3 +775,98 @@ fn signature_cache_skips_the_signature_jobs_of_known_transactions_only() {
     // The full re-verification ignores the cache and finds the bad signature.
     assert!(t.chain.verify_all(NOW, |_, _| {}).is_err());
 }
+
+/// The txid index equals the main chain's transactions: every one found at its block, height
+/// and position, and none of a disconnected block.
+fn assert_txindex_matches_main_chain(t: &T, gone: &[Block]) {
+    for (height, hash) in t.chain.main_chain().iter().enumerate() {
+        let b = t.chain.block(hash).unwrap().unwrap();
+        for (i, tx) in b.txs.iter().enumerate() {
+            let txid = tx.txid(t.p.hash);
+            let (loc, found) = t.chain.confirmed_tx(&txid).unwrap().unwrap();
+            assert_eq!((loc.block, loc.height, loc.position), (*hash, height as u64, i as u32));
+            assert_eq!(&found, tx);
+        }
+    }
+    let main: std::collections::HashSet<Hash> = t.chain.main_chain().iter().copied().collect();
+    for b in gone {
+        assert!(!main.contains(&b.hash(t.p.hash)));
+        for tx in &b.txs {
+            let txid = tx.txid(t.p.hash);
+            if let Some((loc, _)) = t.chain.confirmed_tx(&txid).unwrap() {
+                // Only a transaction the new branch confirmed again may still be found.
+                assert!(main.contains(&loc.block), "{txid} indexed at a disconnected block");
+            }
+        }
+    }
+}
+
+#[test]
+fn txid_index_follows_connects_and_reorgs_and_rebuilds_the_same() {
+    let mut t = setup();
+    t.extend(2, 6);
+    let fork_gen = t.gen.clone();
+    let fork_block = t.chain.block_at(2).unwrap().unwrap();
+    t.extend(2, 6);
+    assert_txindex_matches_main_chain(&t, &[]);
+    let old: Vec<Block> = (3..=4).map(|h| t.chain.block_at(h).unwrap().unwrap()).collect();
+    let mut g = fork_gen;
+    g.reseed(41);
+    let side = branch(&t, &mut g, &fork_block, 3, 6, 1000);
+    for b in &side {
+        t.chain.accept_block(b.clone(), NOW).unwrap();
+    }
+    assert_eq!(t.chain.tip(), side[2].hash(t.p.hash));
+    assert_txindex_matches_main_chain(&t, &old);
+    let coinbase = old[0].txs[0].txid(t.p.hash);
+    assert!(t.chain.confirmed_tx(&coinbase).unwrap().is_none(), "a disconnected coinbase leaves the index");
+
+    // A store written before the index existed: opening builds it, to the same entries.
+    let mut store = t.chain.store().clone();
+    let mut want = store.debug_txindex();
+    store.debug_drop_txindex();
+    let reopened = Chain::open(store, Apps::none(), VerifyConfig::parallel([7; 32])).unwrap();
+    let mut got = reopened.store().debug_txindex();
+    want.sort_by_key(|(t, _)| *t);
+    got.sort_by_key(|(t, _)| *t);
+    assert_eq!(got, want);
+}
+
+/// The owner index answers exactly what a scan of the UTXO set finds, for every owner.
+fn assert_owner_index_matches_scan(chain: &Chain<MemStore>) {
+    let mut scan: std::collections::BTreeMap<Hash, Vec<(OutPoint, Coin)>> = Default::default();
+    for (op, c) in chain.utxos().iter() {
+        scan.entry(c.out.lock.pubkey_hash).or_default().push((op, c));
+    }
+    assert!(scan.len() > 3, "the test needs several owners");
+    for (owner, mut coins) in scan {
+        coins.sort_by_key(|(op, _)| *op);
+        assert_eq!(chain.utxos_of(&owner).collect::<Vec<_>>(), coins, "owner {owner}");
+    }
+    assert_eq!(chain.utxos_of(&Hash([0xee; 32])).count(), 0);
+}
+
+#[test]
+fn owner_index_equals_a_scan_after_blocks_a_reorg_and_a_reopen() {
+    let mut t = setup();
+    assert_owner_index_matches_scan(&t.chain);
+    t.extend(3, 8);
+    assert_owner_index_matches_scan(&t.chain);
+    let fork_gen = t.gen.clone();
+    let fork_block = t.chain.block_at(3).unwrap().unwrap();
+    t.extend(2, 8);
+    let before = t.chain.utxos().len();
+    let mut g = fork_gen;
+    g.reseed(77);
+    let side = branch(&t, &mut g, &fork_block, 3, 8, 1000);
+    for b in &side {
+        t.chain.accept_block(b.clone(), NOW).unwrap();
+    }
+    assert_eq!(t.chain.tip(), side[2].hash(t.p.hash), "the heavier branch won");
+    assert!(before > 0);
+    assert_owner_index_matches_scan(&t.chain);
+    // Reopened from the store, the index is rebuilt to the same answers.
+    let reopened =
+        Chain::open(t.chain.store().clone(), Apps::none(), VerifyConfig::parallel([7; 32])).unwrap();
+    assert_owner_index_matches_scan(&reopened);
+}

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -202,20 +203,36 @@ pub struct MempoolJson {
     pub evicted: u64,
 }
 
-/// `?limit=` of list endpoints.
-#[derive(Debug, Deserialize)]
-pub struct Limit {
-    limit: Option<String>,
-}
+/// The query of a list endpoint: its `key=value` pairs, decoded (never fails on any input).
+type QueryPairs = Result<Query<Vec<(String, String)>>, QueryRejection>;
 
-fn limit(q: &Limit, default: usize, max: usize) -> Result<usize, ApiError> {
-    match &q.limit {
+/// `?limit=N` of list endpoints, parsed here so every mistake is a JSON 400 naming it: a
+/// parameter other than `limit`, `limit` given twice, or a value that is not an integer in
+/// `0..=max`.
+fn limit(query: QueryPairs, default: usize, max: usize) -> Result<usize, ApiError> {
+    let Query(pairs) = query.map_err(|e| ApiError::bad(format!("query: {}", e.body_text())))?;
+    let mut found: Option<String> = None;
+    for (k, v) in pairs {
+        if k != "limit" {
+            return Err(ApiError::bad(format!("query: unknown parameter {k:?} (only `limit`)")));
+        }
+        if found.is_some() {
+            return Err(ApiError::bad("limit: given more than once"));
+        }
+        found = Some(v);
+    }
+    match found {
         None => Ok(default),
         Some(s) => match s.parse::<usize>() {
             Ok(n) if n <= max => Ok(n),
             _ => Err(ApiError::bad(format!("limit: {s:?} is not an integer in 0..={max}"))),
         },
     }
+}
+
+/// A path segment, or a JSON 400 if it is not valid percent-encoded UTF-8.
+fn segment(p: Result<Path<String>, PathRejection>, what: &str) -> Result<String, ApiError> {
+    p.map(|Path(s)| s).map_err(|e| ApiError::bad(format!("{what}: {}", e.body_text())))
 }
 
 fn parse_hash(what: &str, s: &str) -> Result<Hash, ApiError> {
@@ -230,9 +247,23 @@ fn parse_hash(what: &str, s: &str) -> Result<Hash, ApiError> {
 #[openapi(
     info(
         title = "ScaleChain node API",
-        description = "Status, blocks, transactions, UTXOs, mempool and submission."
+        description = "Status, blocks, transactions, UTXOs, mempool, submission and application state."
     ),
-    paths(status, tip, peers, block, block_txids, tx, submit, utxos, mempool, metrics),
+    paths(
+        status,
+        tip,
+        peers,
+        block,
+        block_txids,
+        tx,
+        submit,
+        utxos,
+        mempool,
+        metrics,
+        openapi,
+        apps::value,
+        apps::range
+    ),
     components(schemas(
         ApiError,
         Status,
@@ -244,7 +275,9 @@ fn parse_hash(what: &str, s: &str) -> Result<Hash, ApiError> {
         SubmitResult,
         UtxoJson,
         MempoolJson,
-        crate::state::PeerInfo
+        crate::state::PeerInfo,
+        apps::AppEntry,
+        apps::AppEntries
     ))
 )]
 pub struct ApiDoc;
@@ -270,6 +303,8 @@ pub fn router(state: ApiState) -> Router {
         .with_state(state)
 }
 
+/// This document.
+#[utoipa::path(get, path = "/openapi.json", responses((status = 200, description = "The OpenAPI document", content_type = "application/json")))]
 async fn openapi() -> Response {
     match ApiDoc::openapi().to_json() {
         Ok(s) => ([(header::CONTENT_TYPE, "application/json")], s).into_response(),
@@ -350,19 +385,27 @@ fn find_block(s: &ApiState, id: BlockId) -> Result<scalechain_types::Block, ApiE
 }
 
 /// A block by height or hash.
-#[utoipa::path(get, path = "/blocks/{id}", params(("id" = String, Path, description = "height or block hash")),
+#[utoipa::path(get, path = "/blocks/{id}", params(("id" = String, Path, description = "height (decimal) or block hash (64 hex digits)", pattern = r"^([0-9]{1,20}|[0-9a-fA-F]{64})$", example = "0")),
     responses((status = 200, body = Object), (status = 400, body = ApiError), (status = 404, body = ApiError)))]
-async fn block(State(s): State<ApiState>, Path(id): Path<String>) -> Result<Response, ApiError> {
+async fn block(
+    State(s): State<ApiState>,
+    id: Result<Path<String>, PathRejection>,
+) -> Result<Response, ApiError> {
     s.shared.metrics.api_requests.add(1);
+    let id = segment(id, "block id")?;
     let b = find_block(&s, parse_block_id(&id)?)?;
     Ok(Json(block_json(s.shared.params.hash, &b)).into_response())
 }
 
 /// A block's txids.
-#[utoipa::path(get, path = "/blocks/{id}/txids", params(("id" = String, Path, description = "height or block hash")),
+#[utoipa::path(get, path = "/blocks/{id}/txids", params(("id" = String, Path, description = "height (decimal) or block hash (64 hex digits)", pattern = r"^([0-9]{1,20}|[0-9a-fA-F]{64})$", example = "0")),
     responses((status = 200, body = BlockTxids), (status = 400, body = ApiError), (status = 404, body = ApiError)))]
-async fn block_txids(State(s): State<ApiState>, Path(id): Path<String>) -> ApiResult<BlockTxids> {
+async fn block_txids(
+    State(s): State<ApiState>,
+    id: Result<Path<String>, PathRejection>,
+) -> ApiResult<BlockTxids> {
     s.shared.metrics.api_requests.add(1);
+    let id = segment(id, "block id")?;
     let b = find_block(&s, parse_block_id(&id)?)?;
     let kind = s.shared.params.hash;
     Ok(Json(BlockTxids {
@@ -374,28 +417,24 @@ async fn block_txids(State(s): State<ApiState>, Path(id): Path<String>) -> ApiRe
 }
 
 /// A transaction from the mempool or the main chain.
-#[utoipa::path(get, path = "/txs/{txid}", params(("txid" = String, Path, description = "64 hex digits")),
+#[utoipa::path(get, path = "/txs/{txid}", params(("txid" = String, Path, description = "64 hex digits", pattern = r"^[0-9a-fA-F]{64}$")),
     responses((status = 200, body = TxStatus), (status = 400, body = ApiError), (status = 404, body = ApiError)))]
-async fn tx(State(s): State<ApiState>, Path(id): Path<String>) -> ApiResult<TxStatus> {
+async fn tx(State(s): State<ApiState>, id: Result<Path<String>, PathRejection>) -> ApiResult<TxStatus> {
     s.shared.metrics.api_requests.add(1);
+    let id = segment(id, "txid")?;
     let txid = parse_hash("txid", &id)?;
     let kind = s.shared.params.hash;
     if let Some(e) = s.shared.mempool.get(&txid) {
         return Ok(Json(TxStatus { status: "mempool".into(), height: None, tx: tx_json(kind, &e.tx) }));
     }
-    let height = s
-        .shared
-        .index
-        .read()
-        .height_of(&txid)
-        .ok_or_else(|| ApiError::not_found(format!("no transaction {id}")))?;
-    let b = find_block(&s, BlockId::Height(height))?;
-    let t = b
-        .txs
-        .iter()
-        .find(|t| t.txid(kind) == txid)
-        .ok_or_else(|| ApiError::not_found(format!("no transaction {id}")))?;
-    Ok(Json(TxStatus { status: "confirmed".into(), height: Some(height), tx: tx_json(kind, t) }))
+    let found = s.shared.chain.read().confirmed_tx(&txid);
+    match found {
+        Ok(Some((loc, t))) => {
+            Ok(Json(TxStatus { status: "confirmed".into(), height: Some(loc.height), tx: tx_json(kind, &t) }))
+        }
+        Ok(None) => Err(ApiError::not_found(format!("no transaction {id}"))),
+        Err(e) => Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", e.to_string())),
+    }
 }
 
 fn authorised(s: &ApiState, headers: &HeaderMap) -> Result<(), ApiError> {
@@ -421,10 +460,20 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 /// Submits transactions (hex encodings); answers once each was admitted or refused.
 #[utoipa::path(post, path = "/txs", request_body = SubmitTxs,
-    responses((status = 200, body = SubmitResult), (status = 400, body = ApiError), (status = 401, body = ApiError), (status = 503, body = ApiError)))]
-async fn submit(State(s): State<ApiState>, headers: HeaderMap, body: Bytes) -> ApiResult<SubmitResult> {
+    responses((status = 200, body = SubmitResult), (status = 400, body = ApiError), (status = 401, body = ApiError), (status = 413, body = ApiError), (status = 503, body = ApiError)))]
+async fn submit(
+    State(s): State<ApiState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult<SubmitResult> {
     s.shared.metrics.api_requests.add(1);
     authorised(&s, &headers)?;
+    let body = body.map_err(|e| {
+        // Reading the body fails only through the client (too long, cut short): a 4xx.
+        let status = if e.status().is_client_error() { e.status() } else { StatusCode::BAD_REQUEST };
+        let code = if status == StatusCode::PAYLOAD_TOO_LARGE { "too-large" } else { "bad-request" };
+        ApiError::new(status, code, format!("body: {}", e.body_text()))
+    })?;
     let req: SubmitTxs = serde_json::from_slice(&body).map_err(|e| ApiError::bad(format!("body: {e}")))?;
     let max = s.shared.cfg.api.max_txs_per_request;
     if req.txs.len() > max {
@@ -495,16 +544,18 @@ async fn submit(State(s): State<ApiState>, headers: HeaderMap, body: Bytes) -> A
     Ok(Json(SubmitResult { accepted, results }))
 }
 
-/// Unspent outputs of an address (bech32m) or a pubkey hash (64 hex digits).
-#[utoipa::path(get, path = "/utxos/{owner}", params(("owner" = String, Path, description = "address or pubkey hash"), ("limit" = Option<u64>, Query, description = "most outputs returned (default 1000, at most 100000)")),
+/// Unspent outputs of an address (bech32m) or a pubkey hash (64 hex digits), in outpoint order,
+/// through the chain's owner index (cost: the owner's outputs, not the UTXO set).
+#[utoipa::path(get, path = "/utxos/{owner}", params(("owner" = String, Path, description = "devnet address (bech32m, `scdev1…`) or pubkey hash (64 hex digits)", pattern = r"^([0-9a-fA-F]{64}|scdev1[02-9ac-hj-np-z]{6,})$"), ("limit" = Option<u32>, Query, description = "most outputs returned (default 1000)", minimum = 0, maximum = 100000)),
     responses((status = 200, body = [UtxoJson]), (status = 400, body = ApiError)))]
 async fn utxos(
     State(s): State<ApiState>,
-    Path(owner): Path<String>,
-    Query(q): Query<Limit>,
+    owner: Result<Path<String>, PathRejection>,
+    q: QueryPairs,
 ) -> ApiResult<Vec<UtxoJson>> {
     s.shared.metrics.api_requests.add(1);
-    let n = limit(&q, 1000, 100_000)?;
+    let owner = segment(owner, "owner")?;
+    let n = limit(q, 1000, 100_000)?;
     let pkh = if owner.len() == 64 && owner.bytes().all(|b| b.is_ascii_hexdigit()) {
         parse_hash("pubkey hash", &owner)?
     } else {
@@ -516,9 +567,7 @@ async fn utxos(
     };
     let c = s.shared.chain.read();
     let out = c
-        .utxos()
-        .iter()
-        .filter(|(_, coin)| coin.out.lock.pubkey_hash == pkh)
+        .utxos_of(&pkh)
         .take(n)
         .map(|(op, coin)| UtxoJson {
             txid: op.txid.to_string(),
@@ -534,11 +583,11 @@ async fn utxos(
 }
 
 /// Mempool contents and counters.
-#[utoipa::path(get, path = "/mempool", params(("limit" = Option<u64>, Query, description = "most txids listed (default 1000, at most 100000)")),
+#[utoipa::path(get, path = "/mempool", params(("limit" = Option<u32>, Query, description = "most txids listed (default 1000)", minimum = 0, maximum = 100000)),
     responses((status = 200, body = MempoolJson), (status = 400, body = ApiError)))]
-async fn mempool(State(s): State<ApiState>, Query(q): Query<Limit>) -> ApiResult<MempoolJson> {
+async fn mempool(State(s): State<ApiState>, q: QueryPairs) -> ApiResult<MempoolJson> {
     s.shared.metrics.api_requests.add(1);
-    let n = limit(&q, 1000, 100_000)?;
+    let n = limit(q, 1000, 100_000)?;
     let snap = s.shared.mempool.snapshot();
     let stats = s.shared.mempool.stats();
     Ok(Json(MempoolJson {

@@ -9,13 +9,14 @@
 //! Keys are those of the module's namespace (the kind byte left out), hex. Bad kinds, hex or
 //! limits get a JSON `400`.
 
+use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, Query, State};
 use axum::routing::get;
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{limit, ApiError, ApiResult, ApiState, Limit};
+use super::{segment, ApiError, ApiResult, ApiState, QueryPairs};
 
 /// Longest key accepted in a path or a query (bytes).
 const MAX_KEY_BYTES: usize = 256;
@@ -42,12 +43,48 @@ pub struct AppEntries {
     pub more: bool,
 }
 
-/// `?prefix=&after=&limit=`.
-#[derive(Debug, Deserialize)]
-pub struct RangeQuery {
+/// `?prefix=&after=&limit=`, parsed so that every mistake is a JSON 400 naming it: an unknown
+/// parameter, one given twice, or a limit that is not an integer in `0..=1000`.
+#[derive(Debug, Default)]
+struct RangeQuery {
     prefix: Option<String>,
     after: Option<String>,
-    limit: Option<String>,
+    limit: usize,
+}
+
+/// Most entries per page.
+const MAX_PAGE: usize = 1000;
+
+fn range_query(query: QueryPairs) -> Result<RangeQuery, ApiError> {
+    let Query(pairs) = query.map_err(|e| ApiError::bad(format!("query: {}", e.body_text())))?;
+    let mut q = RangeQuery { limit: 100, ..RangeQuery::default() };
+    let mut seen = [false; 3];
+    for (k, v) in pairs {
+        let i = match k.as_str() {
+            "prefix" => 0,
+            "after" => 1,
+            "limit" => 2,
+            _ => return Err(ApiError::bad(format!("query: unknown parameter {k:?} (prefix, after, limit)"))),
+        };
+        if std::mem::replace(&mut seen[i], true) {
+            return Err(ApiError::bad(format!("{k}: given more than once")));
+        }
+        match i {
+            0 => q.prefix = Some(v),
+            1 => q.after = Some(v),
+            _ => {
+                q.limit = match v.parse::<usize>() {
+                    Ok(n) if n <= MAX_PAGE => n,
+                    _ => {
+                        return Err(ApiError::bad(format!(
+                            "limit: {v:?} is not an integer in 0..={MAX_PAGE}"
+                        )))
+                    }
+                }
+            }
+        }
+    }
+    Ok(q)
 }
 
 /// The routes.
@@ -78,10 +115,14 @@ fn full(kind: u8, key: &[u8]) -> Vec<u8> {
 
 /// One application state value.
 #[utoipa::path(get, path = "/apps/{kind}/state/{key}",
-    params(("kind" = u8, Path, description = "the module's transaction kind"), ("key" = String, Path, description = "key inside the module's namespace, hex")),
+    params(("kind" = u8, Path, minimum = 2, description = "the module's transaction kind"), ("key" = String, Path, pattern = "^([0-9a-fA-F]{2}){0,256}$", description = "key inside the module's namespace, hex")),
     responses((status = 200, body = AppEntry), (status = 400, body = ApiError), (status = 404, body = ApiError)))]
-async fn value(State(s): State<ApiState>, Path((kind, key)): Path<(String, String)>) -> ApiResult<AppEntry> {
+pub(super) async fn value(
+    State(s): State<ApiState>,
+    path: Result<Path<(String, String)>, PathRejection>,
+) -> ApiResult<AppEntry> {
     s.shared.metrics.api_requests.add(1);
+    let Path((kind, key)) = path.map_err(|e| ApiError::bad(format!("kind/key: {}", e.body_text())))?;
     let kind = parse_kind(&kind)?;
     let k = parse_key("key", &key)?;
     let v = s.shared.chain.read().app_state().get(&full(kind, &k)).cloned();
@@ -93,19 +134,20 @@ async fn value(State(s): State<ApiState>, Path((kind, key)): Path<(String, Strin
 
 /// Application state entries by key prefix, in key order, paged.
 #[utoipa::path(get, path = "/apps/{kind}/state",
-    params(("kind" = u8, Path, description = "the module's transaction kind"),
-        ("prefix" = Option<String>, Query, description = "key prefix, hex (default: all)"),
-        ("after" = Option<String>, Query, description = "start after this key, hex"),
-        ("limit" = Option<u64>, Query, description = "most entries (default 100, at most 1000)")),
+    params(("kind" = u8, Path, minimum = 2, description = "the module's transaction kind"),
+        ("prefix" = Option<String>, Query, pattern = "^([0-9a-fA-F]{2}){0,256}$", description = "key prefix, hex (default: all)"),
+        ("after" = Option<String>, Query, pattern = "^([0-9a-fA-F]{2}){0,256}$", description = "start after this key, hex"),
+        ("limit" = Option<u64>, Query, maximum = 1000, description = "most entries (default 100, at most 1000)")),
     responses((status = 200, body = AppEntries), (status = 400, body = ApiError)))]
-async fn range(
+pub(super) async fn range(
     State(s): State<ApiState>,
-    Path(kind): Path<String>,
-    Query(q): Query<RangeQuery>,
+    kind: Result<Path<String>, PathRejection>,
+    query: QueryPairs,
 ) -> ApiResult<AppEntries> {
     s.shared.metrics.api_requests.add(1);
-    let kind = parse_kind(&kind)?;
-    let n = limit(&Limit { limit: q.limit.clone() }, 100, 1000)?;
+    let kind = parse_kind(&segment(kind, "kind")?)?;
+    let q = range_query(query)?;
+    let n = q.limit;
     let prefix = full(kind, &parse_key("prefix", q.prefix.as_deref().unwrap_or(""))?);
     let after = q.after.as_deref().map(|a| parse_key("after", a)).transpose()?.map(|a| full(kind, &a));
     use std::ops::Bound;

@@ -1,7 +1,7 @@
 //! The block worker: the only writer of the chain. Blocks from gossip, sync and the node's own
 //! miner arrive on one queue and are accepted in order; each change of tip updates the
 //! mempool (confirmed and conflicting transactions leave, a reorganisation's transactions
-//! return), the txid index and the tip watchers, all before the chain lock is released, so
+//! return) and the tip watchers, all before the chain lock is released, so
 //! admission never sees a tip and a mempool that disagree.
 
 use std::sync::Arc;
@@ -67,15 +67,15 @@ pub fn run(shared: Arc<Shared>, mut jobs: mpsc::Receiver<BlockJob>, done: mpsc::
     }
 }
 
-/// Accepts one block and brings the mempool, index and watchers up to date.
+/// Accepts one block and brings the mempool and watchers up to date (the chain store's txid
+/// index changed in the block's own commit).
 pub fn accept(shared: &Shared, block: Block, origin: Origin) -> Outcome {
-    let kind = shared.params.hash;
-    let hash = block.header.hash(kind);
+    let hash = block.header.hash(shared.params.hash);
     let height = block.header.height;
     shared.metrics.blocks_received.add(1);
     let t0 = Instant::now();
     let mut chain = shared.chain.write();
-    // Kept for the mempool and the index if the block connects (one copy, moved out below).
+    // Kept for the mempool if the block connects (one copy, moved out below).
     let mut kept = Some(block.clone());
     let result = chain.accept_block(block, now_ms());
     if let Ok(Accepted::Connected(reorg)) = &result {
@@ -89,17 +89,9 @@ pub fn accept(shared: &Shared, block: Block, origin: Origin) -> Outcome {
             }
         };
         let connected: Vec<Block> = reorg.connected.iter().filter_map(fetch).collect();
-        let mut index = shared.index.write();
-        for h in &reorg.disconnected {
-            if let Ok(Some(b)) = chain.block(h) {
-                index.remove_block(kind, &b);
-            }
-        }
         for b in &connected {
-            index.add_block(kind, b);
             shared.mempool.remove_block(b);
         }
-        drop(index);
         let c = &*chain;
         if !reorg.disconnected.is_empty() {
             shared.metrics.reorgs.add(1);

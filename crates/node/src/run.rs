@@ -29,7 +29,7 @@ use crate::config::NodeConfig;
 use crate::metrics::Metrics;
 use crate::miner;
 use crate::pipeline::{self, Penalty, Source};
-use crate::state::{now_ms, PeerInfo, Shared, TxIndex};
+use crate::state::{now_ms, PeerInfo, Shared};
 
 /// Errors that stop a node from starting.
 #[derive(Debug, thiserror::Error)]
@@ -188,12 +188,6 @@ pub async fn run(
         },
     ));
     chain.set_sig_cache(Some(mempool.sig_cache()));
-    let mut index = TxIndex::default();
-    for h in 0..=chain.tip_height() {
-        if let Some(b) = chain.block_at(h)? {
-            index.add_block(params.hash, &b);
-        }
-    }
     let key = node_key(&cfg.data_dir)?;
     let names = ProtocolNames::for_chain(&chain_id);
     let parse_addrs = |v: &[String], what: &str| -> Result<Vec<Multiaddr>, NodeError> {
@@ -219,7 +213,6 @@ pub async fn run(
         chain_id,
         chain: RwLock::new(chain),
         mempool,
-        index: RwLock::new(index),
         metrics: Metrics::default(),
         net_stats: RwLock::new(Some(netw.stats.clone())),
         peers: RwLock::new(Default::default()),

@@ -1,8 +1,9 @@
 //! The state a node shares between its tasks: the chain (behind a read-write lock: readers are
 //! the API, the admission stage and the miner; the only writer is the block worker), the
-//! mempool (lock-free reads), the txid index, peers and metrics.
+//! mempool (lock-free reads), peers and metrics. Confirmed transactions are found through the
+//! chain store's persisted txid index.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -13,7 +14,7 @@ use scalechain_consensus::Params;
 use scalechain_mempool::{AdmitEnv, Mempool};
 use scalechain_p2p::msg::{Hello, Role, PROTOCOL_VERSION};
 use scalechain_p2p::net::{Multiaddr, NetStats, PeerId};
-use scalechain_types::{Block, Hash};
+use scalechain_types::Hash;
 use serde::Serialize;
 
 use crate::config::NodeConfig;
@@ -34,44 +35,6 @@ pub struct PeerInfo {
     pub score: i32,
 }
 
-/// Where confirmed transactions are: txid → height on the main chain.
-#[derive(Debug, Default)]
-pub struct TxIndex {
-    by_txid: HashMap<Hash, u64>,
-}
-
-impl TxIndex {
-    /// Indexes a block's transactions at its height.
-    pub fn add_block(&mut self, kind: scalechain_types::HashKind, block: &Block) {
-        self.by_txid.reserve(block.txs.len());
-        for tx in &block.txs {
-            self.by_txid.insert(tx.txid(kind), block.header.height);
-        }
-    }
-
-    /// Forgets a disconnected block's transactions.
-    pub fn remove_block(&mut self, kind: scalechain_types::HashKind, block: &Block) {
-        for tx in &block.txs {
-            self.by_txid.remove(&tx.txid(kind));
-        }
-    }
-
-    /// The height of the block holding `txid`.
-    pub fn height_of(&self, txid: &Hash) -> Option<u64> {
-        self.by_txid.get(txid).copied()
-    }
-
-    /// Transactions indexed.
-    pub fn len(&self) -> usize {
-        self.by_txid.len()
-    }
-
-    /// Nothing indexed?
-    pub fn is_empty(&self) -> bool {
-        self.by_txid.is_empty()
-    }
-}
-
 /// Everything the node's tasks share.
 pub struct Shared {
     /// The configuration it started with.
@@ -84,8 +47,6 @@ pub struct Shared {
     pub chain: RwLock<Chain<DiskStore>>,
     /// The mempool.
     pub mempool: Arc<Mempool>,
-    /// Confirmed transactions by txid.
-    pub index: RwLock<TxIndex>,
     /// Metrics.
     pub metrics: Metrics,
     /// Network counters.

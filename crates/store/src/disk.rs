@@ -15,6 +15,10 @@
 //! | `heights` | height, `u64` **big**-endian (sorted) | main-chain block hash              |
 //! | `utxos`   | 36-byte outpoint encoding             | 50-byte coin encoding              |
 //! | `app`     | application key                       | application value                  |
+//! | `txids`   | txid                                  | [`TxLocation`] (44 bytes)          |
+//!
+//! Version 1 had no `txids` keyspace. Such a directory opens with the index marked not ready;
+//! [`ChainStore::rebuild_txindex`] fills it and writes `format_version` 2 in the same batch.
 //!
 //! A store holds a chain exactly when `meta` holds `chain_id`; `init` writes it together with
 //! everything else in one batch.
@@ -36,7 +40,7 @@ use scalechain_types::codec::{Decode, Encode};
 use scalechain_types::{Block, Hash, Header, OutPoint};
 
 use crate::mem::{check_commit, check_totals, check_value_len, main_chain_from, no_chain};
-use crate::{ChainStore, Commit, StoreError, StoredState, FORMAT_VERSION};
+use crate::{ChainStore, Commit, StoreError, StoredState, TxLocation, FORMAT_VERSION, OLDEST_FORMAT_VERSION};
 
 /// Keyspace names (part of the on-disk format).
 mod ks {
@@ -47,6 +51,7 @@ mod ks {
     pub const HEIGHTS: &str = "heights";
     pub const UTXOS: &str = "utxos";
     pub const APP: &str = "app";
+    pub const TXIDS: &str = "txids";
 }
 
 /// Keys of the `meta` keyspace (part of the on-disk format).
@@ -100,6 +105,9 @@ pub struct DiskStore {
     heights: Keyspace,
     utxos: Keyspace,
     app: Keyspace,
+    txids: Keyspace,
+    /// The directory is of a format before the txid index (until `rebuild_txindex`).
+    txindex_missing: bool,
     poisoned: bool,
 }
 
@@ -125,7 +133,7 @@ impl DiskStore {
             db.keyspace(name, KeyspaceCreateOptions::default)
                 .map_err(|e| StoreError::Engine(format!("opening keyspace `{name}`: {e}")))
         };
-        let store = DiskStore {
+        let mut store = DiskStore {
             path: dir.to_path_buf(),
             meta: open(ks::META)?,
             blocks: open(ks::BLOCKS)?,
@@ -134,15 +142,18 @@ impl DiskStore {
             heights: open(ks::HEIGHTS)?,
             utxos: open(ks::UTXOS)?,
             app: open(ks::APP)?,
+            txids: open(ks::TXIDS)?,
             db,
+            txindex_missing: false,
             poisoned: false,
         };
         match store.meta.get(meta::FORMAT_VERSION).map_err(engine)? {
             Some(v) => {
                 let found = u32::from_le_bytes(fixed(&v, "meta: `format_version`")?);
-                if found != FORMAT_VERSION {
+                if !(OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(&found) {
                     return Err(StoreError::Version { found });
                 }
+                store.txindex_missing = found < 2;
             }
             None => {
                 if store.meta.get(meta::CHAIN_ID).map_err(engine)?.is_some() {
@@ -217,6 +228,19 @@ impl DiskStore {
             match v {
                 Some(v) => batch.insert(&self.app, k, v),
                 None => batch.remove(&self.app, k),
+            }
+        }
+        let mut txids: HashMap<Hash, Option<&TxLocation>> = HashMap::new();
+        for t in &c.txids_remove {
+            txids.insert(*t, None);
+        }
+        for (t, loc) in &c.txids_add {
+            txids.insert(*t, Some(loc));
+        }
+        for (t, loc) in txids {
+            match loc {
+                Some(loc) => batch.insert(&self.txids, &t.0[..], &loc.to_bytes()[..]),
+                None => batch.remove(&self.txids, &t.0[..]),
             }
         }
         Ok(())
@@ -377,5 +401,46 @@ impl ChainStore for DiskStore {
             None => Ok(None),
             Some(v) => Ok(Some(Hash(fixed(&v, &format!("heights: entry at height {height}"))?))),
         }
+    }
+
+    fn tx_location(&self, txid: &Hash) -> Result<Option<TxLocation>, StoreError> {
+        self.check_poisoned()?;
+        match self.txids.get(txid.0).map_err(engine)? {
+            None => Ok(None),
+            Some(v) => TxLocation::from_bytes(&v).map(Some).ok_or_else(|| {
+                StoreError::Corrupt(format!(
+                    "txids: entry {txid}: expected {} bytes, found {}",
+                    TxLocation::LEN,
+                    v.len()
+                ))
+            }),
+        }
+    }
+
+    fn txindex_ready(&self) -> Result<bool, StoreError> {
+        self.check_poisoned()?;
+        Ok(!self.txindex_missing)
+    }
+
+    fn rebuild_txindex(&mut self, entries: &[(Hash, TxLocation)]) -> Result<(), StoreError> {
+        self.check_poisoned()?;
+        if !self.has_chain()? {
+            return Err(no_chain());
+        }
+        let fresh: HashMap<Hash, &TxLocation> = entries.iter().map(|(t, l)| (*t, l)).collect();
+        let mut batch = self.db.batch();
+        for g in self.txids.iter() {
+            let k = g.key().map_err(engine)?;
+            if k.len() != 32 || !fresh.contains_key(&Hash(fixed(&k, "txids: key")?)) {
+                batch.remove(&self.txids, k);
+            }
+        }
+        for (t, loc) in fresh {
+            batch.insert(&self.txids, &t.0[..], &loc.to_bytes()[..]);
+        }
+        batch.insert(&self.meta, meta::FORMAT_VERSION, &FORMAT_VERSION.to_le_bytes()[..]);
+        self.write(batch, true)?;
+        self.txindex_missing = false;
+        Ok(())
     }
 }

@@ -4,6 +4,10 @@
 //! Two engines implement it: [`DiskStore`] (fjall, an LSM-tree with a write-ahead journal) for
 //! nodes, and [`MemStore`] for tests and simulations.
 //!
+//! It also keeps the txid index (txid → block hash, height and position of the main-chain
+//! block holding it), changed in the same commit as the block's connection or disconnection, so
+//! a node opens without reading any block.
+//!
 //! Invariants:
 //! - [`ChainStore::commit`] is atomic and durable: after a crash at any moment the store reopens
 //!   with either all of a commit or none of it (one fjall batch, fsynced).
@@ -26,8 +30,56 @@ pub use mem::MemStore;
 use scalechain_consensus::{BlockUndo, Coin};
 use scalechain_types::{Block, Hash, Header, OutPoint};
 
-/// The on-disk format version this code reads and writes.
-pub const FORMAT_VERSION: u32 = 1;
+/// The on-disk format version this code writes.
+///
+/// Version 2 added the txid index. A version-1 directory still opens: its index is missing
+/// ([`ChainStore::txindex_ready`] answers false) until [`ChainStore::rebuild_txindex`] fills it
+/// and moves the directory to version 2, which the chain layer does once, when it opens one.
+pub const FORMAT_VERSION: u32 = 2;
+
+/// The oldest format version [`DiskStore`] opens (and upgrades).
+pub const OLDEST_FORMAT_VERSION: u32 = 1;
+
+/// Where a confirmed transaction is: its block on the main chain and its place in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TxLocation {
+    /// The block's hash.
+    pub block: Hash,
+    /// The block's height.
+    pub height: u64,
+    /// The transaction's index in the block (0 is the coinbase).
+    pub position: u32,
+}
+
+impl TxLocation {
+    /// Encoded length: hash, height `u64` LE, position `u32` LE.
+    pub const LEN: usize = 44;
+
+    /// The stored encoding.
+    pub fn to_bytes(&self) -> [u8; Self::LEN] {
+        let mut b = [0u8; Self::LEN];
+        b[..32].copy_from_slice(&self.block.0);
+        b[32..40].copy_from_slice(&self.height.to_le_bytes());
+        b[40..].copy_from_slice(&self.position.to_le_bytes());
+        b
+    }
+
+    /// Decodes the stored encoding (exactly [`TxLocation::LEN`] bytes).
+    pub fn from_bytes(b: &[u8]) -> Option<TxLocation> {
+        let b: &[u8; Self::LEN] = b.try_into().ok()?;
+        let mut block = [0u8; 32];
+        block.copy_from_slice(&b[..32]);
+        let mut height = [0u8; 8];
+        height.copy_from_slice(&b[32..40]);
+        let mut position = [0u8; 4];
+        position.copy_from_slice(&b[40..]);
+        Some(TxLocation {
+            block: Hash(block),
+            height: u64::from_le_bytes(height),
+            position: u32::from_le_bytes(position),
+        })
+    }
+}
 
 /// A store failure.
 #[derive(Debug, thiserror::Error)]
@@ -42,7 +94,7 @@ pub enum StoreError {
     #[error("store is poisoned by an earlier failed write; reopen it")]
     Poisoned,
     /// The data directory holds another format version.
-    #[error("data directory format {found} is not supported (this build reads {FORMAT_VERSION}); use --reindex or another data directory")]
+    #[error("data directory format {found} is not supported (this build reads {OLDEST_FORMAT_VERSION} to {FORMAT_VERSION}); use another data directory")]
     Version {
         /// The version found.
         found: u32,
@@ -90,6 +142,12 @@ pub struct Commit {
     pub utxo_add: Vec<(OutPoint, Coin)>,
     /// Application state writes (`None` deletes).
     pub app: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+    /// Txid-index entries leaving (the transactions of disconnected blocks).
+    pub txids_remove: Vec<Hash>,
+    /// Txid-index entries entering (the transactions of connected blocks); applied after the
+    /// removals, so a transaction in both a disconnected and a connected block ends at the
+    /// connected one.
+    pub txids_add: Vec<(Hash, TxLocation)>,
     /// Number of unspent outputs after the commit (stored to check the set on load).
     pub utxo_count: u64,
     /// Their total value after the commit (stored to check the set on load).
@@ -125,4 +183,14 @@ pub trait ChainStore: Send {
 
     /// The main-chain block at `height`.
     fn hash_at(&self, height: u64) -> Result<Option<Hash>, StoreError>;
+
+    /// Where the main chain holds transaction `txid`, from the txid index.
+    fn tx_location(&self, txid: &Hash) -> Result<Option<TxLocation>, StoreError>;
+
+    /// Whether the txid index covers the committed main chain (false only for a data directory
+    /// written before the index existed, until [`rebuild_txindex`](Self::rebuild_txindex)).
+    fn txindex_ready(&self) -> Result<bool, StoreError>;
+
+    /// Replaces the whole txid index with `entries` and marks it ready, atomically and durably.
+    fn rebuild_txindex(&mut self, entries: &[(Hash, TxLocation)]) -> Result<(), StoreError>;
 }

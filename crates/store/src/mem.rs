@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use scalechain_consensus::{BlockUndo, Coin};
 use scalechain_types::{Block, Hash, OutPoint};
 
-use crate::{ChainStore, Commit, StoreError, StoredState};
+use crate::{ChainStore, Commit, StoreError, StoredState, TxLocation};
 
 /// The longest key the engines store (fjall's limit; the in-memory engine enforces it too).
 pub(crate) const MAX_KEY_LEN: usize = u16::MAX as usize;
@@ -143,6 +143,9 @@ pub struct MemStore {
     heights: BTreeMap<u64, Hash>,
     utxos: HashMap<OutPoint, Coin>,
     app: BTreeMap<Vec<u8>, Vec<u8>>,
+    txids: HashMap<Hash, TxLocation>,
+    /// False after [`MemStore::debug_drop_txindex`], as for a disk store of format 1.
+    txindex_missing: bool,
     poisoned: bool,
     fail_next_write: bool,
 }
@@ -165,6 +168,20 @@ impl MemStore {
         if let Some(m) = &mut self.meta {
             m.utxo_count = n;
         }
+    }
+
+    /// Forgets the txid index and marks it not ready, as a data directory written before the
+    /// index existed would be.
+    #[doc(hidden)]
+    pub fn debug_drop_txindex(&mut self) {
+        self.txids.clear();
+        self.txindex_missing = true;
+    }
+
+    /// Entries of the txid index, in no particular order.
+    #[doc(hidden)]
+    pub fn debug_txindex(&self) -> Vec<(Hash, TxLocation)> {
+        self.txids.iter().map(|(t, l)| (*t, *l)).collect()
     }
 
     fn check_poisoned(&self) -> Result<(), StoreError> {
@@ -201,6 +218,12 @@ impl MemStore {
                 Some(v) => self.app.insert(k.clone(), v.clone()),
                 None => self.app.remove(k),
             };
+        }
+        for t in &c.txids_remove {
+            self.txids.remove(t);
+        }
+        for (t, loc) in &c.txids_add {
+            self.txids.insert(*t, *loc);
         }
     }
 }
@@ -303,5 +326,26 @@ impl ChainStore for MemStore {
     fn hash_at(&self, height: u64) -> Result<Option<Hash>, StoreError> {
         self.check_poisoned()?;
         Ok(self.heights.get(&height).copied())
+    }
+
+    fn tx_location(&self, txid: &Hash) -> Result<Option<TxLocation>, StoreError> {
+        self.check_poisoned()?;
+        Ok(self.txids.get(txid).copied())
+    }
+
+    fn txindex_ready(&self) -> Result<bool, StoreError> {
+        self.check_poisoned()?;
+        Ok(!self.txindex_missing)
+    }
+
+    fn rebuild_txindex(&mut self, entries: &[(Hash, TxLocation)]) -> Result<(), StoreError> {
+        self.check_poisoned()?;
+        if self.meta.is_none() {
+            return Err(no_chain());
+        }
+        self.begin_write()?;
+        self.txids = entries.iter().copied().collect();
+        self.txindex_missing = false;
+        Ok(())
     }
 }

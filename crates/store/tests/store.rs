@@ -7,7 +7,9 @@ use std::path::Path;
 use std::time::Instant;
 
 use scalechain_consensus::{BlockUndo, Coin};
-use scalechain_store::{ChainStore, Commit, DiskStore, MemStore, StoreError, StoredState, FORMAT_VERSION};
+use scalechain_store::{
+    ChainStore, Commit, DiskStore, MemStore, StoreError, StoredState, TxLocation, FORMAT_VERSION,
+};
 use scalechain_types::codec::Encode;
 use scalechain_types::{Amount, Block, Hash, HashKind, Header, Lock, OutPoint, Scheme, Target, Tx, TxOut};
 
@@ -56,6 +58,8 @@ fn genesis() -> (Hash, Block, Commit) {
         utxo_remove: vec![],
         utxo_add: vec![(op(0), coin(50, 0)), (op(1), coin(25, 0))],
         app: vec![(b"\x01name".to_vec(), Some(b"alice".to_vec()))],
+        txids_remove: vec![],
+        txids_add: vec![],
         utxo_count: 2,
         total_value: 75,
     };
@@ -133,6 +137,8 @@ fn suite<S: ChainStore>(mut s: S, reopen: impl Fn(S) -> S) -> Vec<StoredState> {
         utxo_remove: vec![op(0)],
         utxo_add: vec![(op(2), coin(30, 1)), (op(3), coin(20, 1))],
         app: vec![(b"\x01name".to_vec(), None), (b"\x01other".to_vec(), Some(b"x".to_vec()))],
+        txids_remove: vec![],
+        txids_add: vec![],
         utxo_count: 3,
         total_value: 75,
     })
@@ -161,6 +167,8 @@ fn suite<S: ChainStore>(mut s: S, reopen: impl Fn(S) -> S) -> Vec<StoredState> {
         utxo_remove: vec![op(2)],
         utxo_add: vec![(op(4), coin(40, 2))],
         app: vec![],
+        txids_remove: vec![],
+        txids_add: vec![],
         utxo_count: 3,
         total_value: 85,
     })
@@ -187,6 +195,8 @@ fn suite<S: ChainStore>(mut s: S, reopen: impl Fn(S) -> S) -> Vec<StoredState> {
         utxo_remove: vec![op(4), op(2), op(3)],
         utxo_add: vec![(op(0), coin(50, 0)), (op(5), coin(1, 1))],
         app: vec![(b"\x01other".to_vec(), None), (b"\x01name".to_vec(), Some(b"alice".to_vec()))],
+        txids_remove: vec![],
+        txids_add: vec![],
         utxo_count: 3,
         total_value: 76,
     })
@@ -217,6 +227,8 @@ fn suite<S: ChainStore>(mut s: S, reopen: impl Fn(S) -> S) -> Vec<StoredState> {
             (b"\x02gone".to_vec(), Some(b"1".to_vec())),
             (b"\x02gone".to_vec(), None),
         ],
+        txids_remove: vec![],
+        txids_add: vec![],
         utxo_count: 3,
         total_value: 56,
     })
@@ -437,10 +449,10 @@ fn disk_other_format_version_is_refused() {
     disk_with_two_blocks(dir.path());
     with_keyspace(dir.path(), "meta", |m| {
         assert_eq!(&*m.get("format_version").unwrap().unwrap(), FORMAT_VERSION.to_le_bytes());
-        m.insert("format_version", 2u32.to_le_bytes()).unwrap();
+        m.insert("format_version", (FORMAT_VERSION + 1).to_le_bytes()).unwrap();
     });
     match DiskStore::open(dir.path()) {
-        Err(StoreError::Version { found: 2 }) => {}
+        Err(StoreError::Version { found }) if found == FORMAT_VERSION + 1 => {}
         other => panic!("expected Version, got {other:?}"),
     }
 }
@@ -541,4 +553,218 @@ fn disk_reopen_with_many_utxos() {
     assert_eq!(st.utxos.len(), N as usize);
     assert_eq!(st.tip_height, 20);
     assert_eq!(st.main_chain.len(), 21);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The txid index
+
+/// A stand-in txid for a test block's only transaction (the store does not look inside).
+fn txid_of(block: &Hash) -> Hash {
+    let mut t = block.0;
+    t[0] ^= 0xff;
+    Hash(t)
+}
+
+fn loc(block: Hash, height: u64, position: u32) -> TxLocation {
+    TxLocation { block, height, position }
+}
+
+/// The txid index on either engine: written with the commits that connect and disconnect
+/// blocks, removals before additions, kept across a reopen.
+fn txindex_suite<S: ChainStore>(mut s: S, reopen: impl Fn(S) -> S) {
+    let (gid, g, mut first) = genesis();
+    let shared = Hash([0x5a; 32]);
+    first.txids_add = vec![(txid_of(&gid), loc(gid, 0, 0))];
+    s.init(PARAMS, &g, gid, &first).unwrap();
+    assert!(s.txindex_ready().unwrap());
+    assert_eq!(s.tx_location(&txid_of(&gid)).unwrap(), Some(loc(gid, 0, 0)));
+    assert_eq!(s.tx_location(&shared).unwrap(), None);
+
+    let totals = Commit { utxo_count: 2, total_value: 75, ..Commit::default() };
+    let (b1, blk1) = block(1, gid, 1);
+    s.put_block(&b1, &blk1).unwrap();
+    s.commit(&Commit {
+        tip: b1,
+        tip_height: 1,
+        main_chain: vec![(1, b1)],
+        txids_add: vec![(txid_of(&b1), loc(b1, 1, 0)), (shared, loc(b1, 1, 1))],
+        ..totals.clone()
+    })
+    .unwrap();
+    assert_eq!(s.tx_location(&txid_of(&b1)).unwrap(), Some(loc(b1, 1, 0)));
+    assert_eq!(s.tx_location(&shared).unwrap(), Some(loc(b1, 1, 1)));
+    s = reopen(s);
+    assert_eq!(s.tx_location(&shared).unwrap(), Some(loc(b1, 1, 1)));
+
+    // Reorganise to c1: b1's transactions leave, c1's enter; one transaction is in both and
+    // ends at c1.
+    let (c1, blkc1) = block(1, gid, 77);
+    s.put_block(&c1, &blkc1).unwrap();
+    s.commit(&Commit {
+        tip: c1,
+        tip_height: 1,
+        main_chain: vec![(1, c1)],
+        txids_remove: vec![txid_of(&b1), shared],
+        txids_add: vec![(shared, loc(c1, 1, 2)), (txid_of(&c1), loc(c1, 1, 0))],
+        ..totals.clone()
+    })
+    .unwrap();
+    assert_eq!(s.tx_location(&txid_of(&b1)).unwrap(), None);
+    assert_eq!(s.tx_location(&shared).unwrap(), Some(loc(c1, 1, 2)));
+    assert_eq!(s.tx_location(&txid_of(&c1)).unwrap(), Some(loc(c1, 1, 0)));
+    s = reopen(s);
+    assert_eq!(s.tx_location(&txid_of(&b1)).unwrap(), None);
+    assert_eq!(s.tx_location(&shared).unwrap(), Some(loc(c1, 1, 2)));
+
+    // A full rebuild replaces every entry.
+    s.rebuild_txindex(&[(txid_of(&gid), loc(gid, 0, 0)), (txid_of(&c1), loc(c1, 1, 0))]).unwrap();
+    assert_eq!(s.tx_location(&shared).unwrap(), None);
+    assert_eq!(s.tx_location(&txid_of(&c1)).unwrap(), Some(loc(c1, 1, 0)));
+    s = reopen(s);
+    assert_eq!(s.tx_location(&shared).unwrap(), None);
+    assert!(s.txindex_ready().unwrap());
+}
+
+#[test]
+fn txindex_mem() {
+    txindex_suite(MemStore::new(), |s| s);
+}
+
+#[test]
+fn txindex_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    txindex_suite(DiskStore::open(dir.path()).unwrap(), reopen_disk);
+}
+
+#[test]
+fn mem_dropped_txindex_is_not_ready_until_rebuilt() {
+    let mut s = MemStore::new();
+    let (gid, g, mut first) = genesis();
+    first.txids_add = vec![(txid_of(&gid), loc(gid, 0, 0))];
+    s.init(PARAMS, &g, gid, &first).unwrap();
+    s.debug_drop_txindex();
+    assert!(!s.txindex_ready().unwrap());
+    assert_eq!(s.tx_location(&txid_of(&gid)).unwrap(), None);
+    s.rebuild_txindex(&[(txid_of(&gid), loc(gid, 0, 0))]).unwrap();
+    assert!(s.txindex_ready().unwrap());
+    assert_eq!(s.tx_location(&txid_of(&gid)).unwrap(), Some(loc(gid, 0, 0)));
+}
+
+/// A directory of format 1 (no txid index) opens with the index not ready; rebuilding it writes
+/// format 2 in the same batch, so the next open finds it ready.
+#[test]
+fn disk_format_1_opens_and_upgrades_with_its_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let (gid, b1) = disk_with_two_blocks(dir.path());
+    with_keyspace(dir.path(), "meta", |m| m.insert("format_version", 1u32.to_le_bytes()).unwrap());
+    {
+        let mut s = DiskStore::open(dir.path()).unwrap();
+        assert!(!s.txindex_ready().unwrap());
+        assert!(s.load().unwrap().is_some());
+        s.rebuild_txindex(&[(txid_of(&gid), loc(gid, 0, 0)), (txid_of(&b1), loc(b1, 1, 0))]).unwrap();
+        assert!(s.txindex_ready().unwrap());
+    }
+    with_keyspace(dir.path(), "meta", |m| {
+        assert_eq!(&*m.get("format_version").unwrap().unwrap(), FORMAT_VERSION.to_le_bytes());
+    });
+    let s = DiskStore::open(dir.path()).unwrap();
+    assert!(s.txindex_ready().unwrap());
+    assert_eq!(s.tx_location(&txid_of(&b1)).unwrap(), Some(loc(b1, 1, 0)));
+}
+
+#[test]
+fn disk_bad_txindex_entry_is_corrupt_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, b1) = disk_with_two_blocks(dir.path());
+    with_keyspace(dir.path(), "txids", |t| t.insert(txid_of(&b1).0, &b"short"[..]).unwrap());
+    let s = DiskStore::open(dir.path()).unwrap();
+    assert!(matches!(s.tx_location(&txid_of(&b1)), Err(StoreError::Corrupt(m)) if m.contains("txids")));
+}
+
+/// SIGKILL at random moments while a child commits blocks (with reorganisations) and their
+/// txid-index changes: after every kill the index agrees with the committed main chain, every
+/// main-chain block's transaction found at it, and no block off the main chain indexed.
+#[test]
+fn disk_txindex_and_tip_agree_after_sigkill() {
+    const CHILD: &str = "SCALECHAIN_STORE_TEST_TXINDEX_KILL_DIR";
+    let (gid, g, mut first) = genesis();
+    first.txids_add = vec![(txid_of(&gid), loc(gid, 0, 0))];
+    let totals = Commit { utxo_count: 2, total_value: 75, ..Commit::default() };
+    if let Some(dir) = std::env::var_os(CHILD) {
+        let mut s = DiskStore::open(Path::new(&dir)).unwrap();
+        if s.load().unwrap().is_none() {
+            s.init(PARAMS, &g, gid, &first).unwrap();
+        }
+        let st = s.load().unwrap().unwrap();
+        let (mut tip, mut height) = (st.tip, st.tip_height);
+        for nonce in 1u64.. {
+            let (id, b) = block(height + 1, tip, nonce);
+            s.put_block(&id, &b).unwrap();
+            s.commit(&Commit {
+                tip: id,
+                tip_height: height + 1,
+                main_chain: vec![(height + 1, id)],
+                txids_add: vec![(txid_of(&id), loc(id, height + 1, 0))],
+                ..totals.clone()
+            })
+            .unwrap();
+            if nonce % 3 == 0 {
+                // Replace the new tip by a sibling: its transaction leaves the index.
+                let (sib, sb) = block(height + 1, tip, nonce + (1 << 40));
+                s.put_block(&sib, &sb).unwrap();
+                s.commit(&Commit {
+                    tip: sib,
+                    tip_height: height + 1,
+                    main_chain: vec![(height + 1, sib)],
+                    txids_remove: vec![txid_of(&id)],
+                    txids_add: vec![(txid_of(&sib), loc(sib, height + 1, 0))],
+                    ..totals.clone()
+                })
+                .unwrap();
+                tip = sib;
+            } else {
+                tip = id;
+            }
+            height += 1;
+        }
+        unreachable!("the parent kills this process");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut last_height = 0;
+    for round in 0..5 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "disk_txindex_and_tip_agree_after_sigkill", "--test-threads=1"])
+            .env(CHILD, dir.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(150 + seed % 400));
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        let s = DiskStore::open(dir.path()).unwrap();
+        let Some(st) = s.load().unwrap() else { continue };
+        assert!(s.txindex_ready().unwrap());
+        assert!(st.tip_height >= last_height, "round {round}: the committed tip went back");
+        last_height = st.tip_height;
+        let main: std::collections::HashSet<Hash> = st.main_chain.iter().copied().collect();
+        for (h, id) in st.main_chain.iter().enumerate() {
+            assert_eq!(s.tx_location(&txid_of(id)).unwrap(), Some(loc(*id, h as u64, 0)), "round {round}");
+        }
+        for header in &st.headers {
+            let id = header.hash(HashKind::Sha256);
+            if !main.contains(&id) {
+                assert_eq!(
+                    s.tx_location(&txid_of(&id)).unwrap(),
+                    None,
+                    "round {round}: {id} is off the main chain"
+                );
+            }
+        }
+    }
+    assert!(last_height > 0, "the child never committed a block");
 }

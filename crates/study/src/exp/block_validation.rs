@@ -174,6 +174,8 @@ fn measure_commit(
         utxo_remove: vec![],
         utxo_add: coins.iter().collect(),
         app: vec![],
+        txids_remove: vec![],
+        txids_add: vec![],
         utxo_count: coins.len() as u64,
         total_value: coins.total_value(),
     };
@@ -189,6 +191,17 @@ fn measure_commit(
         utxo_remove: diff.changes.remove.clone(),
         utxo_add: diff.changes.add.clone(),
         app: vec![],
+        // A node's commit also indexes the block's transactions.
+        txids_remove: vec![],
+        txids_add: block
+            .txs
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let loc = scalechain_store::TxLocation { block: hash, height: 1, position: i as u32 };
+                (t.txid(p.hash), loc)
+            })
+            .collect(),
         utxo_count: after.len() as u64,
         total_value: after.total_value(),
     };

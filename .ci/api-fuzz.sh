@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Fuzzes the node's HTTP API from its own OpenAPI document with schemathesis: starts a miner
+# node on a temporary data directory, runs every operation of /openapi.json with generated
+# valid and invalid inputs, and fails on any 5xx answer, on any request the node does not answer
+# (a panicking handler drops the connection), on a panic in the node's log, or if the node dies.
+#
+# Usage: .ci/api-fuzz.sh [BINARY]
+#   BINARY                 the `scalechain` binary (default: build it with cargo, debug profile)
+#   API_FUZZ_MAX_EXAMPLES  test cases per operation and phase (default 100)
+#   API_FUZZ_SEED          schemathesis seed (default: random; printed, so a failure reproduces)
+# Needs python3 with schemathesis 4 (`pip install schemathesis==4.32.5`; .ci/run installs it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bin="${1:-}"
+if [ -z "$bin" ]; then
+  cargo build --locked -q -p scalechain-cli
+  bin="${CARGO_TARGET_DIR:-target}/debug/scalechain"
+fi
+[ -x "$bin" ] || { echo "api-fuzz: no executable at $bin" >&2; exit 2; }
+python3 -c "import schemathesis" 2>/dev/null || { echo "api-fuzz: schemathesis is not installed (pip install schemathesis==4.32.5)" >&2; exit 2; }
+
+max_examples="${API_FUZZ_MAX_EXAMPLES:-100}"
+seed="${API_FUZZ_SEED:-$(( (RANDOM << 15) | RANDOM ))}"
+work="$(mktemp -d)"
+node_pid=""
+cleanup() {
+  if [ -n "$node_pid" ] && kill -0 "$node_pid" 2>/dev/null; then
+    kill -TERM "$node_pid" 2>/dev/null || true
+    for _ in $(seq 1 100); do kill -0 "$node_pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$node_pid" 2>/dev/null || true
+    wait "$node_pid" 2>/dev/null || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+SCALECHAIN_LOG=info "$bin" node --role miner --miner-threads 1 --data-dir "$work/node" \
+  --api 127.0.0.1:0 >"$work/node.log" 2>&1 &
+node_pid=$!
+
+# The node writes DATA_DIR/node.json (with the API address) once it is up.
+api=""
+for _ in $(seq 1 600); do
+  if [ -f "$work/node/node.json" ]; then
+    api="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["api"] or "")' \
+      "$work/node/node.json" 2>/dev/null || true)"
+    [ -n "$api" ] && break
+  fi
+  kill -0 "$node_pid" 2>/dev/null || { echo "api-fuzz: the node exited at start" >&2; cat "$work/node.log" >&2; exit 1; }
+  sleep 0.1
+done
+[ -n "$api" ] || { echo "api-fuzz: the node did not write node.json within 60 s" >&2; cat "$work/node.log" >&2; exit 1; }
+echo "api-fuzz: node $node_pid at http://$api, $max_examples examples per operation, seed $seed"
+
+status=0
+# Run from the temporary directory: schemathesis leaves its state in `.schemathesis/` there.
+(cd "$work" && python3 -m schemathesis.cli run "http://$api/openapi.json" \
+  --checks not_a_server_error \
+  --max-examples "$max_examples" \
+  --seed "$seed" \
+  --workers 2 \
+  --request-timeout 30 \
+  --suppress-health-check all \
+  --generation-database none \
+  --no-color) || status=$?
+
+if ! kill -0 "$node_pid" 2>/dev/null; then
+  echo "api-fuzz: the node died during the run" >&2
+  status=1
+fi
+if grep -n "panicked" "$work/node.log" >&2; then
+  echo "api-fuzz: the node panicked (log lines above)" >&2
+  status=1
+fi
+if [ "$status" -ne 0 ]; then
+  echo "api-fuzz: FAILED (seed $seed); last node log lines:" >&2
+  tail -n 40 "$work/node.log" >&2
+  exit 1
+fi
+echo "api-fuzz: passed (no 5xx, no dropped request, no panic)"
