@@ -4,8 +4,8 @@
 //! invalid data being penalised without harming the others.
 #![allow(clippy::unwrap_used)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use scalechain_consensus::params::SigMode;
@@ -15,7 +15,8 @@ use scalechain_p2p::net::{self, Command as NetCommand, NetConfig, NetEvent, Topi
 use scalechain_types::codec::Encode;
 use scalechain_types::{Block, HashKind, Header, Target, Tx};
 
-const EXE: &str = env!("CARGO_BIN_EXE_scalechain");
+mod common;
+use common::{api_of, info, start_node, NodeProc, EXE};
 
 fn devnet(args: &[&str]) -> serde_json::Value {
     let out = Command::new(EXE).arg("devnet").args(args).arg("--json").output().unwrap();
@@ -50,45 +51,12 @@ fn two_miners_fork_and_settle_on_one_chain_without_losing_transactions() {
     check_converged(&v, 4);
 }
 
-/// A node process of the test, killed when dropped.
-struct NodeProc {
-    child: Child,
-    dir: PathBuf,
-}
-
-impl Drop for NodeProc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn start(dir: &Path, role: &str, bootstrap: Option<&str>) -> NodeProc {
-    let _ = std::fs::remove_file(dir.join("node.json"));
-    std::fs::create_dir_all(dir).unwrap();
-    let log = std::fs::File::create(dir.join(format!("node-{}.log", std::process::id()))).unwrap();
-    let mut c = Command::new(EXE);
-    c.args(["node", "--role", role, "--api", "127.0.0.1:0", "--data-dir"]).arg(dir);
+    let mut args = vec!["--role", role];
     if let Some(b) = bootstrap {
-        c.args(["--bootstrap", b]);
+        args.extend(["--bootstrap", b]);
     }
-    let child = c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(log).spawn().unwrap();
-    NodeProc { child, dir: dir.to_path_buf() }
-}
-
-fn info(n: &NodeProc) -> serde_json::Value {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Ok(t) = std::fs::read_to_string(n.dir.join("node.json")) {
-            if let Ok(v) = serde_json::from_str::<serde_json::Value>(&t) {
-                if v["pid"].as_u64() == Some(u64::from(n.child.id())) {
-                    return v;
-                }
-            }
-        }
-        assert!(Instant::now() < deadline, "node in {} did not start", n.dir.display());
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    start_node(dir, &args)
 }
 
 fn get(api: &str, path: &str) -> serde_json::Value {
@@ -97,10 +65,6 @@ fn get(api: &str, path: &str) -> serde_json::Value {
         let r = reqwest::get(format!("http://{api}{path}")).await.unwrap();
         r.json().await.unwrap()
     })
-}
-
-fn api_of(n: &NodeProc) -> String {
-    info(n)["api"].as_str().unwrap().to_string()
 }
 
 fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {

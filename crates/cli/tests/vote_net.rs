@@ -5,56 +5,19 @@
 //! result with `vote verify`; a tampered result fails verification, and bad ids get JSON 4xx.
 #![allow(clippy::unwrap_used)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-const EXE: &str = env!("CARGO_BIN_EXE_scalechain");
-
-/// The node process, killed when dropped.
-struct NodeProc {
-    child: Child,
-    dir: PathBuf,
-}
-
-impl Drop for NodeProc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+mod common;
+use common::{api_of, start_node, NodeProc, EXE};
 
 /// A miner taking fee-less transactions (vote transactions are bare).
 fn start_miner(dir: &Path) -> NodeProc {
     std::fs::create_dir_all(dir).unwrap();
     let config = dir.join("node.toml");
     std::fs::write(&config, "role = \"miner\"\n[mempool]\nmin_fee_rate = 0\n").unwrap();
-    let log = std::fs::File::create(dir.join("node.log")).unwrap();
-    let child = Command::new(EXE)
-        .args(["node", "--api", "127.0.0.1:0", "--config"])
-        .arg(&config)
-        .arg("--data-dir")
-        .arg(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    NodeProc { child, dir: dir.to_path_buf() }
-}
-
-fn api_of(n: &NodeProc, deadline: Instant) -> String {
-    loop {
-        if let Ok(t) = std::fs::read_to_string(n.dir.join("node.json")) {
-            if let Ok(v) = serde_json::from_str::<serde_json::Value>(&t) {
-                if v["pid"].as_u64() == Some(u64::from(n.child.id())) {
-                    return v["api"].as_str().unwrap().to_string();
-                }
-            }
-        }
-        assert!(Instant::now() < deadline, "the node did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    start_node(dir, &["--config", config.to_str().unwrap()])
 }
 
 /// `GET` answer: status and JSON body.
@@ -95,7 +58,7 @@ fn an_elgamal_election_over_a_node_tallies_and_verifies() {
     let deadline = Instant::now() + Duration::from_secs(90);
     let tmp = tempfile::tempdir().unwrap();
     let node = start_miner(&tmp.path().join("miner"));
-    let api = api_of(&node, deadline);
+    let api = api_of(&node);
     wait_for("height 1", deadline, || height(&api) >= 1);
     let h0 = height(&api);
     let (start, end) = (h0 + 1, h0 + 14);

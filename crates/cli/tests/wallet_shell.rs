@@ -8,54 +8,21 @@
 #![allow(clippy::unwrap_used)]
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use scalechain_consensus::params::{devnet_premine_key, SigMode};
 use scalechain_types::HashKind;
 use scalechain_wallet::{encode_address, AddressHrp};
 
-const EXE: &str = env!("CARGO_BIN_EXE_scalechain");
-
-/// A node process of the test, killed when dropped.
-struct NodeProc {
-    child: Child,
-    dir: PathBuf,
-}
-
-impl Drop for NodeProc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+mod common;
+use common::{api_of, start_node, NodeProc, EXE};
 
 fn start_miner(dir: &Path) -> (NodeProc, String) {
-    std::fs::create_dir_all(dir).unwrap();
-    let log = std::fs::File::create(dir.join("node.log")).unwrap();
-    let child = Command::new(EXE)
-        .args(["node", "--role", "miner", "--api", "127.0.0.1:0", "--data-dir"])
-        .arg(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    let n = NodeProc { child, dir: dir.to_path_buf() };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Ok(t) = std::fs::read_to_string(n.dir.join("node.json")) {
-            if let Ok(v) = serde_json::from_str::<serde_json::Value>(&t) {
-                if v["pid"].as_u64() == Some(u64::from(n.child.id())) {
-                    let api = format!("http://{}", v["api"].as_str().unwrap());
-                    return (n, api);
-                }
-            }
-        }
-        assert!(Instant::now() < deadline, "node in {} did not start", n.dir.display());
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let n = start_node(dir, &["--role", "miner"]);
+    let api = format!("http://{}", api_of(&n));
+    (n, api)
 }
 
 fn get(url: &str) -> Option<serde_json::Value> {

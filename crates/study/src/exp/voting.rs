@@ -80,97 +80,92 @@ fn rate(ctx: &Ctx, n: usize, mut f: impl FnMut() -> bool) -> Result<f64, StudyEr
     Ok(n as f64 / t)
 }
 
-fn proof_rows(ctx: &Ctx, scheme: BallotScheme, rows: &mut Vec<Row>) -> Result<(), StudyError> {
-    let (n, _) = sizes(scheme, ctx.opts.quick);
+/// What the proof-check measurement needs of a ballot scheme.
+trait Scheme: Sync {
+    type Ballot: Send + Sync;
+    fn cast(&self, st: &Statement<'_>, choice: usize, rng: &mut ChaCha20Rng) -> Result<Self::Ballot, String>;
+    fn verify(&self, st: &Statement<'_>, b: &Self::Ballot) -> bool;
+    fn verify_batch(&self, items: &[(Statement<'_>, &Self::Ballot)], rng: &mut ChaCha20Rng) -> bool;
+}
+
+impl Scheme for elgamal::PublicKey {
+    type Ballot = elgamal::Ballot;
+    fn cast(&self, st: &Statement<'_>, choice: usize, rng: &mut ChaCha20Rng) -> Result<Self::Ballot, String> {
+        elgamal::cast(self, st, choice, CANDIDATES, rng).map_err(|e| e.to_string())
+    }
+    fn verify(&self, st: &Statement<'_>, b: &Self::Ballot) -> bool {
+        elgamal::verify_ballot(self, st, b, CANDIDATES).is_ok()
+    }
+    fn verify_batch(&self, items: &[(Statement<'_>, &Self::Ballot)], rng: &mut ChaCha20Rng) -> bool {
+        elgamal::verify_ballots(self, items, CANDIDATES, rng).iter().all(Result::is_ok)
+    }
+}
+
+impl Scheme for paillier::ElectionKey {
+    type Ballot = paillier::Ballot;
+    fn cast(&self, st: &Statement<'_>, choice: usize, rng: &mut ChaCha20Rng) -> Result<Self::Ballot, String> {
+        paillier::cast(self, st, choice, CANDIDATES, rng).map_err(|e| e.to_string())
+    }
+    fn verify(&self, st: &Statement<'_>, b: &Self::Ballot) -> bool {
+        paillier::verify_ballot(self, st, b, CANDIDATES).is_ok()
+    }
+    fn verify_batch(&self, items: &[(Statement<'_>, &Self::Ballot)], rng: &mut ChaCha20Rng) -> bool {
+        paillier::verify_ballots(self, items, CANDIDATES, rng).iter().all(Result::is_ok)
+    }
+}
+
+/// Casts `n` honest ballots, then measures single, batched and parallel batched checks:
+/// (mode, threads, ballots/s) per mode.
+fn measure<S: Scheme>(ctx: &Ctx, key: &S, n: usize) -> Result<Vec<(&'static str, usize, f64)>, String> {
     let threads = ctx.threads();
+    let seed = ctx.opts.seed;
     let voters: Vec<[u8; 32]> = (0..n).map(voter).collect();
     let sts: Vec<Statement<'_>> =
         voters.iter().map(|v| Statement { election: &ELECTION, voter: v }).collect();
-    let pool = ctx.pool(threads)?;
-    let one = ctx.pool(1)?;
+    let pool = ctx.pool(threads).map_err(|e| e.to_string())?;
+    let one = ctx.pool(1).map_err(|e| e.to_string())?;
+    let ballots: Vec<S::Ballot> = pool.install(|| {
+        sts.par_iter()
+            .enumerate()
+            .map(|(i, st)| {
+                key.cast(st, i % CANDIDATES, &mut ChaCha20Rng::seed_from_u64(seed ^ (i as u64) << 8))
+            })
+            .collect::<Result<_, _>>()
+    })?;
+    let items: Vec<(Statement<'_>, &S::Ballot)> = sts.iter().copied().zip(&ballots).collect();
+    let single = one.install(|| rate(ctx, n, || items.iter().all(|(st, b)| key.verify(st, b))));
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let batch = one.install(|| rate(ctx, n, || key.verify_batch(&items, &mut rng)));
+    let par = pool.install(|| {
+        rate(ctx, n, || {
+            items
+                .par_chunks(CHUNK)
+                .enumerate()
+                .all(|(c, chunk)| key.verify_batch(chunk, &mut ChaCha20Rng::seed_from_u64(seed ^ c as u64)))
+        })
+    });
+    let ok = |r: Result<f64, StudyError>| r.map_err(|e| e.to_string());
+    Ok(vec![("single", 1, ok(single)?), ("batch", 1, ok(batch)?), ("batch-parallel", threads, ok(par)?)])
+}
+
+fn proof_rows(ctx: &Ctx, scheme: BallotScheme, rows: &mut Vec<Row>) -> Result<(), StudyError> {
+    let (n, _) = sizes(scheme, ctx.opts.quick);
     let seed = ctx.opts.seed;
-    let wrong = |e: String| StudyError::Wrong(format!("{scheme}: {e}"));
-    let mut push = |mode: &'static str, threads: usize, per_s: f64| {
-        rows.push(Row { scheme, mode, threads, ballots: n, per_s, latency: None });
-        ctx.progress.inc(1);
-    };
-    match scheme {
+    let measured = match scheme {
         BallotScheme::Elgamal => {
             let (_, pk) = elgamal::keygen(&mut ChaCha20Rng::seed_from_u64(seed));
-            let ballots: Vec<elgamal::Ballot> = pool
-                .install(|| {
-                    sts.par_iter()
-                        .enumerate()
-                        .map(|(i, st)| {
-                            let mut rng = ChaCha20Rng::seed_from_u64(seed ^ (i as u64) << 8);
-                            elgamal::cast(&pk, st, i % CANDIDATES, CANDIDATES, &mut rng)
-                        })
-                        .collect::<Result<_, _>>()
-                })
-                .map_err(|e| wrong(e.to_string()))?;
-            let items: Vec<(Statement<'_>, &elgamal::Ballot)> = sts.iter().copied().zip(&ballots).collect();
-            let single = one.install(|| {
-                rate(ctx, n, || {
-                    items.iter().all(|(st, b)| elgamal::verify_ballot(&pk, st, b, CANDIDATES).is_ok())
-                })
-            })?;
-            push("single", 1, single);
-            let mut rng = ChaCha20Rng::seed_from_u64(seed);
-            let batch = one.install(|| {
-                rate(ctx, n, || {
-                    elgamal::verify_ballots(&pk, &items, CANDIDATES, &mut rng).iter().all(Result::is_ok)
-                })
-            })?;
-            push("batch", 1, batch);
-            let par = pool.install(|| {
-                rate(ctx, n, || {
-                    items.par_chunks(CHUNK).enumerate().all(|(c, chunk)| {
-                        let mut rng = ChaCha20Rng::seed_from_u64(seed ^ c as u64);
-                        elgamal::verify_ballots(&pk, chunk, CANDIDATES, &mut rng).iter().all(Result::is_ok)
-                    })
-                })
-            })?;
-            push("batch-parallel", threads, par);
+            measure(ctx, &pk, n)
         }
-        BallotScheme::Paillier => {
-            let sk = paillier::keygen(2048, &mut ChaCha20Rng::seed_from_u64(seed))
-                .map_err(|e| wrong(e.to_string()))?;
-            let key = paillier::ElectionKey { public: sk.public().clone(), voters: 1_000_000 };
-            let ballots: Vec<paillier::Ballot> = pool
-                .install(|| {
-                    sts.par_iter()
-                        .enumerate()
-                        .map(|(i, st)| {
-                            let mut rng = ChaCha20Rng::seed_from_u64(seed ^ (i as u64) << 8);
-                            paillier::cast(&key, st, i % CANDIDATES, CANDIDATES, &mut rng)
-                        })
-                        .collect::<Result<_, _>>()
-                })
-                .map_err(|e| wrong(e.to_string()))?;
-            let items: Vec<(Statement<'_>, &paillier::Ballot)> = sts.iter().copied().zip(&ballots).collect();
-            let single = one.install(|| {
-                rate(ctx, n, || {
-                    items.iter().all(|(st, b)| paillier::verify_ballot(&key, st, b, CANDIDATES).is_ok())
-                })
-            })?;
-            push("single", 1, single);
-            let mut rng = ChaCha20Rng::seed_from_u64(seed);
-            let batch = one.install(|| {
-                rate(ctx, n, || {
-                    paillier::verify_ballots(&key, &items, CANDIDATES, &mut rng).iter().all(Result::is_ok)
-                })
-            })?;
-            push("batch", 1, batch);
-            let par = pool.install(|| {
-                rate(ctx, n, || {
-                    items.par_chunks(CHUNK).enumerate().all(|(c, chunk)| {
-                        let mut rng = ChaCha20Rng::seed_from_u64(seed ^ c as u64);
-                        paillier::verify_ballots(&key, chunk, CANDIDATES, &mut rng).iter().all(Result::is_ok)
-                    })
-                })
-            })?;
-            push("batch-parallel", threads, par);
-        }
+        BallotScheme::Paillier => paillier::keygen(2048, &mut ChaCha20Rng::seed_from_u64(seed))
+            .map_err(|e| e.to_string())
+            .and_then(|sk| {
+                measure(ctx, &paillier::ElectionKey { public: sk.public().clone(), voters: 1_000_000 }, n)
+            }),
+    }
+    .map_err(|e| StudyError::Wrong(format!("{scheme}: {e}")))?;
+    for (mode, threads, per_s) in measured {
+        rows.push(Row { scheme, mode, threads, ballots: n, per_s, latency: None });
+        ctx.progress.inc(1);
     }
     Ok(())
 }
