@@ -152,14 +152,14 @@ fn pool_size(c: &mut Criterion, sizes: &[usize]) {
         }
         // Warm the signature cache with the batch.
         assert!(pool.admit(&f.env(), batch.to_vec()).iter().all(|v| v.is_ok()));
-        assert_eq!(pool.remove_block(&block).confirmed, SMALL_BATCH);
+        assert_eq!(pool.remove_block(&block, &f.apps, &f.params).confirmed, SMALL_BATCH);
         assert_eq!(pool.len(), size);
         g.bench_function(BenchmarkId::new("admit-and-remove-256", size), |b| {
             b.iter_batched(
                 || batch.to_vec(),
                 |txs| {
                     let v = pool.admit(&f.env(), txs);
-                    let r = pool.remove_block(&block);
+                    let r = pool.remove_block(&block, &f.apps, &f.params);
                     (v, r)
                 },
                 BatchSize::PerIteration,

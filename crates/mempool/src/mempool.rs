@@ -77,10 +77,6 @@ struct Writer {
     pool: Pool,
     counters: Counters,
     version: u64,
-    /// The modules and parameters of the latest admission, to find the application keys of a
-    /// block's transactions in [`Mempool::remove_block`] (a pool that never admitted anything
-    /// holds no keys).
-    modules: Option<(Apps, Params)>,
 }
 
 /// The transaction pool. Share it as `Arc<Mempool>`: any number of readers, one writer at a
@@ -307,12 +303,7 @@ impl Mempool {
         Mempool {
             hash,
             config,
-            writer: Mutex::new(Writer {
-                pool: Pool::new(0),
-                counters: Counters::default(),
-                version: 0,
-                modules: None,
-            }),
+            writer: Mutex::new(Writer { pool: Pool::new(0), counters: Counters::default(), version: 0 }),
             published: ArcSwap::from_pointee(Snapshot::default()),
             sig_cache,
         }
@@ -409,7 +400,6 @@ impl Mempool {
         }
         let items = prepare(env.params.hash, txs);
         let mut w = self.lock();
-        w.modules = Some((env.apps.clone(), env.params.clone()));
         let verdicts = run_admission(&mut w.pool, &self.config, &self.sig_cache, env, items);
         for v in &verdicts {
             match v {
@@ -429,14 +419,14 @@ impl Mempool {
     /// transactions spending an output the block spends, with their descendants.
     ///
     /// So do pooled transactions holding an application key that one of the block's transactions
-    /// holds ([`scalechain_consensus::AppModule::conflict_keys`], found with the modules of the
-    /// latest admission), with their descendants: e.g. a voter's pooled ballot once another
-    /// ballot of that voter for the same election is in a block.
+    /// holds ([`scalechain_consensus::AppModule::conflict_keys`] of `apps`, the chain's modules),
+    /// with their descendants: e.g. a voter's pooled ballot once another ballot of that voter for
+    /// the same election is in a block.
     ///
     /// Call it for each connected block, oldest first. Application transactions are not
-    /// otherwise re-judged here; after blocks that change application state, [`Mempool::reorg`] with no
-    /// returned transactions re-judges the whole pool.
-    pub fn remove_block(&self, block: &Block) -> Removed {
+    /// otherwise re-judged here; after blocks that change application state, [`Mempool::reorg`]
+    /// with no returned transactions re-judges the whole pool.
+    pub fn remove_block(&self, block: &Block, apps: &Apps, params: &Params) -> Removed {
         let txids: Vec<Hash> = if block.txs.len() < 64 {
             block.txs.iter().map(|t| t.txid(self.hash)).collect()
         } else {
@@ -452,8 +442,7 @@ impl Mempool {
                 // It held its keys alone: no other pooled transaction holds them.
                 removed.confirmed += 1;
             } else if w.pool.has_claims() {
-                let keys = w.modules.as_ref().map(|(apps, p)| app_keys(apps, p, tx)).unwrap_or_default();
-                for k in keys {
+                for k in app_keys(apps, params, tx) {
                     if let Some(holder) = w.pool.claimant(&k) {
                         removed
                             .conflicted
@@ -489,7 +478,6 @@ impl Mempool {
         let returned = prepare(env.params.hash, returned);
         let n_returned = returned.len();
         let mut w = self.lock();
-        w.modules = Some((env.apps.clone(), env.params.clone()));
         let old = w.pool.by_admission();
         let mut items = returned;
         items.extend(old.iter().map(|e| Prepared {

@@ -318,7 +318,7 @@ fn signature_cache_skips_signatures_at_block_connection() {
     let (block, r) = net.mine(&owned(&t.txs), t.fees.get());
     assert!(matches!(r.unwrap(), Accepted::Connected(_)));
     assert_eq!(cache.hits() - hits, 10, "block connection found every admitted tx in the cache");
-    let removed = pool.remove_block(&block);
+    let removed = pool.remove_block(&block, &net.apps, &net.p);
     assert_eq!((removed.confirmed, removed.conflicted.len()), (10, 0));
     assert!(pool.is_empty());
     assert_eq!(pool.stats().counters.confirmed, 10);
@@ -344,7 +344,7 @@ fn remove_block_confirms_evicts_conflicts_with_descendants_and_makes_roots() {
     let (z, _) = net.spend(&[cb], 1, 7000);
     let (block, r) = net.mine(&[a.clone(), z], 0);
     assert!(matches!(r.unwrap(), Accepted::Connected(_)));
-    let removed = pool.remove_block(&block);
+    let removed = pool.remove_block(&block, &net.apps, &net.p);
     assert_eq!(removed.confirmed, 1);
     let conflicted: HashSet<Hash> = removed.conflicted.iter().copied().collect();
     assert_eq!(conflicted, HashSet::from([b.txid(net.p.hash), b_child.txid(net.p.hash)]));
@@ -377,7 +377,7 @@ fn reorg_returns_transactions_and_drops_what_became_invalid() {
     // Block 1 confirms t1 and t2; t3 stays as a root.
     let (b1, r) = net.mine(&[t1.clone(), t2.clone()], 2000);
     assert!(matches!(r.unwrap(), Accepted::Connected(_)));
-    assert_eq!(pool.remove_block(&b1).confirmed, 2);
+    assert_eq!(pool.remove_block(&b1, &net.apps, &net.p).confirmed, 2);
     // t4 spends t2's (now confirmed) output.
     let (t4, _) = net.spend(&[t2_out[0]], 1, 1000);
     let (t5, _) = net.spend(&[t1_out[1]], 1, 1000);
@@ -394,7 +394,7 @@ fn reorg_returns_transactions_and_drops_what_became_invalid() {
     };
     assert_eq!(reorg.returned, vec![t1.clone(), t2.clone()]);
     for b in [&b1x, &b2x] {
-        pool.remove_block(b);
+        pool.remove_block(b, &net.apps, &net.p);
     }
     let hits = pool.sig_cache().hits();
     let out = pool.reorg(&net.env(), reorg.returned);
@@ -511,7 +511,7 @@ fn a_reader_holding_a_snapshot_does_not_stall_the_writer() {
         assert!(pool.admit(&wl.env(), chunk.to_vec()).iter().all(Result::is_ok));
     }
     let block = scalechain_types::Block { header: wl.net.chain.tip_header(), txs: wl.w.txs[..50].to_vec() };
-    assert_eq!(pool.remove_block(&block).confirmed, 50);
+    assert_eq!(pool.remove_block(&block, &wl.net.apps, &wl.net.p).confirmed, 50);
     done_tx.send(()).unwrap();
     let (finished, first, len_seen, rest) = reader.join().unwrap();
     assert!(finished, "the writer finished while the reader held its snapshot");
@@ -610,13 +610,13 @@ fn application_keys_conflict_in_the_pool_and_leave_with_their_holder() {
     pool.audit().unwrap();
     // A block holding `a` (never pooled) takes key 1: its pooled holder `b` leaves as conflicted.
     let block = net.block_on(&net.chain.tip_header(), std::slice::from_ref(&a), 0);
-    let r = pool.remove_block(&block);
+    let r = pool.remove_block(&block, &net.apps, &net.p);
     assert_eq!((r.confirmed, r.conflicted.clone()), (0, vec![id(&b)]));
     assert!(!pool.contains(&id(&b)) && pool.contains(&id(&c)));
     pool.audit().unwrap();
     // A block confirming `c` frees key 2.
     let block = net.block_on(&net.chain.tip_header(), std::slice::from_ref(&c), 0);
-    let r = pool.remove_block(&block);
+    let r = pool.remove_block(&block, &net.apps, &net.p);
     assert_eq!((r.confirmed, r.conflicted.len()), (1, 0));
     let v = pool.admit(&net.env(), vec![keyed(2, 5), b.clone()]);
     assert_eq!(reasons(&v), ["ok", "ok"]);

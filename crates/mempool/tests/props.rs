@@ -189,7 +189,7 @@ proptest! {
         // A block takes part of the pool.
         let limit = (pool.len() * count_frac).div_ceil(100);
         let block = check_and_mine(&mut net, &pool, u64::MAX, limit);
-        pool.remove_block(&block);
+        pool.remove_block(&block, &net.apps, &net.p);
         pool.audit().unwrap();
         let block_spends: HashSet<OutPoint> =
             block.txs.iter().flat_map(|t| t.inputs.iter().map(|i| i.prev)).collect();

@@ -90,7 +90,7 @@ pub fn accept(shared: &Shared, block: Block, origin: Origin) -> Outcome {
         };
         let connected: Vec<Block> = reorg.connected.iter().filter_map(fetch).collect();
         for b in &connected {
-            shared.mempool.remove_block(b);
+            shared.mempool.remove_block(b, chain.apps(), chain.params());
         }
         let c = &*chain;
         if !reorg.disconnected.is_empty() {

@@ -272,7 +272,7 @@ fn a_voters_second_ballot_is_refused_at_admission_while_the_first_is_pooled() {
     assert_eq!(reasons(&twice), ["ok", "app-conflict"], "one election id, pooled once");
     let t = pool.template(u64::MAX, usize::MAX);
     v.mine(&owned(&t.txs));
-    pool.remove_block(&v.chain.block_at(1).unwrap().unwrap());
+    pool.remove_block(&v.chain.block_at(1).unwrap().unwrap(), v.chain.apps(), v.chain.params());
     assert!(pool.is_empty());
 
     let first = tx(v.ballot(1, 0, |_| {}));
@@ -294,7 +294,7 @@ fn a_voters_second_ballot_is_refused_at_admission_while_the_first_is_pooled() {
     let t = pool.template(u64::MAX, usize::MAX);
     assert_eq!(t.txs.len(), 2);
     v.mine(&owned(&t.txs));
-    let r = pool.remove_block(&v.chain.block_at(2).unwrap().unwrap());
+    let r = pool.remove_block(&v.chain.block_at(2).unwrap().unwrap(), v.chain.apps(), v.chain.params());
     assert_eq!((r.confirmed, pool.len()), (2, 0));
     // Once the first is in a block, consensus refuses the second.
     let late = admit(&v, &pool, vec![second]);
@@ -305,7 +305,7 @@ fn a_voters_second_ballot_is_refused_at_admission_while_the_first_is_pooled() {
     let theirs = tx(v.ballot(3, 1, |_| {}));
     assert_eq!(reasons(&admit(&v, &pool, vec![mine.clone()])), ["ok"]);
     v.mine(&[theirs]);
-    let r = pool.remove_block(&v.chain.block_at(3).unwrap().unwrap());
+    let r = pool.remove_block(&v.chain.block_at(3).unwrap().unwrap(), v.chain.apps(), v.chain.params());
     assert_eq!((r.confirmed, r.conflicted.clone()), (0, vec![mine.txid(kind)]));
     assert!(pool.is_empty());
     pool.audit().unwrap();
