@@ -527,21 +527,23 @@ impl EventLoop {
     async fn tick(&mut self) {
         let now = now_ms();
         self.book.expire(now);
-        let height = self.shared.chain.read().tip_height();
-        let shared = &self.shared;
-        // The locator is built only when sync decides to ask for headers.
-        let actions = self.sync.tick(now, height, || locator(shared.chain.read().main_chain()));
-        // Seed 000's peer server (the bootstrap role) answers discovery only: it follows its
-        // peers' tips for /peers but fetches no chain.
-        let syncs = self.shared.role() != scalechain_p2p::msg::Role::Bootstrap;
-        for Action::Send(peer, req) in actions.into_iter().filter(|_| syncs) {
-            let asked = match &req {
-                Request::GetBlocks(h) => Asked::Blocks(h.clone()),
-                Request::GetHeaders { .. } => Asked::Headers,
-                Request::GetTxs(_) => Asked::Txs,
-                Request::Hello(_) => Asked::Hello,
-            };
-            self.request(peer, req, asked).await;
+        // Seed 000's peer server (the bootstrap role) answers discovery only: it fetches no chain,
+        // so its sync state never plans a request (it still learns its peers' tips from their
+        // handshakes, for /peers).
+        if self.shared.role() != scalechain_p2p::msg::Role::Bootstrap {
+            let height = self.shared.chain.read().tip_height();
+            let shared = &self.shared;
+            // The locator is built only when sync decides to ask for headers.
+            let actions = self.sync.tick(now, height, || locator(shared.chain.read().main_chain()));
+            for Action::Send(peer, req) in actions {
+                let asked = match &req {
+                    Request::GetBlocks(h) => Asked::Blocks(h.clone()),
+                    Request::GetHeaders { .. } => Asked::Headers,
+                    Request::GetTxs(_) => Asked::Txs,
+                    Request::Hello(_) => Asked::Hello,
+                };
+                self.request(peer, req, asked).await;
+            }
         }
         let tips: HashMap<PeerId, u64> = self.sync.peers().into_iter().collect();
         for (p, info) in self.shared.peers.write().iter_mut() {
