@@ -37,6 +37,13 @@ fn check_converged(v: &serde_json::Value, nodes: usize) {
     assert!(sent > 0, "{v}");
     assert_eq!(v["confirmed"].as_u64().unwrap(), sent, "every accepted transaction is confirmed: {v}");
     assert!(v["latency_ms"]["p99"].as_f64().unwrap() > 0.0);
+    // CPU accounting from /proc: every node and the client, and a positive cost per transaction.
+    let cpu = &v["cpu"];
+    assert!(cpu["us_per_confirmed_tx"].as_f64().unwrap() > 0.0, "{v}");
+    assert!(cpu["cores_busy"].as_f64().unwrap() > 0.0, "{v}");
+    let secs = cpu["seconds"].as_object().unwrap();
+    assert_eq!(secs.len(), nodes + 2, "every node, the bootstrap and the client: {v}");
+    assert!(n.iter().all(|x| secs[x["name"].as_str().unwrap()].as_f64().unwrap() > 0.0), "{v}");
 }
 
 #[test]
