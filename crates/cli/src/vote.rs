@@ -336,8 +336,8 @@ impl Api {
                 .ok_or_else(|| Fail(2, format!("POST /txs: no txid in {v}")));
         }
         let reason = r["reason"].as_str().unwrap_or("refused");
-        let hint = if reason == "low-fee" {
-            " (vote transactions carry no fee: the node needs mempool.min_fee_rate = 0)"
+        let hint = if reason == "fee-less-full" || reason == "low-fee" {
+            " (vote transactions carry no fee: the node holds them within mempool.max_fee_less_bytes)"
         } else {
             ""
         };

@@ -12,11 +12,13 @@ use std::time::{Duration, Instant};
 mod common;
 use common::{api_of, start_node, NodeProc, EXE};
 
-/// A miner taking fee-less transactions (vote transactions are bare).
+/// A miner with the default mempool policy (vote transactions, which are bare, enter as
+/// fee-less application transactions).
 fn start_miner(dir: &Path) -> NodeProc {
     std::fs::create_dir_all(dir).unwrap();
     let config = dir.join("node.toml");
-    std::fs::write(&config, "role = \"miner\"\n[mempool]\nmin_fee_rate = 0\n").unwrap();
+    // The default minimum fee rate: vote transactions enter as fee-less ones.
+    std::fs::write(&config, "role = \"miner\"\n").unwrap();
     start_node(dir, &["--config", config.to_str().unwrap()])
 }
 

@@ -212,6 +212,16 @@ pub trait AppModule: Send + Sync {
         let _ = (tx, params);
         Vec::new()
     }
+
+    /// The last block height at which the transaction can be included, when its validity ends
+    /// with the chain's height (a ballot past its voting window). The mempool drops a pooled
+    /// transaction once the block at that height is connected, so no miner builds a block that
+    /// [`AppModule::apply`] refuses. Must be a pure function of the transaction, and cheap; a
+    /// transaction that does not decode has none. Default: `None` (no end).
+    fn last_height(&self, tx: &Tx, params: &Params) -> Option<u64> {
+        let _ = (tx, params);
+        None
+    }
 }
 
 /// The verdicts of every module's batch pre-check over `txs`, by index (`None`: not

@@ -63,6 +63,16 @@ pub enum MempoolError {
         /// The minimum.
         min: u64,
     },
+    /// A fee-less application transaction would take the pool's fee-less space past its limit.
+    #[error("{size} bytes of fee-less application transaction would take the pool's {held} such bytes past the limit {max}")]
+    FeeLessFull {
+        /// The transaction's encoded size.
+        size: u64,
+        /// Fee-less bytes already held.
+        held: u64,
+        /// The limit ([`crate::MempoolConfig::max_fee_less_bytes`]).
+        max: u64,
+    },
     /// An output is worth less than the dust limit.
     #[error("output {output} of {value} is below the dust limit {limit}")]
     Dust {
@@ -107,6 +117,7 @@ impl MempoolError {
             MempoolError::TooManyAncestors { .. } => "too-many-ancestors",
             MempoolError::TooManyDescendants { .. } => "too-many-descendants",
             MempoolError::LowFee { .. } => "low-fee",
+            MempoolError::FeeLessFull { .. } => "fee-less-full",
             MempoolError::Dust { .. } => "dust",
             MempoolError::TooLarge { .. } => "too-large",
             MempoolError::PoolFull { .. } => "pool-full",
@@ -144,6 +155,7 @@ mod tests {
             MempoolError::TooManyAncestors { max: 25 },
             MempoolError::TooManyDescendants { ancestor: h, count: 26, max: 25 },
             MempoolError::LowFee { fee: Amount::ZERO, size: 100, rate: 0, min: 1 },
+            MempoolError::FeeLessFull { size: 1, held: 2, max: 2 },
             MempoolError::Dust { output: 0, value: Amount::ZERO, limit: Amount::ZERO },
             MempoolError::TooLarge { size: 2, max: 1 },
             MempoolError::PoolFull { rate: 1, lowest: 2 },
@@ -159,6 +171,7 @@ mod tests {
                 "too-many-ancestors",
                 "too-many-descendants",
                 "low-fee",
+                "fee-less-full",
                 "dust",
                 "too-large",
                 "pool-full",

@@ -16,7 +16,7 @@ use crate::config::{FeeRate, MempoolConfig};
 use crate::error::MempoolError;
 use crate::pool::{AppKey, Candidate, Pool};
 use crate::sigcache::SignatureCache;
-use crate::snapshot::{Counters, PoolEntry, Snapshot, Stats, Template};
+use crate::snapshot::{is_fee_less, Counters, PoolEntry, Snapshot, Stats, Template};
 
 /// What admission reads from the node's chain, at its current tip.
 #[derive(Clone, Copy)]
@@ -62,6 +62,9 @@ pub struct Removed {
     /// Pooled transactions that spent an output the block spends, or held an application key a
     /// transaction of the block holds, with their descendants.
     pub conflicted: Vec<Hash>,
+    /// Pooled transactions that no later block may include (a ballot past its voting window:
+    /// [`scalechain_consensus::AppModule::last_height`]), with their descendants.
+    pub expired: Vec<Hash>,
 }
 
 /// What a reorganisation did to the pool.
@@ -142,6 +145,14 @@ fn app_keys(apps: &Apps, params: &Params, tx: &Tx) -> Vec<AppKey> {
     keys
 }
 
+/// The last height a block may include `tx` at, as its module says; none for transfers.
+fn app_last_height(apps: &Apps, params: &Params, tx: &Tx) -> Option<u64> {
+    if tx.kind == TxKind::TRANSFER || tx.is_coinbase() {
+        return None;
+    }
+    apps.get(tx.kind)?.last_height(tx, params)
+}
+
 /// Policy rules that need no state: size and dust.
 fn static_policy(cfg: &MempoolConfig, tx: &Tx, size: u64) -> Result<(), MempoolError> {
     if size > cfg.max_tx_bytes {
@@ -170,7 +181,12 @@ fn place(
         }
     }
     let rate = FeeRate::new(c.fee, c.size);
-    if rate.below_per_kb(cfg.min_fee_rate) {
+    if rate.below_per_kb(cfg.min_fee_rate) && is_fee_less(&c.tx, c.fee) {
+        let held = pool.fee_less_bytes();
+        if held.saturating_add(c.size) > cfg.max_fee_less_bytes {
+            return Err(MempoolError::FeeLessFull { size: c.size, held, max: cfg.max_fee_less_bytes });
+        }
+    } else if rate.below_per_kb(cfg.min_fee_rate) {
         return Err(MempoolError::LowFee {
             fee: Amount::new(c.fee).unwrap_or(Amount::MAX),
             size: c.size,
@@ -276,7 +292,16 @@ fn run_admission(
                 Err(rule) => Err(MempoolError::Consensus(rule)),
                 Ok(v) => {
                     let keys = std::mem::take(&mut keys[i]);
-                    let c = Candidate { tx: Arc::new(tx), txid, wtxid, fee: v.fee.get(), size, keys };
+                    let last_height = app_last_height(env.apps, env.params, &tx);
+                    let c = Candidate {
+                        tx: Arc::new(tx),
+                        txid,
+                        wtxid,
+                        fee: v.fee.get(),
+                        size,
+                        keys,
+                        last_height,
+                    };
                     place(pool, cfg, env, c)
                 }
             };
@@ -423,6 +448,10 @@ impl Mempool {
     /// with their descendants: e.g. a voter's pooled ballot once another ballot of that voter for
     /// the same election is in a block.
     ///
+    /// So do pooled transactions that no block after this one may include (their module's
+    /// [`scalechain_consensus::AppModule::last_height`] is this block's height or lower), so a
+    /// template never holds a ballot past its window.
+    ///
     /// Call it for each connected block, oldest first. Application transactions are not
     /// otherwise re-judged here; after blocks that change application state, [`Mempool::reorg`]
     /// with no returned transactions re-judges the whole pool.
@@ -458,9 +487,13 @@ impl Mempool {
                 }
             }
         }
-        if removed.confirmed > 0 || !removed.conflicted.is_empty() {
+        for txid in w.pool.expired_before(block.header.height.saturating_add(1)) {
+            removed.expired.extend(w.pool.remove_with_descendants(&txid).iter().map(|e| e.txid));
+        }
+        if removed.confirmed > 0 || !removed.conflicted.is_empty() || !removed.expired.is_empty() {
             w.counters.confirmed += removed.confirmed as u64;
             w.counters.conflicted += removed.conflicted.len() as u64;
+            w.counters.expired += removed.expired.len() as u64;
             self.publish(&mut w);
         }
         removed

@@ -27,6 +27,8 @@ struct Node {
     children: Vec<Hash>,
     /// Application keys it holds.
     keys: Vec<AppKey>,
+    /// The last height a block may include it at, if any.
+    last_height: Option<u64>,
     /// Size of its descendant set (itself excluded), and their fees and bytes.
     desc_count: usize,
     desc_fee: u64,
@@ -72,9 +74,13 @@ pub(crate) struct Pool {
     nodes: HashMap<Hash, Node>,
     spends: HashMap<OutPoint, Hash>,
     claims: HashMap<AppKey, Hash>,
+    /// Transactions whose validity ends, by the last height a block may include them at.
+    expiring: BTreeSet<(u64, Hash)>,
     by_score: BTreeSet<EvictKey>,
     entries: OrdMap<Hash, Arc<PoolEntry>>,
     bytes: u64,
+    /// Bytes of the fee-less application transactions among them.
+    fee_less_bytes: u64,
     next_seq: u64,
 }
 
@@ -87,6 +93,8 @@ pub(crate) struct Candidate {
     pub size: u64,
     /// Application keys it would hold (distinct).
     pub keys: Vec<AppKey>,
+    /// The last height a block may include it at ([`scalechain_consensus::AppModule::last_height`]).
+    pub last_height: Option<u64>,
 }
 
 /// The checks a candidate passed, and what inserting it takes.
@@ -109,6 +117,11 @@ impl Pool {
 
     pub fn bytes(&self) -> u64 {
         self.bytes
+    }
+
+    /// Bytes of the pooled fee-less application transactions ([`PoolEntry::is_fee_less`]).
+    pub fn fee_less_bytes(&self) -> u64 {
+        self.fee_less_bytes
     }
 
     pub fn next_seq(&self) -> u64 {
@@ -317,6 +330,9 @@ impl Pool {
         for k in &c.keys {
             self.claims.insert(*k, c.txid);
         }
+        if let Some(h) = c.last_height {
+            self.expiring.insert((h, c.txid));
+        }
         for p in &plan.parents {
             if let Some(n) = self.nodes.get_mut(p) {
                 n.children.push(c.txid);
@@ -334,6 +350,7 @@ impl Pool {
             parents: plan.parents,
             children: Vec::new(),
             keys: c.keys,
+            last_height: c.last_height,
             desc_count: 0,
             desc_fee: 0,
             desc_size: 0,
@@ -342,6 +359,9 @@ impl Pool {
         self.nodes.insert(c.txid, node);
         self.entries.insert(c.txid, entry.clone());
         self.bytes += c.size;
+        if entry.is_fee_less() {
+            self.fee_less_bytes += c.size;
+        }
         entry
     }
 
@@ -362,6 +382,9 @@ impl Pool {
         self.by_score.remove(&node.key());
         self.entries.remove(txid);
         self.bytes -= node.entry.size;
+        if node.entry.is_fee_less() {
+            self.fee_less_bytes -= node.entry.size;
+        }
         for i in &node.entry.tx.inputs {
             if self.spends.get(&i.prev) == Some(txid) {
                 self.spends.remove(&i.prev);
@@ -371,6 +394,9 @@ impl Pool {
             if self.claims.get(k) == Some(txid) {
                 self.claims.remove(k);
             }
+        }
+        if let Some(h) = node.last_height {
+            self.expiring.remove(&(h, *txid));
         }
         for p in &node.parents {
             if let Some(n) = self.nodes.get_mut(p) {
@@ -400,6 +426,12 @@ impl Pool {
         Some(node.entry)
     }
 
+    /// Pooled transactions that no block at `height` or later may include (their last height
+    /// is below it), earliest first.
+    pub fn expired_before(&self, height: u64) -> Vec<Hash> {
+        self.expiring.range(..(height, Hash([0; 32]))).map(|(_, txid)| *txid).collect()
+    }
+
     /// Removes a transaction and all its descendants, deepest first. Returns what left.
     pub fn remove_with_descendants(&mut self, txid: &Hash) -> Vec<Arc<PoolEntry>> {
         if !self.nodes.contains_key(txid) {
@@ -426,6 +458,16 @@ impl Pool {
         if bytes != self.bytes {
             return Err(format!("bytes {} but entries sum to {bytes}", self.bytes));
         }
+        let fee_less: u64 = self.nodes.values().filter(|n| n.entry.is_fee_less()).map(|n| n.entry.size).sum();
+        if fee_less != self.fee_less_bytes {
+            return Err(format!("fee-less bytes {} but entries sum to {fee_less}", self.fee_less_bytes));
+        }
+        if self.fee_less_bytes > cfg.max_fee_less_bytes && cfg.min_fee_rate > 0 {
+            return Err(format!(
+                "{} fee-less bytes over the limit {}",
+                self.fee_less_bytes, cfg.max_fee_less_bytes
+            ));
+        }
         if self.nodes.len() > cfg.max_txs || self.bytes > cfg.max_bytes {
             return Err(format!("{} txs / {} bytes over the limits", self.nodes.len(), self.bytes));
         }
@@ -438,6 +480,15 @@ impl Pool {
             return Err(format!(
                 "{} application keys recorded for {keys} held (a conflict?)",
                 self.claims.len()
+            ));
+        }
+        let expiring: BTreeSet<(u64, Hash)> =
+            self.nodes.iter().filter_map(|(txid, n)| n.last_height.map(|h| (h, *txid))).collect();
+        if expiring != self.expiring {
+            return Err(format!(
+                "{} expiring transactions recorded for {} pooled with a last height",
+                self.expiring.len(),
+                expiring.len()
             ));
         }
         for (txid, n) in &self.nodes {
@@ -514,7 +565,7 @@ mod tests {
     fn cand(t: Tx, fee: u64) -> Candidate {
         let txid = t.txid(HashKind::Sha256);
         let size = t.encoded_len() as u64;
-        Candidate { tx: Arc::new(t), txid, wtxid: txid, fee, size, keys: Vec::new() }
+        Candidate { tx: Arc::new(t), txid, wtxid: txid, fee, size, keys: Vec::new(), last_height: None }
     }
 
     fn add(pool: &mut Pool, cfg: &MempoolConfig, t: Tx, fee: u64) -> Result<Hash, MempoolError> {

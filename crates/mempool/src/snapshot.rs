@@ -15,6 +15,13 @@ use scalechain_types::{Amount, Hash, Tx};
 
 use crate::config::FeeRate;
 
+/// Is `tx`, paying `fee`, a fee-less application transaction: not a transfer, no inputs (so no
+/// coins to pay with), no fee? Such transactions are held below the minimum fee rate, within
+/// [`crate::MempoolConfig::max_fee_less_bytes`].
+pub fn is_fee_less(tx: &Tx, fee: u64) -> bool {
+    tx.kind != scalechain_types::TxKind::TRANSFER && tx.inputs.is_empty() && fee == 0
+}
+
 /// A pooled transaction and what admission learnt about it. Immutable once pooled.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PoolEntry {
@@ -37,6 +44,11 @@ impl PoolEntry {
     pub fn fee_rate(&self) -> FeeRate {
         FeeRate::new(self.fee.get(), self.size)
     }
+
+    /// Is it a fee-less application transaction ([`is_fee_less`])?
+    pub fn is_fee_less(&self) -> bool {
+        is_fee_less(&self.tx, self.fee.get())
+    }
 }
 
 /// Running totals since the pool was created.
@@ -52,6 +64,8 @@ pub struct Counters {
     pub confirmed: u64,
     /// Transactions that left because a block spent one of their inputs (descendants included).
     pub conflicted: u64,
+    /// Transactions that left because no later block may include them, descendants included.
+    pub expired: u64,
     /// Transactions of disconnected blocks admitted back by [`crate::Mempool::reorg`].
     pub readmitted: u64,
     /// Pooled transactions that failed re-admission after a reorganisation.

@@ -579,6 +579,10 @@ impl scalechain_consensus::AppModule for Keyed {
     fn conflict_keys(&self, tx: &Tx, _: &scalechain_consensus::Params) -> Vec<Hash> {
         tx.data.get(..32).map(|k| vec![Hash(k.try_into().unwrap())]).unwrap_or_default()
     }
+    /// A 34th byte of data is the last height a block may include the transaction at.
+    fn last_height(&self, tx: &Tx, _: &scalechain_consensus::Params) -> Option<u64> {
+        tx.data.get(33).map(|h| u64::from(*h))
+    }
 }
 
 /// A bare transaction of the keyed module holding `key` (tagged so txids differ).
@@ -629,5 +633,64 @@ fn application_keys_conflict_in_the_pool_and_leave_with_their_holder() {
         vec![(id(&b), MempoolError::AppConflict { kind: KEYED.0, key: Hash([1; 32]), pooled: id(&a) })]
     );
     assert!(pool.contains(&id(&a)) && !pool.contains(&id(&b)));
+    pool.audit().unwrap();
+}
+
+#[test]
+fn fee_less_application_transactions_are_held_within_their_own_budget() {
+    let mut net = Net::new();
+    net.apps.register(Arc::new(Keyed));
+    let size = keyed(1, 0).encoded_len() as u64;
+    // The default minimum fee rate; room for two fee-less transactions.
+    let pool = net.pool(MempoolConfig { max_fee_less_bytes: 2 * size, ..cfg() });
+    assert!(cfg().min_fee_rate > 0);
+    let (a, b, c) = (keyed(1, 0), keyed(2, 0), keyed(3, 0));
+    let v = pool.admit(&net.env(), vec![a.clone(), b.clone(), c.clone()]);
+    assert_eq!(reasons(&v), ["ok", "ok", "fee-less-full"]);
+    assert_eq!(v[2], Err(MempoolError::FeeLessFull { size, held: 2 * size, max: 2 * size }));
+    pool.audit().unwrap();
+    // A block confirming `a` frees its bytes.
+    let block = net.block_on(&net.chain.tip_header(), std::slice::from_ref(&a), 0);
+    pool.remove_block(&block, &net.apps, &net.p);
+    assert_eq!(reasons(&pool.admit(&net.env(), vec![c.clone()])), ["ok"]);
+    pool.audit().unwrap();
+    // With no budget, none is held.
+    let none = net.pool(MempoolConfig { max_fee_less_bytes: 0, ..cfg() });
+    assert_eq!(reasons(&none.admit(&net.env(), vec![a])), ["fee-less-full"]);
+    assert!(none.is_empty());
+}
+
+#[test]
+fn application_transactions_leave_once_no_later_block_may_include_them() {
+    let mut net = Net::new();
+    net.apps.register(Arc::new(Keyed));
+    let pool = net.pool(cfg());
+    let until = |key: u8, last: u8| {
+        let mut t = keyed(key, 0);
+        t.data.push(last);
+        t
+    };
+    let (ends_at_2, ends_at_3, open) = (until(1, 2), until(2, 3), keyed(3, 0));
+    let id = |t: &Tx| t.txid(net.p.hash);
+    let v = pool.admit(&net.env(), vec![ends_at_2.clone(), ends_at_3.clone(), open.clone()]);
+    assert_eq!(reasons(&v), ["ok", "ok", "ok"]);
+    // Blocks 1 and 2 confirm none of them; after block 2 the first may go in no block.
+    let b1 = net.block_on(&net.chain.tip_header(), &[], 0);
+    let r = pool.remove_block(&b1, &net.apps, &net.p);
+    assert!(r.expired.is_empty() && pool.len() == 3);
+    let b2 = net.block_on(&b1.header, &[], 0);
+    let r = pool.remove_block(&b2, &net.apps, &net.p);
+    assert_eq!(r.expired, vec![id(&ends_at_2)]);
+    assert!(!pool.contains(&id(&ends_at_2)) && pool.contains(&id(&ends_at_3)));
+    assert_eq!(pool.stats().counters.expired, 1);
+    pool.audit().unwrap();
+    // The template no longer offers it.
+    let t = pool.template(u64::MAX, usize::MAX);
+    assert!(t.txs.iter().all(|t| t.txid(net.p.hash) != id(&ends_at_2)));
+    let b3 = net.block_on(&b2.header, &[], 0);
+    assert_eq!(pool.remove_block(&b3, &net.apps, &net.p).expired, vec![id(&ends_at_3)]);
+    assert_eq!(pool.len(), 1);
+    // The keys they held are free again.
+    assert_eq!(reasons(&pool.admit(&net.env(), vec![until(1, 200), until(2, 200)])), ["ok", "ok"]);
     pool.audit().unwrap();
 }

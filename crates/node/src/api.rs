@@ -623,6 +623,12 @@ async fn metrics(State(s): State<ApiState>) -> Response {
             "counter",
             st.counters.evicted as f64,
         )
+        .value(
+            "mempool_expired_total",
+            "Transactions dropped because no later block may include them.",
+            "counter",
+            st.counters.expired as f64,
+        )
         .value("sig_cache_hits_total", "Signature-cache hits.", "counter", st.sig_cache_hits as f64)
         .value("sig_cache_lookups_total", "Signature-cache lookups.", "counter", st.sig_cache_lookups as f64)
         .value("peers", "Connected peers.", "gauge", sh.peers.read().len() as f64);

@@ -182,6 +182,7 @@ pub async fn run(
             max_txs: mp.max_txs,
             max_ancestors: mp.max_ancestors,
             min_fee_rate: mp.min_fee_rate,
+            max_fee_less_bytes: mp.max_fee_less_bytes,
             dust_limit: Amount::new(mp.dust_limit)
                 .map_err(|e| NodeError::Config(format!("mempool.dust_limit: {e}")))?,
             ..MempoolConfig::default()

@@ -513,6 +513,13 @@ impl AppModule for VotingModule {
         }
     }
 
+    fn last_height(&self, tx: &Tx, _: &Params) -> Option<u64> {
+        match Message::decode(&tx.data) {
+            Ok(Message::Ballot(b)) => Some(b.election.end),
+            Ok(Message::Election(_)) | Err(_) => None,
+        }
+    }
+
     fn precheck_batch(
         &self,
         txs: &[&Tx],
@@ -640,6 +647,22 @@ mod tests {
         let mut short = election();
         short.election_key.pop();
         assert_eq!(short.check().unwrap_err().rule, "vote-bad-election");
+    }
+
+    #[test]
+    fn a_ballot_ends_with_its_window_and_an_election_never() {
+        let params = Params::devnet(HashKind::Sha256, scalechain_consensus::params::SigMode::Ed25519);
+        let ballot = Message::Ballot(CastBallot {
+            election: election(),
+            voter_key: [5; 32],
+            token: [6; 64],
+            ballot: vec![1, 2, 3],
+            signature: [7; 64],
+        });
+        assert_eq!(VotingModule.last_height(&ballot.into_tx(), &params), Some(20));
+        assert_eq!(VotingModule.last_height(&Message::Election(election()).into_tx(), &params), None);
+        let junk = Tx { data: vec![9; 5], ..Message::Election(election()).into_tx() };
+        assert_eq!(VotingModule.last_height(&junk, &params), None);
     }
 
     #[test]

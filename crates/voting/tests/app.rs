@@ -265,8 +265,8 @@ fn a_voters_second_ballot_is_refused_at_admission_while_the_first_is_pooled() {
     use scalechain_voting::app::ballot_conflict_key;
     let mut v = Vote::new(2, 100);
     let kind = v.p.hash;
-    // Vote transactions are bare: a pool for them takes fee-less transactions.
-    let pool = Mempool::new(kind, MempoolConfig { min_fee_rate: 0, ..MempoolConfig::default() });
+    // Vote transactions are bare: the default policy holds them as fee-less transactions.
+    let pool = Mempool::new(kind, MempoolConfig::default());
     let election = Message::Election(v.election.clone()).into_tx();
     let twice = admit(&v, &pool, vec![election.clone(), Tx { version: 2, ..election.clone() }]);
     assert_eq!(reasons(&twice), ["ok", "app-conflict"], "one election id, pooled once");
