@@ -56,6 +56,29 @@ fn vote_ok(args: &[&str]) -> String {
     stdout.lines().next().unwrap_or("").trim().to_string()
 }
 
+/// A running miner and a voting window on it.
+struct Setup {
+    /// When the test must be over.
+    deadline: Instant,
+    tmp: tempfile::TempDir,
+    _node: NodeProc,
+    api: String,
+    /// The window: 14 blocks from the next one.
+    start: u64,
+    end: u64,
+}
+
+/// Starts a miner in a temporary directory, waits for its first block, and picks a window.
+fn setup(secs: u64) -> Setup {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    let tmp = tempfile::tempdir().unwrap();
+    let node = start_miner(&tmp.path().join("miner"));
+    let api = api_of(&node);
+    wait_for("height 1", deadline, || height(&api) >= 1);
+    let h0 = height(&api);
+    Setup { deadline, tmp, _node: node, api, start: h0 + 1, end: h0 + 14 }
+}
+
 /// `vote election` of `scheme` with `candidates` for heights `start..=end`; the election id.
 fn publish(api: &str, ea_s: &str, scheme: &str, candidates: usize, start: u64, end: u64) -> String {
     vote_ok(&[
@@ -129,13 +152,7 @@ fn tampered_fails(api: &str, id: &str, v: &serde_json::Value, counts: serde_json
 
 #[test]
 fn an_elgamal_election_over_a_node_tallies_and_verifies() {
-    let deadline = Instant::now() + Duration::from_secs(90);
-    let tmp = tempfile::tempdir().unwrap();
-    let node = start_miner(&tmp.path().join("miner"));
-    let api = api_of(&node);
-    wait_for("height 1", deadline, || height(&api) >= 1);
-    let h0 = height(&api);
-    let (start, end) = (h0 + 1, h0 + 14);
+    let Setup { deadline, tmp, _node, api, start, end } = setup(90);
     let ea = tmp.path().join("ea");
     let ea_s = ea.to_str().unwrap();
     let id = publish(&api, ea_s, "elgamal", 3, start, end);
@@ -241,13 +258,7 @@ fn an_elgamal_election_over_a_node_tallies_and_verifies() {
 
 #[test]
 fn a_paillier_election_over_a_node_tallies_and_verifies() {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let tmp = tempfile::tempdir().unwrap();
-    let node = start_miner(&tmp.path().join("miner"));
-    let api = api_of(&node);
-    wait_for("height 1", deadline, || height(&api) >= 1);
-    let h0 = height(&api);
-    let (start, end) = (h0 + 1, h0 + 14);
+    let Setup { deadline, tmp, _node, api, start, end } = setup(120);
     let ea_s = tmp.path().join("ea").to_str().unwrap().to_string();
     let id = publish(&api, &ea_s, "paillier", 3, start, end);
     let election: serde_json::Value =

@@ -613,16 +613,21 @@ mod tests {
         }
     }
 
-    #[test]
-    fn messages_round_trip_and_refuse_trailing_bytes() {
-        let e = Message::Election(election());
-        let b = Message::Ballot(CastBallot {
+    /// A ballot message for [`election`] (its fields are not valid proofs or signatures).
+    fn ballot() -> Message {
+        Message::Ballot(CastBallot {
             election: election(),
             voter_key: [5; 32],
             token: [6; 64],
             ballot: vec![1, 2, 3],
             signature: [7; 64],
-        });
+        })
+    }
+
+    #[test]
+    fn messages_round_trip_and_refuse_trailing_bytes() {
+        let e = Message::Election(election());
+        let b = ballot();
         for m in [e, b] {
             let bytes = m.encode();
             assert_eq!(Message::decode(&bytes), Ok(m.clone()));
@@ -652,13 +657,7 @@ mod tests {
     #[test]
     fn a_ballot_ends_with_its_window_and_an_election_never() {
         let params = Params::devnet(HashKind::Sha256, scalechain_consensus::params::SigMode::Ed25519);
-        let ballot = Message::Ballot(CastBallot {
-            election: election(),
-            voter_key: [5; 32],
-            token: [6; 64],
-            ballot: vec![1, 2, 3],
-            signature: [7; 64],
-        });
+        let ballot = ballot();
         assert_eq!(VotingModule.last_height(&ballot.into_tx(), &params), Some(20));
         assert_eq!(VotingModule.last_height(&Message::Election(election()).into_tx(), &params), None);
         let junk = Tx { data: vec![9; 5], ..Message::Election(election()).into_tx() };
