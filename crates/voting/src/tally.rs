@@ -301,6 +301,25 @@ fn tally_statement(id: &Hash) -> Statement<'_> {
     Statement { election: &id.0, voter: &[0; 32] }
 }
 
+/// Re-verifies `ballots` (decoded from `stored`, in the same order) with `verify`, each bound to
+/// the election and its voter; the first that fails is the error, naming its voter.
+fn verify_stored<B>(
+    id: &Hash,
+    stored: &[StoredBallot],
+    ballots: &[B],
+    verify: impl FnOnce(&[(Statement<'_>, &B)]) -> Vec<Result<(), VoteError>>,
+) -> Result<(), TallyError> {
+    let items: Vec<(Statement<'_>, &B)> = stored
+        .iter()
+        .zip(ballots)
+        .map(|(s, b)| (Statement { election: &id.0, voter: &s.voter.0 }, b))
+        .collect();
+    match stored.iter().zip(verify(&items)).find(|(_, v)| v.is_err()) {
+        Some((s, Err(x))) => Err(TallyError::Ballot { voter: s.voter, reason: x.to_string() }),
+        _ => Ok(()),
+    }
+}
+
 fn sum<R: Rng + CryptoRng>(
     e: &Election,
     kind: HashKind,
@@ -317,15 +336,7 @@ fn sum<R: Rng + CryptoRng>(
                 .iter()
                 .map(|s| WireBallot::decode(&s.ballot).map_err(|x| bad(s.voter, x.to_string())))
                 .collect::<Result<_, _>>()?;
-            let items: Vec<(Statement<'_>, &WireBallot)> = stored
-                .iter()
-                .zip(&ballots)
-                .map(|(s, b)| (Statement { election: &id.0, voter: &s.voter.0 }, b))
-                .collect();
-            let verdicts = elgamal::verify_wire_ballots(&k, &items, l, rng);
-            if let Some((s, Err(x))) = stored.iter().zip(verdicts).find(|(_, v)| v.is_err()) {
-                return Err(bad(s.voter, x.to_string()));
-            }
+            verify_stored(&id, stored, &ballots, |items| elgamal::verify_wire_ballots(&k, items, l, rng))?;
             Ok(Sum::Elgamal(k, elgamal::tally(ballots.iter().map(WireBallot::ballot), l)))
         }
         SchemeKey::Paillier(k) => {
@@ -333,15 +344,7 @@ fn sum<R: Rng + CryptoRng>(
                 .iter()
                 .map(|s| paillier::Ballot::decode(&s.ballot, &k).map_err(|x| bad(s.voter, x.to_string())))
                 .collect::<Result<_, _>>()?;
-            let items: Vec<(Statement<'_>, &paillier::Ballot)> = stored
-                .iter()
-                .zip(&ballots)
-                .map(|(s, b)| (Statement { election: &id.0, voter: &s.voter.0 }, b))
-                .collect();
-            let verdicts = paillier::verify_ballots(&k, &items, l, rng);
-            if let Some((s, Err(x))) = stored.iter().zip(verdicts).find(|(_, v)| v.is_err()) {
-                return Err(bad(s.voter, x.to_string()));
-            }
+            verify_stored(&id, stored, &ballots, |items| paillier::verify_ballots(&k, items, l, rng))?;
             let c = paillier::tally(&k, &ballots)?;
             Ok(Sum::Paillier(k, c))
         }
