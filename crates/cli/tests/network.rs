@@ -16,7 +16,7 @@ use scalechain_types::codec::Encode;
 use scalechain_types::{Block, HashKind, Header, Target, Tx};
 
 mod common;
-use common::{api_of, info, start_node, NodeProc, EXE};
+use common::{api_of, info, start_node, wait_for, NodeProc, EXE};
 
 fn devnet(args: &[&str]) -> serde_json::Value {
     let out = Command::new(EXE).arg("devnet").args(args).arg("--json").output().unwrap();
@@ -72,14 +72,6 @@ fn get(api: &str, path: &str) -> serde_json::Value {
         let r = reqwest::get(format!("http://{api}{path}")).await.unwrap();
         r.json().await.unwrap()
     })
-}
-
-fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
 }
 
 #[test]

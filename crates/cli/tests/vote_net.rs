@@ -11,7 +11,7 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{api_of, start_node, NodeProc, EXE};
+use common::{api_of, start_node, wait_until, NodeProc, EXE};
 
 /// A miner with the default mempool policy (vote transactions, which are bare, enter as
 /// fee-less application transactions).
@@ -35,13 +35,6 @@ fn get(api: &str, path: &str) -> (u16, serde_json::Value) {
 
 fn height(api: &str) -> u64 {
     get(api, "/status").1["height"].as_u64().unwrap()
-}
-
-fn wait_for(what: &str, deadline: Instant, mut f: impl FnMut() -> bool) {
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
 }
 
 fn vote(args: &[&str]) -> Output {
@@ -74,7 +67,7 @@ fn setup(secs: u64) -> Setup {
     let tmp = tempfile::tempdir().unwrap();
     let node = start_miner(&tmp.path().join("miner"));
     let api = api_of(&node);
-    wait_for("height 1", deadline, || height(&api) >= 1);
+    wait_until("height 1", deadline, || height(&api) >= 1);
     let h0 = height(&api);
     Setup { deadline, tmp, _node: node, api, start: h0 + 1, end: h0 + 14 }
 }
@@ -184,7 +177,7 @@ fn an_elgamal_election_over_a_node_tallies_and_verifies() {
         .code(),
         Some(2)
     );
-    wait_for("the election in a block", deadline, || get(&api, &format!("/apps/2/state/65{id}")).0 == 200);
+    wait_until("the election in a block", deadline, || get(&api, &format!("/apps/2/state/65{id}")).0 == 200);
 
     // Voters: keys, tokens, ballots.
     let choices = [0usize, 1, 2, 2, 1, 2];
@@ -213,7 +206,7 @@ fn an_elgamal_election_over_a_node_tallies_and_verifies() {
         }
     }
     eprintln!("double cast: {}", first.unwrap_or_default());
-    wait_for("every ballot confirmed", deadline, || {
+    wait_until("every ballot confirmed", deadline, || {
         txids.iter().all(|t| get(&api, &format!("/txs/{t}")).1["status"] == "confirmed")
     });
 
@@ -222,7 +215,7 @@ fn an_elgamal_election_over_a_node_tallies_and_verifies() {
         let early = vote(&["tally", "--api", &api, "--election", &id, "--ea-dir", ea_s]);
         assert_eq!(early.status.code(), Some(1), "{}", String::from_utf8_lossy(&early.stderr));
     }
-    wait_for("the window to close", deadline, || height(&api) >= end);
+    wait_until("the window to close", deadline, || height(&api) >= end);
     // The EA tallies, anyone verifies; a tampered result fails.
     let result = tmp.path().join("result.json");
     let res_s = result.to_str().unwrap();
@@ -264,7 +257,7 @@ fn a_paillier_election_over_a_node_tallies_and_verifies() {
     let election: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(tmp.path().join("ea/election.json")).unwrap()).unwrap();
     assert_eq!(election["scheme"], "paillier", "{election}");
-    wait_for("the election in a block", deadline, || get(&api, &format!("/apps/2/state/65{id}")).0 == 200);
+    wait_until("the election in a block", deadline, || get(&api, &format!("/apps/2/state/65{id}")).0 == 200);
 
     let choices = [2usize, 0, 2];
     let mut txids = Vec::new();
@@ -280,10 +273,10 @@ fn a_paillier_election_over_a_node_tallies_and_verifies() {
             assert!(err.contains("app-conflict") || err.contains("vote-double-vote"), "{err}");
         }
     }
-    wait_for("every ballot confirmed", deadline, || {
+    wait_until("every ballot confirmed", deadline, || {
         txids.iter().all(|t| get(&api, &format!("/txs/{t}")).1["status"] == "confirmed")
     });
-    wait_for("the window to close", deadline, || height(&api) >= end);
+    wait_until("the window to close", deadline, || height(&api) >= end);
     // A ballot after the window: refused by the node, naming the rule.
     let (key, token) = register(tmp.path(), &ea_s, "late");
     let late = cast(&api, &id, 0, &key, &token);

@@ -17,7 +17,7 @@ use scalechain_types::HashKind;
 use scalechain_wallet::{encode_address, AddressHrp};
 
 mod common;
-use common::{api_of, start_node, NodeProc, EXE};
+use common::{api_of, start_node, wait_for, NodeProc, EXE};
 
 fn start_miner(dir: &Path) -> (NodeProc, String) {
     let n = start_node(dir, &["--role", "miner"]);
@@ -34,14 +34,6 @@ fn get(url: &str) -> Option<serde_json::Value> {
         }
         r.json().await.ok()
     })
-}
-
-fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
 }
 
 fn wait_confirmed(api: &str, txid: &str) {

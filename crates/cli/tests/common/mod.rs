@@ -61,3 +61,16 @@ pub fn info(n: &NodeProc) -> serde_json::Value {
 pub fn api_of(n: &NodeProc) -> String {
     info(n)["api"].as_str().unwrap().to_string()
 }
+
+/// Polls `f` every 200 ms until it holds; fails the test naming `what` past `deadline`.
+pub fn wait_until(what: &str, deadline: Instant, mut f: impl FnMut() -> bool) {
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// [`wait_until`] with a deadline `timeout` from now.
+pub fn wait_for(what: &str, timeout: Duration, f: impl FnMut() -> bool) {
+    wait_until(what, Instant::now() + timeout, f)
+}
