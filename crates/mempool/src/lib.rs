@@ -36,4 +36,4 @@ pub use config::{FeeRate, MempoolConfig};
 pub use error::MempoolError;
 pub use mempool::{AdmitEnv, Admitted, Mempool, Removed, ReorgOutcome};
 pub use sigcache::SignatureCache;
-pub use snapshot::{is_fee_less, Counters, PoolEntry, Snapshot, Stats, Template};
+pub use snapshot::{Counters, PoolEntry, Snapshot, Stats, Template};

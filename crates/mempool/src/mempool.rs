@@ -8,7 +8,7 @@ use arc_swap::ArcSwap;
 use rayon::prelude::*;
 use scalechain_consensus::connect::ConnectCtx;
 use scalechain_consensus::{
-    verify_txs, AppStateView, Apps, Coin, Params, SigCache, TxEnv, TxRule, UtxoView, VerifyConfig,
+    verify_txs, AppModule, AppStateView, Apps, Coin, Params, SigCache, TxEnv, TxRule, UtxoView, VerifyConfig,
 };
 use scalechain_types::{Amount, Block, Hash, HashKind, OutPoint, Tx, TxKind};
 
@@ -134,10 +134,7 @@ impl UtxoView for PoolView<'_> {
 /// The application keys `tx` would hold in the pool (distinct, sorted): those its module names
 /// ([`scalechain_consensus::AppModule::conflict_keys`]); none for transfers and unknown kinds.
 fn app_keys(apps: &Apps, params: &Params, tx: &Tx) -> Vec<AppKey> {
-    if tx.kind == TxKind::TRANSFER || tx.is_coinbase() {
-        return Vec::new();
-    }
-    let Some(m) = apps.get(tx.kind) else { return Vec::new() };
+    let Some(m) = module_of(apps, tx) else { return Vec::new() };
     let mut keys: Vec<AppKey> =
         m.conflict_keys(tx, params).into_iter().map(|key| AppKey { kind: tx.kind.0, key }).collect();
     keys.sort_unstable();
@@ -147,10 +144,15 @@ fn app_keys(apps: &Apps, params: &Params, tx: &Tx) -> Vec<AppKey> {
 
 /// The last height a block may include `tx` at, as its module says; none for transfers.
 fn app_last_height(apps: &Apps, params: &Params, tx: &Tx) -> Option<u64> {
+    module_of(apps, tx)?.last_height(tx, params)
+}
+
+/// The application module owning `tx`; none for transfers, coinbases and unknown kinds.
+fn module_of<'a>(apps: &'a Apps, tx: &Tx) -> Option<&'a Arc<dyn AppModule>> {
     if tx.kind == TxKind::TRANSFER || tx.is_coinbase() {
         return None;
     }
-    apps.get(tx.kind)?.last_height(tx, params)
+    apps.get(tx.kind)
 }
 
 /// Policy rules that need no state: size and dust.
@@ -181,18 +183,19 @@ fn place(
         }
     }
     let rate = FeeRate::new(c.fee, c.size);
-    if rate.below_per_kb(cfg.min_fee_rate) && is_fee_less(&c.tx, c.fee) {
+    if rate.below_per_kb(cfg.min_fee_rate) {
+        if !is_fee_less(&c.tx, c.fee) {
+            return Err(MempoolError::LowFee {
+                fee: Amount::new(c.fee).unwrap_or(Amount::MAX),
+                size: c.size,
+                rate: rate.per_kb(),
+                min: cfg.min_fee_rate,
+            });
+        }
         let held = pool.fee_less_bytes();
         if held.saturating_add(c.size) > cfg.max_fee_less_bytes {
             return Err(MempoolError::FeeLessFull { size: c.size, held, max: cfg.max_fee_less_bytes });
         }
-    } else if rate.below_per_kb(cfg.min_fee_rate) {
-        return Err(MempoolError::LowFee {
-            fee: Amount::new(c.fee).unwrap_or(Amount::MAX),
-            size: c.size,
-            rate: rate.per_kb(),
-            min: cfg.min_fee_rate,
-        });
     }
     let plan = pool.plan(cfg, &c)?;
     let mut evicted = Vec::new();
