@@ -117,6 +117,19 @@ impl fmt::Debug for DiskStore {
     }
 }
 
+/// A commit's removals and additions to one keyspace, each key once: an addition wins over a
+/// removal of the same key (in a reorganisation, an output or txid that a disconnected block
+/// takes away and a connected block brings back).
+fn net_changes<'a, K: Copy + Eq + std::hash::Hash, V>(
+    remove: &[K],
+    add: &'a [(K, V)],
+) -> HashMap<K, Option<&'a V>> {
+    let mut m = HashMap::with_capacity(remove.len() + add.len());
+    m.extend(remove.iter().map(|k| (*k, None)));
+    m.extend(add.iter().map(|(k, v)| (*k, Some(v))));
+    m
+}
+
 impl DiskStore {
     /// Opens the store in `dir`, creating the directory and an empty store if needed.
     ///
@@ -209,14 +222,7 @@ impl DiskStore {
             check_value_len("undo data", bytes.len())?;
             batch.insert(&self.undo, &hash.0[..], bytes);
         }
-        let mut utxos: HashMap<OutPoint, Option<&Coin>> = HashMap::new();
-        for op in &c.utxo_remove {
-            utxos.insert(*op, None);
-        }
-        for (op, coin) in &c.utxo_add {
-            utxos.insert(*op, Some(coin));
-        }
-        for (op, coin) in utxos {
+        for (op, coin) in net_changes(&c.utxo_remove, &c.utxo_add) {
             match coin {
                 Some(coin) => batch.insert(&self.utxos, op.encode(), coin.encode()),
                 None => batch.remove(&self.utxos, op.encode()),
@@ -230,14 +236,7 @@ impl DiskStore {
                 None => batch.remove(&self.app, k),
             }
         }
-        let mut txids: HashMap<Hash, Option<&TxLocation>> = HashMap::new();
-        for t in &c.txids_remove {
-            txids.insert(*t, None);
-        }
-        for (t, loc) in &c.txids_add {
-            txids.insert(*t, Some(loc));
-        }
-        for (t, loc) in txids {
+        for (t, loc) in net_changes(&c.txids_remove, &c.txids_add) {
             match loc {
                 Some(loc) => batch.insert(&self.txids, &t.0[..], &loc.to_bytes()[..]),
                 None => batch.remove(&self.txids, &t.0[..]),
