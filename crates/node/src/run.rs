@@ -1,7 +1,7 @@
 //! Starting and running a node: open the chain, start the network, the pipeline, the block
 //! worker, the miner and the API, then drive the network events until a shutdown signal.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -16,8 +16,8 @@ use scalechain_p2p::msg::{
     ProtocolNames, Request, Response, TxBatch, MAX_BLOCKS_PER_REQUEST, MAX_HEADERS, MAX_TXS_PER_REQUEST,
 };
 use scalechain_p2p::net::{self, Command, Multiaddr, NetConfig, NetEvent, PeerId, Topic, Verdict};
-use scalechain_p2p::score::{Offence, PeerBook, RateLimit, Verdict as ScoreVerdict};
-use scalechain_p2p::sync::{fork_point, locator, Action, SyncConfig, SyncState};
+use scalechain_p2p::score::{Offence, PeerBook, RateLimit, Standing};
+use scalechain_p2p::sync::{fork_point, locator, SyncConfig, SyncState};
 use scalechain_types::codec::Decode;
 use scalechain_types::{Amount, Block, Hash, Lock, SecretKey};
 use serde::Serialize;
@@ -381,7 +381,7 @@ impl EventLoop {
     async fn penalise(&mut self, peer: PeerId, offence: Offence) {
         self.shared.metrics.penalties.add(1);
         tracing::info!("peer {peer}: {}", offence.name());
-        if let ScoreVerdict::Ban { .. } = self.book.penalise(&peer, offence, now_ms()) {
+        if let Standing::Ban { .. } = self.book.penalise(&peer, offence, now_ms()) {
             self.shared.metrics.bans.add(1);
             tracing::warn!("banning peer {peer}");
             self.send(Command::Ban(peer)).await;
@@ -447,7 +447,7 @@ impl EventLoop {
             NetEvent::RequestFailed { peer, tag, error } => {
                 tracing::debug!("request to {peer} failed: {error}");
                 if let Some((_, Asked::Blocks(hashes))) = self.asked.remove(&tag) {
-                    self.sync.on_blocks_answer(&peer, &hashes, &HashSet::new());
+                    self.sync.on_blocks_answer(&peer, &hashes, &BTreeSet::new());
                 }
             }
         }
@@ -536,7 +536,8 @@ impl EventLoop {
             let shared = &self.shared;
             // The locator is built only when sync decides to ask for headers.
             let actions = self.sync.tick(now, height, || locator(shared.chain.read().main_chain()));
-            for Action::Send(peer, req) in actions {
+            for action in actions {
+                let (peer, req) = action.into_request();
                 let asked = match &req {
                     Request::GetBlocks(h) => Asked::Blocks(h.clone()),
                     Request::GetHeaders { .. } => Asked::Headers,
@@ -651,8 +652,8 @@ impl EventLoop {
             }
             (Asked::Blocks(asked), Response::Blocks(blocks)) => {
                 let kind = self.shared.params.hash;
-                let wanted: HashSet<Hash> = asked.iter().copied().collect();
-                let mut delivered = HashSet::new();
+                let wanted: BTreeSet<Hash> = asked.iter().copied().collect();
+                let mut delivered = BTreeSet::new();
                 for b in blocks {
                     let h = b.header.hash(kind);
                     if !wanted.contains(&h) {
@@ -681,7 +682,7 @@ impl EventLoop {
                 }
             }
             (Asked::Blocks(asked), _) => {
-                self.sync.on_blocks_answer(&peer, &asked, &HashSet::new());
+                self.sync.on_blocks_answer(&peer, &asked, &BTreeSet::new());
             }
             (_, Response::Refused(why)) => tracing::debug!("{peer} refused: {why}"),
             _ => self.penalise(peer, Offence::Malformed).await,

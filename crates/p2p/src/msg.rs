@@ -342,10 +342,70 @@ pub fn group_for_batches<T: std::borrow::Borrow<Tx>>(
     out
 }
 
+/// Decodes a gossiped transaction batch of at most `max_txs` transactions: the count is
+/// checked before anything is allocated, and trailing bytes are refused.
+pub fn decode_tx_batch(data: &[u8], max_txs: usize) -> Result<Vec<Tx>, DecodeError> {
+    let mut r = Reader::new(data);
+    let n = r.count("tx_batch", Tx::MIN_LEN)?;
+    if n > max_txs {
+        return Err(r.invalid("tx_batch", format!("{n} transactions, at most {max_txs}")));
+    }
+    let mut txs = Vec::with_capacity(n);
+    for _ in 0..n {
+        txs.push(Tx::decode_from(&mut r)?);
+    }
+    r.finish()?;
+    Ok(txs)
+}
+
+/// A `Refused` response, its reason cut to [`MAX_REASON`] bytes (on a character boundary) so
+/// that it always decodes.
+pub fn refused(reason: impl Into<String>) -> Response {
+    let mut reason = reason.into();
+    if reason.len() > MAX_REASON {
+        let mut end = MAX_REASON;
+        while !reason.is_char_boundary(end) {
+            end -= 1;
+        }
+        reason.truncate(end);
+    }
+    Response::Refused(reason)
+}
+
+/// A gossip message id: the first 20 bytes of BLAKE3 of the payload.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct MsgId(pub [u8; 20]);
+
+impl MsgId {
+    /// The id of a payload.
+    pub fn of(payload: &[u8]) -> MsgId {
+        message_id(payload)
+    }
+
+    /// An id from its bytes, if there are exactly 20.
+    pub fn from_slice(b: &[u8]) -> Option<MsgId> {
+        b.try_into().ok().map(MsgId)
+    }
+}
+
+impl std::fmt::Debug for MsgId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MsgId({})", hex::encode(self.0))
+    }
+}
+
+impl std::fmt::Display for MsgId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&hex::encode(self.0))
+    }
+}
+
 /// The gossipsub message id of a payload: its BLAKE3 hash, so the same content from two peers
 /// is one message (a block's payload starts with its header, so each block has one id).
-pub fn message_id(payload: &[u8]) -> Vec<u8> {
-    blake3::hash(payload).as_bytes()[..20].to_vec()
+pub fn message_id(payload: &[u8]) -> MsgId {
+    let mut id = [0u8; 20];
+    id.copy_from_slice(&blake3::hash(payload).as_bytes()[..20]);
+    MsgId(id)
 }
 
 #[cfg(test)]
@@ -415,5 +475,29 @@ mod tests {
         let g = group_for_batches(&txs, 1 << 20, 4);
         assert_eq!(g.iter().map(|b| b.len()).collect::<Vec<_>>(), vec![4, 4, 2]);
         assert_eq!(encode_tx_batch(g[0].iter()), TxBatch(g[0].to_vec()).encode());
+    }
+
+    #[test]
+    fn tx_batches_are_bounded_before_allocating() {
+        let txs = vec![Tx::coinbase(1, vec![]); 3];
+        let data = TxBatch(txs.clone()).encode();
+        assert_eq!(decode_tx_batch(&data, 3).unwrap(), txs);
+        assert!(decode_tx_batch(&data, 2).unwrap_err().to_string().contains("3 transactions, at most 2"));
+        let mut trailing = data.clone();
+        trailing.push(0);
+        assert!(decode_tx_batch(&trailing, 3).is_err());
+        // A count that cannot fit in the bytes is refused before any allocation.
+        assert!(decode_tx_batch(&[0xff, 0xff, 0xff, 0xff], usize::MAX).is_err());
+    }
+
+    #[test]
+    fn refusals_always_decode_and_ids_are_twenty_bytes_of_blake3() {
+        let long = "é".repeat(MAX_REASON);
+        let r = refused(long);
+        assert!(matches!(&r, Response::Refused(s) if s.len() <= MAX_REASON && !s.is_empty()));
+        assert_eq!(Response::decode(&r.encode()).unwrap(), r);
+        assert_eq!(message_id(b"x").0[..], blake3::hash(b"x").as_bytes()[..20]);
+        assert_eq!(MsgId::from_slice(&message_id(b"x").0), Some(message_id(b"x")));
+        assert_eq!(MsgId::from_slice(&[0; 19]), None);
     }
 }

@@ -304,7 +304,7 @@ struct Behaviour {
 fn gossip_config(max_bytes: usize) -> Result<gossipsub::Config, NetError> {
     gossipsub::ConfigBuilder::default()
         .validation_mode(ValidationMode::Anonymous)
-        .message_id_fn(|m: &gossipsub::Message| MessageId::from(message_id(&m.data)))
+        .message_id_fn(|m: &gossipsub::Message| MessageId::from(message_id(&m.data).0.to_vec()))
         .validate_messages()
         .max_transmit_size(max_bytes)
         .duplicate_cache_time(Duration::from_secs(120))

@@ -2,10 +2,10 @@
 //! falls to the ban threshold is disconnected and refused for a while.
 //!
 //! Pure: the caller passes the clock (`now_ms`); the peer key is generic so tests need no
-//! network types.
+//! network types. Maps are ordered by peer, so every answer (which peer is forgotten first, which
+//! bans expire) is the same on every run.
 
-use std::collections::HashMap;
-use std::hash::Hash as StdHash;
+use std::collections::BTreeMap;
 
 /// Something a peer did wrong, with its cost.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,9 +57,9 @@ pub const BAN_MS: u64 = 10 * 60 * 1000;
 /// Points recovered per second of good behaviour.
 pub const RECOVERY_PER_S: i32 = 1;
 
-/// What the caller must do after a penalty.
+/// Where a peer stands after a penalty: what the caller must do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
+pub enum Standing {
     /// Keep the peer.
     Keep,
     /// Disconnect it; refuse it until the given time.
@@ -78,15 +78,16 @@ struct Entry {
 /// Scores and bans of the peers a node has seen.
 #[derive(Debug)]
 pub struct PeerBook<K> {
-    scores: HashMap<K, Entry>,
-    banned: HashMap<K, u64>,
+    scores: BTreeMap<K, Entry>,
+    banned: BTreeMap<K, u64>,
     max_entries: usize,
 }
 
-impl<K: StdHash + Eq + Clone> PeerBook<K> {
-    /// A book that remembers at most `max_entries` peers (oldest forgotten first).
+impl<K: Ord + Clone> PeerBook<K> {
+    /// A book that remembers at most `max_entries` scores and as many bans (the oldest
+    /// forgotten first).
     pub fn new(max_entries: usize) -> Self {
-        PeerBook { scores: HashMap::new(), banned: HashMap::new(), max_entries: max_entries.max(1) }
+        PeerBook { scores: BTreeMap::new(), banned: BTreeMap::new(), max_entries: max_entries.max(1) }
     }
 
     /// The peer's current score (0 for an unknown peer).
@@ -99,29 +100,46 @@ impl<K: StdHash + Eq + Clone> PeerBook<K> {
         self.banned.get(peer).is_some_and(|until| now_ms < *until)
     }
 
+    /// The time a peer's ban ends, while it lasts.
+    pub fn banned_until(&self, peer: &K, now_ms: u64) -> Option<u64> {
+        self.banned.get(peer).copied().filter(|until| now_ms < *until)
+    }
+
     /// Records an offence; says whether to ban.
-    pub fn penalise(&mut self, peer: &K, offence: Offence, now_ms: u64) -> Verdict {
+    pub fn penalise(&mut self, peer: &K, offence: Offence, now_ms: u64) -> Standing {
         if !self.scores.contains_key(peer) && self.scores.len() >= self.max_entries {
+            // The least recently penalised is forgotten (ties: the smallest key).
             if let Some(oldest) = self.scores.iter().min_by_key(|(_, e)| e.updated_ms).map(|(k, _)| k.clone())
             {
                 self.scores.remove(&oldest);
             }
         }
-        let score = self.score(peer, now_ms) - offence.penalty();
+        let score = self.score(peer, now_ms).saturating_sub(offence.penalty());
         self.scores.insert(peer.clone(), Entry { score, updated_ms: now_ms });
         if score <= -BAN_SCORE {
             let until_ms = now_ms.saturating_add(BAN_MS);
+            if !self.banned.contains_key(peer) && self.banned.len() >= self.max_entries {
+                if let Some(first) = self.banned.iter().min_by_key(|(_, u)| **u).map(|(k, _)| k.clone()) {
+                    self.banned.remove(&first);
+                }
+            }
             self.banned.insert(peer.clone(), until_ms);
             self.scores.remove(peer);
-            Verdict::Ban { until_ms }
+            Standing::Ban { until_ms }
         } else {
-            Verdict::Keep
+            Standing::Keep
         }
     }
 
-    /// Forgets expired bans.
-    pub fn expire(&mut self, now_ms: u64) {
-        self.banned.retain(|_, until| now_ms < *until);
+    /// Forgets expired bans and returns their peers, in key order (the caller lets them in
+    /// again).
+    pub fn expire(&mut self, now_ms: u64) -> Vec<K> {
+        let gone: Vec<K> =
+            self.banned.iter().filter(|(_, u)| now_ms >= **u).map(|(k, _)| k.clone()).collect();
+        for k in &gone {
+            self.banned.remove(k);
+        }
+        gone
     }
 
     /// Peers banned now.
@@ -172,14 +190,19 @@ mod tests {
     #[test]
     fn invalid_blocks_ban_at_once_invalid_txs_after_five() {
         let mut b = PeerBook::new(16);
-        assert!(matches!(b.penalise(&1, Offence::InvalidBlock, 0), Verdict::Ban { until_ms: BAN_MS }));
+        assert!(matches!(b.penalise(&1, Offence::InvalidBlock, 0), Standing::Ban { until_ms: BAN_MS }));
         assert!(b.is_banned(&1, 1));
+        assert_eq!(b.banned_until(&1, 1), Some(BAN_MS));
         assert!(!b.is_banned(&1, BAN_MS));
         for i in 0..4 {
-            assert_eq!(b.penalise(&2, Offence::InvalidTx, i), Verdict::Keep);
+            assert_eq!(b.penalise(&2, Offence::InvalidTx, i), Standing::Keep);
         }
-        assert!(matches!(b.penalise(&2, Offence::InvalidTx, 5), Verdict::Ban { .. }));
+        assert!(matches!(b.penalise(&2, Offence::InvalidTx, 5), Standing::Ban { .. }));
         assert!(!b.is_banned(&3, 0));
+        // Expiry hands back the peers whose bans ended, once, in key order.
+        assert_eq!(b.expire(BAN_MS), vec![1]);
+        assert_eq!(b.expire(BAN_MS + 5), vec![2]);
+        assert!(b.expire(u64::MAX).is_empty());
     }
 
     #[test]
@@ -190,7 +213,7 @@ mod tests {
         assert_eq!(b.score(&7, 20_000), -30);
         assert_eq!(b.score(&7, 1_000_000), 0);
         // Recovered points count: another malformed message after recovery does not ban.
-        assert_eq!(b.penalise(&7, Offence::Malformed, 60_000), Verdict::Keep);
+        assert_eq!(b.penalise(&7, Offence::Malformed, 60_000), Standing::Keep);
     }
 
     #[test]
@@ -202,6 +225,11 @@ mod tests {
         assert!(b.scores.len() <= 3);
         assert_eq!(b.score(&9, 9), -10);
         assert_eq!(b.score(&0, 9), 0);
+        for k in 0..10 {
+            b.penalise(&k, Offence::InvalidBlock, k);
+        }
+        assert_eq!(b.banned.len(), 3);
+        assert!(b.is_banned(&9, 9) && !b.is_banned(&0, 9));
     }
 
     #[test]

@@ -7,10 +7,10 @@
 //! elsewhere when a request times out or a peer leaves. Blocks themselves are validated by the
 //! chain; this module only decides what to ask and of whom.
 //!
-//! Pure: the clock comes in as `now_ms`, outputs are [`Action`]s the caller carries out.
+//! Pure: the clock comes in as `now_ms`, outputs are [`Action`]s the caller (the protocol
+//! machine, `crate::protocol`) turns into requests.
 
-use std::collections::{HashMap, HashSet, VecDeque};
-use std::hash::Hash as StdHash;
+use std::collections::{BTreeMap, BTreeSet};
 
 use scalechain_types::{Hash, HashKind, Header};
 
@@ -23,13 +23,22 @@ pub const MAX_QUEUED: usize = 20_000;
 /// What the caller must send.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Action<K> {
-    /// Send `request` to `peer`.
-    Send(K, Request),
+    /// Ask the peer for up to [`MAX_HEADERS`] headers after this locator.
+    GetHeaders(K, Vec<Hash>),
+    /// Ask the peer for these blocks (at most [`MAX_BLOCKS_PER_REQUEST`]).
+    GetBlocks(K, Vec<Hash>),
 }
 
-#[derive(Clone, Copy, Debug)]
-struct PeerTip {
-    height: u64,
+impl<K> Action<K> {
+    /// The request to send and to whom.
+    pub fn into_request(self) -> (K, Request) {
+        match self {
+            Action::GetHeaders(peer, locator) => {
+                (peer, Request::GetHeaders { locator, max: MAX_HEADERS as u32 })
+            }
+            Action::GetBlocks(peer, hashes) => (peer, Request::GetBlocks(hashes)),
+        }
+    }
 }
 
 /// Sync settings.
@@ -47,51 +56,76 @@ impl Default for SyncConfig {
     }
 }
 
+/// A block asked for and not delivered yet.
+#[derive(Clone, Debug)]
+struct Inflight<K> {
+    peer: K,
+    sent_ms: u64,
+    /// Its place in the download order (kept when it is asked again).
+    order: u64,
+}
+
 /// The sync state of one node.
+///
+/// Every map is ordered (by peer, by hash or by download order), so the requests a sequence of
+/// calls produces are the same on every run: the simulator's determinism rests on it.
 #[derive(Debug)]
 pub struct SyncState<K> {
     cfg: SyncConfig,
-    peers: HashMap<K, PeerTip>,
+    /// Peers' claimed tip heights.
+    peers: BTreeMap<K, u64>,
     header_req: Option<(K, u64)>,
-    queue: VecDeque<Hash>,
-    queued: HashSet<Hash>,
-    inflight: HashMap<Hash, (K, u64)>,
+    /// Blocks to fetch, by download order (the order their headers came in: parents first).
+    queue: BTreeMap<u64, Hash>,
+    /// The same blocks by hash, with their order.
+    queued: BTreeMap<Hash, u64>,
+    inflight: BTreeMap<Hash, Inflight<K>>,
+    next_order: u64,
 }
 
-impl<K: StdHash + Eq + Clone + Ord> SyncState<K> {
+impl<K: Eq + Clone + Ord> SyncState<K> {
     /// An idle state.
     pub fn new(cfg: SyncConfig) -> Self {
         SyncState {
             cfg,
-            peers: HashMap::new(),
+            peers: BTreeMap::new(),
             header_req: None,
-            queue: VecDeque::new(),
-            queued: HashSet::new(),
-            inflight: HashMap::new(),
+            queue: BTreeMap::new(),
+            queued: BTreeMap::new(),
+            inflight: BTreeMap::new(),
+            next_order: 0,
         }
     }
 
     /// A peer's claimed tip (from its handshake or a block it relayed); heights only grow.
     pub fn peer_tip(&mut self, peer: K, height: u64) {
-        let e = self.peers.entry(peer).or_insert(PeerTip { height });
-        e.height = e.height.max(height);
+        let e = self.peers.entry(peer).or_insert(height);
+        *e = (*e).max(height);
     }
 
     /// A peer left: its requests are re-queued.
     pub fn peer_gone(&mut self, peer: &K) {
         self.peers.remove(peer);
+        self.header_failed(peer);
+        let lost: Vec<Hash> =
+            self.inflight.iter().filter(|(_, f)| f.peer == *peer).map(|(h, _)| *h).collect();
+        self.requeue(&lost);
+    }
+
+    /// A header request to `peer` failed (or was refused): headers may be asked again at once.
+    pub fn header_failed(&mut self, peer: &K) {
         if self.header_req.as_ref().is_some_and(|(p, _)| p == peer) {
             self.header_req = None;
         }
-        let lost: Vec<Hash> = self.inflight.iter().filter(|(_, (p, _))| p == peer).map(|(h, _)| *h).collect();
-        self.requeue(lost);
     }
 
-    fn requeue(&mut self, hashes: Vec<Hash>) {
-        for h in hashes.into_iter().rev() {
-            self.inflight.remove(&h);
-            if self.queued.insert(h) {
-                self.queue.push_front(h);
+    /// Blocks in flight go back to the queue, at their old places.
+    fn requeue(&mut self, hashes: &[Hash]) {
+        for h in hashes {
+            if let Some(f) = self.inflight.remove(h) {
+                if self.queued.insert(*h, f.order).is_none() {
+                    self.queue.insert(f.order, *h);
+                }
             }
         }
     }
@@ -106,11 +140,14 @@ impl<K: StdHash + Eq + Clone + Ord> SyncState<K> {
         self.header_req.is_some() || self.pending() > 0
     }
 
-    /// Peers known with their claimed heights.
+    /// Peers known with their claimed heights, in peer order.
     pub fn peers(&self) -> Vec<(K, u64)> {
-        let mut v: Vec<_> = self.peers.iter().map(|(k, t)| (k.clone(), t.height)).collect();
-        v.sort();
-        v
+        self.peers.iter().map(|(k, h)| (k.clone(), *h)).collect()
+    }
+
+    /// The height a peer claims, if it is known.
+    pub fn peer_height(&self, peer: &K) -> Option<u64> {
+        self.peers.get(peer).copied()
     }
 
     /// Time passes: gives up timed-out requests and issues new ones. `locator` is called only
@@ -128,42 +165,41 @@ impl<K: StdHash + Eq + Clone + Ord> SyncState<K> {
         let late: Vec<Hash> = self
             .inflight
             .iter()
-            .filter(|(_, (_, t))| now_ms.saturating_sub(*t) >= timeout)
+            .filter(|(_, f)| now_ms.saturating_sub(f.sent_ms) >= timeout)
             .map(|(h, _)| *h)
             .collect();
-        self.requeue(late);
+        self.requeue(&late);
         let mut out = Vec::new();
         // Ask for headers when idle and some peer is ahead.
         if self.header_req.is_none() && self.pending() == 0 {
             if let Some(best) = self.best_peer(our_height) {
-                out.push(Action::Send(
-                    best.clone(),
-                    Request::GetHeaders { locator: locator(), max: MAX_HEADERS as u32 },
-                ));
+                out.push(Action::GetHeaders(best.clone(), locator()));
                 self.header_req = Some((best, now_ms));
             }
         }
-        // Fetch queued blocks.
+        // Fetch queued blocks, in download order.
         while self.inflight.len().div_ceil(MAX_BLOCKS_PER_REQUEST) < self.cfg.max_inflight_requests
             && !self.queue.is_empty()
         {
             let Some(peer) = self.best_peer(0) else { break };
-            let n = self.queue.len().min(MAX_BLOCKS_PER_REQUEST);
-            let hashes: Vec<Hash> = self.queue.drain(..n).collect();
-            for h in &hashes {
-                self.queued.remove(h);
-                self.inflight.insert(*h, (peer.clone(), now_ms));
+            let mut hashes = Vec::with_capacity(MAX_BLOCKS_PER_REQUEST);
+            while hashes.len() < MAX_BLOCKS_PER_REQUEST {
+                let Some((order, h)) = self.queue.pop_first() else { break };
+                self.queued.remove(&h);
+                self.inflight.insert(h, Inflight { peer: peer.clone(), sent_ms: now_ms, order });
+                hashes.push(h);
             }
-            out.push(Action::Send(peer, Request::GetBlocks(hashes)));
+            out.push(Action::GetBlocks(peer, hashes));
         }
         out
     }
 
+    /// The peer claiming the most height above `above` (ties: the smallest key).
     fn best_peer(&self, above: u64) -> Option<K> {
         self.peers
             .iter()
-            .filter(|(_, t)| t.height > above)
-            .max_by(|a, b| a.1.height.cmp(&b.1.height).then_with(|| b.0.cmp(a.0)))
+            .filter(|(_, h)| **h > above)
+            .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
             .map(|(k, _)| k.clone())
     }
 
@@ -176,9 +212,7 @@ impl<K: StdHash + Eq + Clone + Ord> SyncState<K> {
         kind: HashKind,
         known: impl Fn(&Hash) -> bool,
     ) -> Result<usize, Offence> {
-        if self.header_req.as_ref().is_some_and(|(p, _)| p == peer) {
-            self.header_req = None;
-        }
+        self.header_failed(peer);
         let Some(first) = headers.first() else { return Ok(0) };
         if !known(&first.prev_hash) {
             return Err(Offence::BadHeaders);
@@ -201,8 +235,11 @@ impl<K: StdHash + Eq + Clone + Ord> SyncState<K> {
             if self.queue.len() >= MAX_QUEUED {
                 break;
             }
-            if !known(&h) && !self.inflight.contains_key(&h) && self.queued.insert(h) {
-                self.queue.push_back(h);
+            if !known(&h) && !self.inflight.contains_key(&h) && !self.queued.contains_key(&h) {
+                let order = self.next_order;
+                self.next_order += 1;
+                self.queued.insert(h, order);
+                self.queue.insert(order, h);
                 added += 1;
             }
         }
@@ -212,17 +249,17 @@ impl<K: StdHash + Eq + Clone + Ord> SyncState<K> {
     /// A block arrived (by request or gossip): it is no longer wanted.
     pub fn on_block(&mut self, hash: &Hash) {
         self.inflight.remove(hash);
-        if self.queued.remove(hash) {
-            self.queue.retain(|h| h != hash);
+        if let Some(order) = self.queued.remove(hash) {
+            self.queue.remove(&order);
         }
     }
 
     /// A block request was answered (with or without all blocks): blocks not delivered go
     /// back to the queue.
-    pub fn on_blocks_answer(&mut self, peer: &K, asked: &[Hash], delivered: &HashSet<Hash>) {
+    pub fn on_blocks_answer(&mut self, peer: &K, asked: &[Hash], delivered: &BTreeSet<Hash>) {
         let missing: Vec<Hash> = asked
             .iter()
-            .filter(|h| !delivered.contains(h) && self.inflight.get(h).is_some_and(|(p, _)| p == peer))
+            .filter(|h| !delivered.contains(h) && self.inflight.get(h).is_some_and(|f| f.peer == *peer))
             .copied()
             .collect();
         for h in asked {
@@ -233,9 +270,9 @@ impl<K: StdHash + Eq + Clone + Ord> SyncState<K> {
         if !missing.is_empty() {
             // The peer does not have them after all: stop counting on its height.
             if let Some(t) = self.peers.get_mut(peer) {
-                t.height = 0;
+                *t = 0;
             }
-            self.requeue(missing);
+            self.requeue(&missing);
         }
     }
 }
@@ -307,7 +344,11 @@ mod tests {
         s.peer_tip("b", 40);
         let acts = s.tick(0, 0, || vec![hashes[0]]);
         assert_eq!(acts.len(), 1);
-        assert!(matches!(&acts[0], Action::Send("b", Request::GetHeaders { .. })));
+        assert!(matches!(&acts[0], Action::GetHeaders("b", _)));
+        assert!(matches!(
+            acts[0].clone().into_request(),
+            ("b", Request::GetHeaders { max, .. }) if max as usize == MAX_HEADERS
+        ));
         // Nothing more while headers are in flight.
         assert!(s.tick(1, 0, || unreachable!()).is_empty());
         let genesis = hashes[0];
@@ -318,7 +359,7 @@ mod tests {
         let sizes: Vec<usize> = acts
             .iter()
             .map(|a| match a {
-                Action::Send("b", Request::GetBlocks(h)) => h.len(),
+                Action::GetBlocks("b", h) => h.len(),
                 other => panic!("{other:?}"),
             })
             .collect();
@@ -354,14 +395,39 @@ mod tests {
         let genesis = hashes[0];
         s.on_headers(&2, &headers, HashKind::Sha256, |h| *h == genesis).unwrap();
         let acts = s.tick(1, 0, || unreachable!());
-        let Action::Send(first, _) = &acts[0];
+        let Action::GetBlocks(first, _) = &acts[0] else { panic!("{acts:?}") };
         let first = *first;
         s.peer_gone(&first);
         let acts = s.tick(2, 0, || unreachable!());
-        assert!(matches!(&acts[..], [Action::Send(p, Request::GetBlocks(h))] if *p != first && h.len() == 4));
-        // Time out: the same peer (the only one left) is asked again.
+        assert!(matches!(&acts[..], [Action::GetBlocks(p, h)] if *p != first && h.len() == 4));
+        // Time out: the same peer (the only one left) is asked again, in chain order.
         let acts = s.tick(200, 0, || unreachable!());
-        assert!(matches!(&acts[..], [Action::Send(_, Request::GetBlocks(h))] if h.len() == 4));
+        assert!(matches!(&acts[..], [Action::GetBlocks(_, h)] if *h == hashes[1..]));
+    }
+
+    #[test]
+    fn a_partial_answer_requeues_the_rest_in_chain_order_and_a_failed_header_request_is_retried() {
+        let (headers, hashes) = chain(6);
+        let mut s = SyncState::new(SyncConfig::default());
+        s.peer_tip(1, 6);
+        s.peer_tip(2, 6);
+        assert!(matches!(&s.tick(0, 0, || vec![hashes[0]])[..], [Action::GetHeaders(1, _)]));
+        // The header request failed: the next tick asks again without waiting for the timeout.
+        assert!(s.tick(1, 0, || unreachable!()).is_empty());
+        s.header_failed(&1);
+        assert!(matches!(&s.tick(2, 0, || vec![hashes[0]])[..], [Action::GetHeaders(1, _)]));
+        let genesis = hashes[0];
+        s.on_headers(&1, &headers, HashKind::Sha256, |h| *h == genesis).unwrap();
+        let acts = s.tick(3, 0, || unreachable!());
+        assert!(matches!(&acts[..], [Action::GetBlocks(1, h)] if *h == hashes[1..]));
+        // Peer 1 delivers blocks 2 and 5 only: the rest return to the queue, in order, and peer 1
+        // no longer counts as having them.
+        let delivered: BTreeSet<Hash> = [hashes[2], hashes[5]].into_iter().collect();
+        s.on_blocks_answer(&1, &hashes[1..], &delivered);
+        assert_eq!(s.peer_height(&1), Some(0));
+        let acts = s.tick(4, 0, || unreachable!());
+        let want = vec![hashes[1], hashes[3], hashes[4], hashes[6]];
+        assert!(matches!(&acts[..], [Action::GetBlocks(2, h)] if *h == want));
     }
 
     #[test]

@@ -1,0 +1,475 @@
+//! [`Protocol`]: the state and the step function.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
+
+use scalechain_types::codec::Decode;
+use scalechain_types::{Block, Hash, Tx};
+
+use super::{
+    BlockOrigin, BlockVerdict, ChainView, Config, Event, Input, MsgId, Output, Topic, TxOrigin, TxsDone,
+    Verdict,
+};
+use crate::msg::{
+    decode_tx_batch, encode_tx_batch, group_for_batches, refused, Hello, Request, Response, Role,
+    MAX_HEADERS, PROTOCOL_VERSION,
+};
+use crate::score::{Offence, PeerBook, RateLimit, Standing};
+use crate::sync::{Action, SyncState};
+
+/// What the machine knows of a connected peer.
+#[derive(Clone, Debug)]
+pub struct Peer {
+    /// Its address, as the reactor gave it.
+    pub addr: String,
+    /// Its role, once its handshake came.
+    pub role: Option<Role>,
+    /// The tip height it last claimed.
+    pub height: u64,
+    /// Its score after its last penalty (0 is good; bans happen at -100).
+    pub score: i32,
+    /// Its inbound request budget.
+    limit: RateLimit,
+}
+
+/// What an outbound request was, for when its answer comes.
+#[derive(Clone, Debug)]
+enum Asked {
+    Hello,
+    Headers,
+    Blocks(Vec<Hash>),
+}
+
+/// The peer protocol of one node (see the module documentation).
+#[derive(Debug)]
+pub struct Protocol<K> {
+    cfg: Config,
+    peers: BTreeMap<K, Peer>,
+    book: PeerBook<K>,
+    sync: SyncState<K>,
+    asked: BTreeMap<u64, (K, Asked)>,
+    next_tag: u64,
+    outbox: VecDeque<Output<K>>,
+}
+
+impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
+    /// A machine with no peers.
+    pub fn new(cfg: Config) -> Self {
+        let sync = SyncState::new(cfg.sync);
+        let book = PeerBook::new(cfg.book_entries);
+        Protocol {
+            cfg,
+            peers: BTreeMap::new(),
+            book,
+            sync,
+            asked: BTreeMap::new(),
+            next_tag: 1,
+            outbox: VecDeque::new(),
+        }
+    }
+
+    /// Its settings.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// Takes one input at the caller's clock `now_ms`; the outputs wait in the outbox.
+    pub fn step(&mut self, now_ms: u64, input: Input<K>, chain: &impl ChainView) {
+        match input {
+            Input::Connected { peer, addr } => self.connected(now_ms, peer, addr, chain),
+            Input::Disconnected { peer } => self.disconnected(peer),
+            Input::Gossip { topic, id, source, data } => self.gossip(now_ms, topic, id, source, &data),
+            Input::Request { peer, id, data } => self.serve(now_ms, peer, id, &data, chain),
+            Input::Response { peer, tag, data } => self.answer(now_ms, peer, tag, &data, chain),
+            Input::RequestFailed { peer, tag, error } => self.failed(peer, tag, &error),
+            Input::BlockDone { hash, height, origin, verdict } => {
+                self.block_done(now_ms, hash, height, origin, verdict)
+            }
+            Input::TxsDone(batches) => self.txs_done(now_ms, batches),
+            Input::Tick => self.tick(now_ms, chain),
+        }
+    }
+
+    /// The outbox, oldest first (each output once).
+    pub fn drain(&mut self) -> impl Iterator<Item = Output<K>> + '_ {
+        self.outbox.drain(..)
+    }
+
+    /// Connected peers, in key order.
+    pub fn peers(&self) -> impl Iterator<Item = (&K, &Peer)> + '_ {
+        self.peers.iter()
+    }
+
+    /// The peer's current score (recovered with time; 0 for a peer never penalised).
+    pub fn score(&self, peer: &K, now_ms: u64) -> i32 {
+        self.book.score(peer, now_ms)
+    }
+
+    /// True while the peer is banned.
+    pub fn is_banned(&self, peer: &K, now_ms: u64) -> bool {
+        self.book.is_banned(peer, now_ms)
+    }
+
+    /// Blocks that sync is fetching or has queued.
+    pub fn sync_pending(&self) -> usize {
+        self.sync.pending()
+    }
+
+    fn push(&mut self, o: Output<K>) {
+        self.outbox.push_back(o);
+    }
+
+    fn event(&mut self, e: Event<K>) {
+        self.outbox.push_back(Output::Event(e));
+    }
+
+    fn hello(&self, chain: &impl ChainView) -> Hello {
+        let (tip_height, tip_hash) = chain.tip();
+        Hello {
+            version: PROTOCOL_VERSION,
+            chain_id: chain.chain_id(),
+            role: self.cfg.role,
+            tip_height,
+            tip_hash,
+            agent: self.cfg.agent.clone(),
+        }
+    }
+
+    fn request(&mut self, peer: K, request: Request, asked: Asked) {
+        let tag = self.next_tag;
+        self.next_tag += 1;
+        self.asked.insert(tag, (peer.clone(), asked));
+        self.push(Output::Request { peer, tag, request });
+    }
+
+    fn respond(&mut self, id: u64, response: Response) {
+        self.push(Output::Respond { id, response });
+    }
+
+    /// Records an offence: an event, and a ban when the score reaches the threshold.
+    fn penalise(&mut self, now_ms: u64, peer: &K, offence: Offence) {
+        let standing = self.book.penalise(peer, offence, now_ms);
+        let score = self.book.score(peer, now_ms);
+        let score = match standing {
+            Standing::Keep => score,
+            Standing::Ban { .. } => -crate::score::BAN_SCORE,
+        };
+        if let Some(p) = self.peers.get_mut(peer) {
+            p.score = score;
+        }
+        self.event(Event::Penalised { peer: peer.clone(), offence, score });
+        if let Standing::Ban { until_ms } = standing {
+            self.event(Event::Banned { peer: peer.clone(), until_ms });
+            self.push(Output::Ban { peer: peer.clone(), until_ms });
+        }
+    }
+
+    fn connected(&mut self, now_ms: u64, peer: K, addr: String, chain: &impl ChainView) {
+        if let Some(until_ms) = self.book.banned_until(&peer, now_ms) {
+            self.push(Output::Ban { peer, until_ms });
+            return;
+        }
+        let per_s = self.cfg.requests_per_s;
+        let limit = RateLimit::new(per_s, per_s * 4.0, now_ms);
+        let score = self.book.score(&peer, now_ms);
+        self.peers.insert(peer.clone(), Peer { addr: addr.clone(), role: None, height: 0, score, limit });
+        self.event(Event::Connected { peer: peer.clone(), addr });
+        let hello = self.hello(chain);
+        self.request(peer, Request::Hello(hello), Asked::Hello);
+    }
+
+    fn disconnected(&mut self, peer: K) {
+        self.sync.peer_gone(&peer);
+        // Answers from a peer that left never come: forget what we asked it.
+        self.asked.retain(|_, (p, _)| *p != peer);
+        if self.peers.remove(&peer).is_some() {
+            self.event(Event::Disconnected { peer });
+        }
+    }
+
+    /// The handshake checks out: learn the peer's role and tip.
+    fn learn(&mut self, peer: &K, h: &Hello) {
+        self.sync.peer_tip(peer.clone(), h.tip_height);
+        let height = self.sync.peer_height(peer).unwrap_or(h.tip_height);
+        if let Some(p) = self.peers.get_mut(peer) {
+            p.role = Some(h.role);
+            p.height = height;
+        }
+        self.event(Event::Handshake { peer: peer.clone(), role: h.role, height });
+    }
+
+    fn same_chain(h: &Hello, chain: &impl ChainView) -> bool {
+        h.version == PROTOCOL_VERSION && h.chain_id == chain.chain_id()
+    }
+
+    fn gossip(&mut self, now_ms: u64, topic: Topic, id: MsgId, source: K, data: &[u8]) {
+        if self.book.is_banned(&source, now_ms) {
+            self.push(Output::Validate { id, source, verdict: Verdict::Ignore });
+            return;
+        }
+        let max_bytes = self.cfg.max_message_bytes;
+        match topic {
+            Topic::Txs => {
+                let decoded = if data.len() > max_bytes {
+                    Err(format!("{} bytes, at most {max_bytes}", data.len()))
+                } else {
+                    decode_tx_batch(data, self.cfg.max_txs_per_message).map_err(|e| e.to_string())
+                };
+                match decoded {
+                    Ok(txs) if txs.is_empty() => {
+                        self.push(Output::Validate { id, source, verdict: Verdict::Ignore })
+                    }
+                    Ok(txs) => self.push(Output::SubmitTxs { txs, origin: TxOrigin::Gossip { source, id } }),
+                    Err(e) => {
+                        tracing::debug!("malformed tx batch from {source:?}: {e}");
+                        self.push(Output::Validate { id, source: source.clone(), verdict: Verdict::Reject });
+                        self.penalise(now_ms, &source, Offence::Malformed);
+                    }
+                }
+            }
+            Topic::Blocks => {
+                let decoded = if data.len() > max_bytes {
+                    Err(format!("{} bytes, at most {max_bytes}", data.len()))
+                } else {
+                    Block::decode(data).map_err(|e| e.to_string())
+                };
+                match decoded {
+                    Ok(block) => {
+                        self.sync.peer_tip(source.clone(), block.header.height);
+                        self.push(Output::SubmitBlock { block, origin: BlockOrigin::Gossip { source, id } });
+                    }
+                    Err(e) => {
+                        tracing::debug!("malformed block from {source:?}: {e}");
+                        self.push(Output::Validate { id, source: source.clone(), verdict: Verdict::Reject });
+                        self.penalise(now_ms, &source, Offence::Malformed);
+                    }
+                }
+            }
+        }
+    }
+
+    /// An inbound request: the rate limit first, then decoding, then the answer.
+    fn serve(&mut self, now_ms: u64, peer: K, id: u64, data: &[u8], chain: &impl ChainView) {
+        if self.book.is_banned(&peer, now_ms) {
+            return self.respond(id, refused("banned"));
+        }
+        let Some(p) = self.peers.get_mut(&peer) else {
+            return self.respond(id, refused("not connected"));
+        };
+        if !p.limit.take(1.0, now_ms) {
+            self.respond(id, refused("rate limit"));
+            return self.penalise(now_ms, &peer, Offence::RateLimited);
+        }
+        let request = match Request::decode(data) {
+            Ok(r) => r,
+            Err(e) => {
+                self.respond(id, refused(format!("malformed request: {e}")));
+                return self.penalise(now_ms, &peer, Offence::Malformed);
+            }
+        };
+        match request {
+            Request::Hello(h) => {
+                if Self::same_chain(&h, chain) {
+                    let ours = self.hello(chain);
+                    self.respond(id, Response::Hello(ours));
+                    self.learn(&peer, &h);
+                } else {
+                    // The refusal goes out before the ban; the reactor bans only once it is written.
+                    self.respond(id, refused("wrong chain"));
+                    self.penalise(now_ms, &peer, Offence::WrongChain);
+                }
+            }
+            Request::GetHeaders { locator, max } => {
+                let n = usize::try_from(max).unwrap_or(usize::MAX).min(MAX_HEADERS);
+                let headers = chain.headers_after(&locator, n);
+                self.respond(id, Response::Headers(headers));
+            }
+            Request::GetBlocks(hashes) => self.push(Output::ServeBlocks { id, hashes }),
+            Request::GetTxs(txids) => {
+                let txs = chain.pooled_txs(&txids);
+                self.respond(id, Response::Txs(txs));
+            }
+        }
+    }
+
+    /// The answer to one of our requests.
+    fn answer(&mut self, now_ms: u64, peer: K, tag: u64, data: &[u8], chain: &impl ChainView) {
+        let Some(asked) = self.take_asked(&peer, tag) else { return };
+        let response = match Response::decode(data) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::debug!("malformed response from {peer:?}: {e}");
+                self.abandon(&peer, &asked);
+                return self.penalise(now_ms, &peer, Offence::Malformed);
+            }
+        };
+        match (asked, response) {
+            (Asked::Hello, Response::Hello(h)) => {
+                if Self::same_chain(&h, chain) {
+                    self.learn(&peer, &h);
+                } else {
+                    self.penalise(now_ms, &peer, Offence::WrongChain);
+                }
+            }
+            (Asked::Headers, Response::Headers(headers)) => {
+                let kind = chain.hash_kind();
+                let r = self.sync.on_headers(&peer, &headers, kind, |h| chain.has_block(h));
+                if let Err(o) = r {
+                    self.penalise(now_ms, &peer, o);
+                }
+            }
+            (Asked::Blocks(asked), Response::Blocks(blocks)) => {
+                let kind = chain.hash_kind();
+                let wanted: BTreeSet<Hash> = asked.iter().copied().collect();
+                let mut delivered = BTreeSet::new();
+                let mut unasked = false;
+                for block in blocks {
+                    let h = block.header.hash(kind);
+                    if !wanted.contains(&h) || delivered.contains(&h) {
+                        unasked = true;
+                        continue;
+                    }
+                    delivered.insert(h);
+                    self.push(Output::SubmitBlock { block, origin: BlockOrigin::Sync(peer.clone()) });
+                }
+                self.sync.on_blocks_answer(&peer, &asked, &delivered);
+                if unasked {
+                    self.penalise(now_ms, &peer, Offence::Malformed);
+                }
+            }
+            (asked, Response::Refused(why)) => {
+                tracing::debug!("{peer:?} refused: {why}");
+                self.abandon(&peer, &asked);
+            }
+            (asked, _) => {
+                // An answer of the wrong kind.
+                self.abandon(&peer, &asked);
+                self.penalise(now_ms, &peer, Offence::Malformed);
+            }
+        }
+    }
+
+    /// A request will not be answered usefully: sync may ask again (elsewhere).
+    fn abandon(&mut self, peer: &K, asked: &Asked) {
+        match asked {
+            Asked::Hello => {}
+            Asked::Headers => self.sync.header_failed(peer),
+            Asked::Blocks(hashes) => self.sync.on_blocks_answer(peer, hashes, &BTreeSet::new()),
+        }
+    }
+
+    fn failed(&mut self, peer: K, tag: u64, error: &str) {
+        if let Some(asked) = self.take_asked(&peer, tag) {
+            tracing::debug!("request to {peer:?} failed: {error}");
+            self.abandon(&peer, &asked);
+        }
+    }
+
+    /// What request `tag` to `peer` asked. Unknown tags (late answers after the peer was
+    /// forgotten) and answers from another peer give nothing and change nothing.
+    fn take_asked(&mut self, peer: &K, tag: u64) -> Option<Asked> {
+        match self.asked.get(&tag) {
+            Some((p, _)) if p == peer => self.asked.remove(&tag).map(|(_, a)| a),
+            _ => None,
+        }
+    }
+
+    fn block_done(&mut self, now_ms: u64, hash: Hash, height: u64, origin: BlockOrigin<K>, v: BlockVerdict) {
+        self.sync.on_block(&hash);
+        let punish = matches!(v, BlockVerdict::Invalid { permanent: true, .. });
+        if let BlockVerdict::Invalid { permanent, reason } = &v {
+            tracing::info!(
+                "block {height} {hash}: {reason}{}",
+                if *permanent { "" } else { " (not penalised)" }
+            );
+        }
+        match origin {
+            BlockOrigin::Gossip { source, id } => {
+                let verdict = match v {
+                    BlockVerdict::Connected | BlockVerdict::SideBranch => Verdict::Accept,
+                    _ if punish => Verdict::Reject,
+                    _ => Verdict::Ignore,
+                };
+                self.push(Output::Validate { id, source: source.clone(), verdict });
+                if punish {
+                    self.penalise(now_ms, &source, Offence::InvalidBlock);
+                }
+            }
+            BlockOrigin::Sync(peer) => {
+                if punish {
+                    self.penalise(now_ms, &peer, Offence::InvalidBlock);
+                }
+            }
+            BlockOrigin::Local { encoded } => {
+                if v == BlockVerdict::Connected {
+                    self.push(Output::Publish { topic: Topic::Blocks, data: encoded });
+                }
+            }
+        }
+    }
+
+    fn txs_done(&mut self, now_ms: u64, batches: Vec<TxsDone<K>>) {
+        let mut relay: Vec<Arc<Tx>> = Vec::new();
+        for b in batches {
+            match b.origin {
+                TxOrigin::Gossip { source, id } => {
+                    let verdict = if b.invalid {
+                        Verdict::Reject
+                    } else if !b.admitted.is_empty() {
+                        Verdict::Accept
+                    } else {
+                        Verdict::Ignore
+                    };
+                    self.push(Output::Validate { id, source: source.clone(), verdict });
+                    if b.invalid {
+                        self.penalise(now_ms, &source, Offence::InvalidTx);
+                    }
+                }
+                TxOrigin::Local => relay.extend(b.admitted),
+            }
+        }
+        // What one verification round admitted from the API is published in as few messages
+        // as the limits allow.
+        let max_bytes = self.cfg.max_message_bytes.saturating_sub(1024).max(1024);
+        let max_txs = self.cfg.max_txs_per_message.max(1);
+        let groups: Vec<Vec<u8>> = group_for_batches(&relay, max_bytes, max_txs)
+            .into_iter()
+            .map(|g| encode_tx_batch(g.iter().map(|t| &**t)))
+            .collect();
+        for data in groups {
+            self.push(Output::Publish { topic: Topic::Txs, data });
+        }
+    }
+
+    fn tick(&mut self, now_ms: u64, chain: &impl ChainView) {
+        for peer in self.book.expire(now_ms) {
+            self.push(Output::Unban { peer });
+        }
+        // Seed 000's peer server (the bootstrap role) answers discovery only: it fetches no
+        // chain, so it never plans a request (it still learns its peers' tips from their
+        // handshakes).
+        if self.cfg.role != Role::Bootstrap {
+            let (height, _) = chain.tip();
+            for action in self.sync.tick(now_ms, height, || chain.locator()) {
+                let asked = match &action {
+                    Action::GetHeaders(..) => Asked::Headers,
+                    Action::GetBlocks(_, hashes) => Asked::Blocks(hashes.clone()),
+                };
+                let (peer, request) = action.into_request();
+                self.request(peer, request, asked);
+            }
+        }
+        let mut changed = Vec::new();
+        for (k, p) in self.peers.iter_mut() {
+            if let Some(h) = self.sync.peer_height(k) {
+                if h != p.height {
+                    p.height = h;
+                    changed.push((k.clone(), h));
+                }
+            }
+        }
+        for (peer, height) in changed {
+            self.event(Event::Height { peer, height });
+        }
+    }
+}

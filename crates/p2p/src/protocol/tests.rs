@@ -1,0 +1,598 @@
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Arc;
+
+use scalechain_types::codec::{Decode, Encode};
+use scalechain_types::{Block, Hash, HashKind, Header, Target, Tx};
+
+use super::*;
+use crate::msg::{
+    message_id, Hello, Request, Response, Role, TxBatch, MAX_BLOCKS_PER_REQUEST, MAX_REASON, PROTOCOL_VERSION,
+};
+use crate::score::{Offence, BAN_MS};
+use crate::sync::{fork_point, locator};
+
+const CHAIN: Hash = Hash([7; 32]);
+
+/// A main chain of mined headers and a mempool, behind the machine's view.
+struct Fake {
+    hashes: Vec<Hash>,
+    headers: Vec<Header>,
+    pool: Vec<Tx>,
+}
+
+fn mined(n: usize) -> (Vec<Header>, Vec<Hash>) {
+    let mut headers = Vec::new();
+    let mut hashes = vec![Hash([0xaa; 32])];
+    for i in 1..=n {
+        let mut h = Header {
+            version: 1,
+            height: i as u64,
+            prev_hash: hashes[i - 1],
+            merkle_root: Hash([0; 32]),
+            time: i as u64,
+            target: Target::from_bits(250),
+            nonce: 0,
+        };
+        while !h.target.is_met_by(&h.hash(HashKind::Sha256)) {
+            h.nonce += 1;
+        }
+        hashes.push(h.hash(HashKind::Sha256));
+        headers.push(h);
+    }
+    (headers, hashes)
+}
+
+impl Fake {
+    fn new(height: usize) -> Fake {
+        let (headers, hashes) = mined(height);
+        Fake { hashes, headers, pool: Vec::new() }
+    }
+}
+
+impl ChainView for Fake {
+    fn chain_id(&self) -> Hash {
+        CHAIN
+    }
+    fn hash_kind(&self) -> HashKind {
+        HashKind::Sha256
+    }
+    fn tip(&self) -> (u64, Hash) {
+        ((self.hashes.len() - 1) as u64, self.hashes[self.hashes.len() - 1])
+    }
+    fn locator(&self) -> Vec<Hash> {
+        locator(&self.hashes)
+    }
+    fn headers_after(&self, loc: &[Hash], max: usize) -> Vec<Header> {
+        let start = fork_point(loc, |h| self.hashes.iter().position(|x| x == h).map(|p| p as u64));
+        self.headers.iter().skip(start as usize).take(max).copied().collect()
+    }
+    fn has_block(&self, hash: &Hash) -> bool {
+        self.hashes.contains(hash)
+    }
+    fn pooled_txs(&self, txids: &[Hash]) -> Vec<Tx> {
+        txids
+            .iter()
+            .filter_map(|id| self.pool.iter().find(|t| t.txid(HashKind::Sha256) == *id).cloned())
+            .collect()
+    }
+}
+
+fn machine(role: Role) -> Protocol<u32> {
+    Protocol::new(Config::new(role, "test"))
+}
+
+fn out(p: &mut Protocol<u32>) -> Vec<Output<u32>> {
+    p.drain().collect()
+}
+
+fn hello(chain: Hash, height: u64, role: Role) -> Hello {
+    Hello {
+        version: PROTOCOL_VERSION,
+        chain_id: chain,
+        role,
+        tip_height: height,
+        tip_hash: Hash([1; 32]),
+        agent: "x".into(),
+    }
+}
+
+fn events(o: &[Output<u32>]) -> Vec<Event<u32>> {
+    o.iter().filter_map(|x| if let Output::Event(e) = x { Some(e.clone()) } else { None }).collect()
+}
+
+fn penalties(o: &[Output<u32>]) -> Vec<(Offence, i32)> {
+    events(o)
+        .into_iter()
+        .filter_map(|e| {
+            if let Event::Penalised { offence, score, .. } = e {
+                Some((offence, score))
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+fn refusal(o: &Output<u32>) -> Option<&str> {
+    match o {
+        Output::Respond { response: Response::Refused(s), .. } => Some(s),
+        _ => None,
+    }
+}
+
+/// Connects peer `k` and answers its handshake request with `h`; returns the outputs.
+fn connect(p: &mut Protocol<u32>, chain: &Fake, k: u32, h: Option<Hello>) -> Vec<Output<u32>> {
+    p.step(0, Input::Connected { peer: k, addr: format!("addr{k}") }, chain);
+    let mut o = out(p);
+    let tag = match &o[..] {
+        [Output::Event(Event::Connected { peer, .. }), Output::Request { peer: to, tag, request: Request::Hello(ours) }] =>
+        {
+            assert_eq!((*peer, *to), (k, k));
+            assert_eq!(
+                (ours.chain_id, ours.tip_height, ours.version),
+                (CHAIN, chain.tip().0, PROTOCOL_VERSION)
+            );
+            *tag
+        }
+        other => panic!("{other:?}"),
+    };
+    if let Some(h) = h {
+        p.step(0, Input::Response { peer: k, tag, data: Response::Hello(h).encode() }, chain);
+        o.extend(out(p));
+    }
+    o
+}
+
+fn banned(o: &[Output<u32>], k: u32) -> bool {
+    o.iter().any(|x| matches!(x, Output::Ban { peer, .. } if *peer == k))
+}
+
+#[test]
+fn a_connection_starts_a_handshake_and_a_higher_peer_is_synced_from() {
+    let chain = Fake::new(0);
+    let mut p = machine(Role::Peer);
+    let o = connect(&mut p, &chain, 1, Some(hello(CHAIN, 5, Role::Miner)));
+    assert_eq!(events(&o)[1], Event::Handshake { peer: 1, role: Role::Miner, height: 5 });
+    let (_, peer) = p.peers().next().unwrap();
+    assert_eq!((peer.role, peer.height, peer.addr.as_str()), (Some(Role::Miner), 5, "addr1"));
+    p.step(250, Input::Tick, &chain);
+    let o = out(&mut p);
+    let [Output::Request { peer: 1, tag, request: Request::GetHeaders { locator, .. } }] = &o[..] else {
+        panic!("{o:?}")
+    };
+    assert_eq!(locator, &vec![chain.hashes[0]]);
+    // The peer serves five headers: the blocks are asked for on the next tick.
+    let (headers, hashes) = mined(5);
+    p.step(300, Input::Response { peer: 1, tag: *tag, data: Response::Headers(headers).encode() }, &chain);
+    assert!(out(&mut p).is_empty());
+    p.step(500, Input::Tick, &chain);
+    let o = out(&mut p);
+    let [Output::Request { peer: 1, tag, request: Request::GetBlocks(asked) }] = &o[..] else {
+        panic!("{o:?}")
+    };
+    assert_eq!(asked[..], hashes[1..]);
+    // Two of them come back (and one nobody asked for): the two go to the block worker, the
+    // stray one costs `malformed`.
+    let block = |h: &Header| Block { header: *h, txs: vec![Tx::coinbase(h.height, vec![])] };
+    let (stray, _) = mined(7);
+    let (h5, _) = mined(5);
+    let blocks = vec![block(&h5[0]), block(&stray[6]), block(&h5[1])];
+    p.step(600, Input::Response { peer: 1, tag: *tag, data: Response::Blocks(blocks).encode() }, &chain);
+    let o = out(&mut p);
+    let submitted: Vec<u64> = o
+        .iter()
+        .filter_map(|x| match x {
+            Output::SubmitBlock { block, origin: BlockOrigin::Sync(1) } => Some(block.header.height),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(submitted, vec![1, 2]);
+    assert_eq!(penalties(&o), vec![(Offence::Malformed, -50)]);
+}
+
+#[test]
+fn hello_requests_are_answered_and_another_chain_is_refused_before_the_ban() {
+    let chain = Fake::new(3);
+    let mut p = machine(Role::Miner);
+    connect(&mut p, &chain, 1, None);
+    connect(&mut p, &chain, 2, None);
+    connect(&mut p, &chain, 3, None);
+    p.step(
+        1,
+        Input::Request { peer: 1, id: 10, data: Request::Hello(hello(CHAIN, 9, Role::Peer)).encode() },
+        &chain,
+    );
+    let o = out(&mut p);
+    let Output::Respond { id: 10, response: Response::Hello(h) } = &o[0] else { panic!("{o:?}") };
+    assert_eq!(
+        (h.tip_height, h.tip_hash, h.role, h.agent.as_str()),
+        (3, chain.hashes[3], Role::Miner, "test")
+    );
+    assert_eq!(events(&o), vec![Event::Handshake { peer: 1, role: Role::Peer, height: 9 }]);
+    // Another chain: the refusal is the first output, the ban comes after it.
+    p.step(
+        2,
+        Input::Request {
+            peer: 2,
+            id: 11,
+            data: Request::Hello(hello(Hash([8; 32]), 1, Role::Peer)).encode(),
+        },
+        &chain,
+    );
+    let o = out(&mut p);
+    assert_eq!(refusal(&o[0]), Some("wrong chain"));
+    assert!(matches!(o.last(), Some(Output::Ban { peer: 2, until_ms }) if *until_ms == 2 + BAN_MS));
+    assert_eq!(penalties(&o), vec![(Offence::WrongChain, -100)]);
+    // Another protocol version is refused the same way.
+    let mut v2 = hello(CHAIN, 1, Role::Peer);
+    v2.version = PROTOCOL_VERSION + 1;
+    p.step(3, Input::Request { peer: 3, id: 12, data: Request::Hello(v2).encode() }, &chain);
+    let o = out(&mut p);
+    assert_eq!(refusal(&o[0]), Some("wrong chain"));
+    assert!(banned(&o, 3));
+    // A handshake answer for another chain bans too (there is nothing to answer).
+    let o = connect(&mut p, &chain, 4, Some(hello(Hash([9; 32]), 1, Role::Peer)));
+    assert!(banned(&o, 4));
+}
+
+#[test]
+fn the_rate_limit_applies_before_decoding_and_undecodable_requests_cost_malformed() {
+    let chain = Fake::new(1);
+    let mut cfg = Config::new(Role::Peer, "test");
+    cfg.requests_per_s = 1.0; // burst 4
+    let mut p = Protocol::new(cfg);
+    connect(&mut p, &chain, 1, None);
+    connect(&mut p, &chain, 2, None);
+    // A request that does not decode: refused with the decoder's reason, 50 points.
+    p.step(0, Input::Request { peer: 1, id: 1, data: vec![9, 9, 9] }, &chain);
+    let o = out(&mut p);
+    let why = refusal(&o[0]).unwrap();
+    assert!(why.starts_with("malformed request: decoding request.tag"), "{why}");
+    assert!(why.len() <= MAX_REASON);
+    assert_eq!(penalties(&o), vec![(Offence::Malformed, -50)]);
+    // Four requests fit the burst; the fifth is refused without being decoded (junk bytes cost
+    // `rate-limited`, not `malformed`).
+    for id in 0..3 {
+        p.step(0, Input::Request { peer: 2, id, data: Request::GetTxs(vec![]).encode() }, &chain);
+        assert!(
+            matches!(&out(&mut p)[..], [Output::Respond { response: Response::Txs(t), .. }] if t.is_empty())
+        );
+    }
+    p.step(0, Input::Request { peer: 2, id: 3, data: Request::GetTxs(vec![]).encode() }, &chain);
+    assert_eq!(out(&mut p).len(), 1);
+    p.step(0, Input::Request { peer: 2, id: 4, data: vec![0xff; 3] }, &chain);
+    let o = out(&mut p);
+    assert_eq!(refusal(&o[0]), Some("rate limit"));
+    assert_eq!(penalties(&o), vec![(Offence::RateLimited, -10)]);
+    // A second later one token is back.
+    p.step(1000, Input::Request { peer: 2, id: 5, data: Request::GetTxs(vec![]).encode() }, &chain);
+    assert!(matches!(&out(&mut p)[..], [Output::Respond { id: 5, response: Response::Txs(_) }]));
+    // A request from a peer that is not connected is refused, unpunished.
+    p.step(1000, Input::Request { peer: 9, id: 6, data: Request::GetTxs(vec![]).encode() }, &chain);
+    let o = out(&mut p);
+    assert_eq!((refusal(&o[0]), o.len()), (Some("not connected"), 1));
+}
+
+#[test]
+fn headers_transactions_and_blocks_are_served() {
+    let mut chain = Fake::new(30);
+    let tx = Tx::coinbase(4, vec![]);
+    chain.pool.push(tx.clone());
+    let mut p = machine(Role::Peer);
+    connect(&mut p, &chain, 1, None);
+    let req = Request::GetHeaders { locator: vec![Hash([3; 32]), chain.hashes[10]], max: 5 };
+    p.step(0, Input::Request { peer: 1, id: 1, data: req.encode() }, &chain);
+    let o = out(&mut p);
+    let Output::Respond { response: Response::Headers(h), .. } = &o[0] else { panic!("{o:?}") };
+    assert_eq!(h.iter().map(|h| h.height).collect::<Vec<_>>(), vec![11, 12, 13, 14, 15]);
+    let txid = tx.txid(HashKind::Sha256);
+    p.step(
+        0,
+        Input::Request { peer: 1, id: 2, data: Request::GetTxs(vec![Hash([1; 32]), txid]).encode() },
+        &chain,
+    );
+    assert_eq!(out(&mut p), vec![Output::Respond { id: 2, response: Response::Txs(vec![tx]) }]);
+    let asked = vec![chain.hashes[2], chain.hashes[1]];
+    p.step(0, Input::Request { peer: 1, id: 3, data: Request::GetBlocks(asked.clone()).encode() }, &chain);
+    assert_eq!(out(&mut p), vec![Output::ServeBlocks { id: 3, hashes: asked }]);
+}
+
+#[test]
+fn the_blocks_answer_keeps_the_order_asked_and_stops_before_the_byte_cap() {
+    let block = |h: u64| Block { header: mined(3).0[(h - 1) as usize], txs: vec![Tx::coinbase(h, vec![])] };
+    let one = block(1).encoded_len();
+    let hashes: Vec<Hash> = (0..20u8).map(|i| Hash([i; 32])).collect();
+    let load = |h: &Hash| (h.0[0] % 2 == 1).then(|| block(u64::from(h.0[0] % 3) + 1));
+    // Only the odd hashes are found; at most 16 asked are looked at.
+    let Response::Blocks(all) = blocks_response(&hashes, usize::MAX, load) else { panic!() };
+    assert_eq!(all.len(), MAX_BLOCKS_PER_REQUEST / 2);
+    assert_eq!(all[0].header.height, 2);
+    let Response::Blocks(capped) = blocks_response(&hashes, 3 * one + 1, load) else { panic!() };
+    assert_eq!(capped.len(), 3);
+    assert_eq!(capped[..], all[..3]);
+}
+
+fn gossip_block(p: &mut Protocol<u32>, chain: &Fake, k: u32, height: u64) -> (MsgId, Block) {
+    let header = mined(height as usize).0[(height - 1) as usize];
+    let block = Block { header, txs: vec![Tx::coinbase(height, vec![])] };
+    let data = block.encode();
+    let id = message_id(&data);
+    p.step(0, Input::Gossip { topic: Topic::Blocks, id, source: k, data }, chain);
+    let o = out(p);
+    assert_eq!(
+        o,
+        vec![Output::SubmitBlock { block: block.clone(), origin: BlockOrigin::Gossip { source: k, id } }]
+    );
+    (id, block)
+}
+
+#[test]
+fn block_verdicts_forward_drop_or_punish_and_only_permanent_failures_are_punished() {
+    let chain = Fake::new(0);
+    let mut p = machine(Role::Peer);
+    connect(&mut p, &chain, 1, Some(hello(CHAIN, 0, Role::Peer)));
+    out(&mut p);
+    let done = |p: &mut Protocol<u32>, id: MsgId, b: &Block, verdict: BlockVerdict| {
+        let hash = b.header.hash(HashKind::Sha256);
+        let origin = BlockOrigin::Gossip { source: 1, id };
+        p.step(5, Input::BlockDone { hash, height: b.header.height, origin, verdict }, &chain);
+        p.drain().collect::<Vec<_>>()
+    };
+    let (id, b) = gossip_block(&mut p, &chain, 1, 1);
+    assert_eq!(
+        done(&mut p, id, &b, BlockVerdict::Connected),
+        vec![Output::Validate { id, source: 1, verdict: Verdict::Accept }]
+    );
+    assert_eq!(
+        done(&mut p, id, &b, BlockVerdict::SideBranch)[0],
+        Output::Validate { id, source: 1, verdict: Verdict::Accept }
+    );
+    assert_eq!(
+        done(&mut p, id, &b, BlockVerdict::Orphan),
+        vec![Output::Validate { id, source: 1, verdict: Verdict::Ignore }]
+    );
+    assert_eq!(
+        done(&mut p, id, &b, BlockVerdict::Known),
+        vec![Output::Validate { id, source: 1, verdict: Verdict::Ignore }]
+    );
+    // time-too-new: our clock or theirs is off; the block is dropped, the sender kept.
+    let o = done(&mut p, id, &b, BlockVerdict::Invalid { permanent: false, reason: "time-too-new".into() });
+    assert_eq!(o, vec![Output::Validate { id, source: 1, verdict: Verdict::Ignore }]);
+    assert_eq!(p.score(&1, 5), 0);
+    // A consensus failure: rejected, 100 points, banned.
+    let o = done(&mut p, id, &b, BlockVerdict::Invalid { permanent: true, reason: "bad-merkle-root".into() });
+    assert_eq!(o[0], Output::Validate { id, source: 1, verdict: Verdict::Reject });
+    assert_eq!(penalties(&o), vec![(Offence::InvalidBlock, -100)]);
+    assert!(banned(&o, 1));
+    assert!(p.is_banned(&1, 6));
+}
+
+#[test]
+fn malformed_and_oversized_gossip_is_rejected_and_penalised() {
+    let chain = Fake::new(0);
+    let mut cfg = Config::new(Role::Peer, "test");
+    cfg.max_txs_per_message = 2;
+    let mut p = Protocol::new(cfg);
+    connect(&mut p, &chain, 1, None);
+    connect(&mut p, &chain, 2, None);
+    let junk = vec![0xff, 1, 2];
+    p.step(
+        0,
+        Input::Gossip { topic: Topic::Blocks, id: message_id(&junk), source: 1, data: junk.clone() },
+        &chain,
+    );
+    let o = out(&mut p);
+    assert_eq!(o[0], Output::Validate { id: message_id(&junk), source: 1, verdict: Verdict::Reject });
+    assert_eq!(penalties(&o), vec![(Offence::Malformed, -50)]);
+    let three = TxBatch(vec![Tx::coinbase(1, vec![]); 3]).encode();
+    let id = message_id(&three);
+    p.step(0, Input::Gossip { topic: Topic::Txs, id, source: 1, data: three }, &chain);
+    let o = out(&mut p);
+    assert_eq!(o[0], Output::Validate { id, source: 1, verdict: Verdict::Reject });
+    assert!(banned(&o, 1), "two malformed messages: {o:?}");
+    // Gossip still queued from a banned peer is dropped without judging it.
+    let two = TxBatch(vec![Tx::coinbase(1, vec![]); 2]).encode();
+    let id2 = message_id(&two);
+    p.step(1, Input::Gossip { topic: Topic::Txs, id: id2, source: 1, data: two.clone() }, &chain);
+    assert_eq!(out(&mut p), vec![Output::Validate { id: id2, source: 1, verdict: Verdict::Ignore }]);
+    // Peer 2's batch of two is within bounds: it goes to the pipeline; an empty one is ignored.
+    p.step(1, Input::Gossip { topic: Topic::Txs, id: id2, source: 2, data: two }, &chain);
+    assert!(
+        matches!(&out(&mut p)[..], [Output::SubmitTxs { txs, origin: TxOrigin::Gossip { source: 2, .. } }] if txs.len() == 2)
+    );
+    let empty = TxBatch(vec![]).encode();
+    p.step(1, Input::Gossip { topic: Topic::Txs, id: message_id(&empty), source: 2, data: empty }, &chain);
+    assert!(matches!(&out(&mut p)[..], [Output::Validate { verdict: Verdict::Ignore, .. }]));
+}
+
+#[test]
+fn pipeline_verdicts_go_back_to_gossip_and_local_admissions_are_relayed_in_batches() {
+    let chain = Fake::new(0);
+    let mut cfg = Config::new(Role::Peer, "test");
+    cfg.max_txs_per_message = 2;
+    let mut p = Protocol::new(cfg);
+    connect(&mut p, &chain, 1, None);
+    out(&mut p);
+    let tx = |i: u64| Arc::new(Tx::coinbase(i, vec![]));
+    let id = |i: u8| MsgId([i; 20]);
+    let g = |i: u8, admitted: Vec<Arc<Tx>>, invalid: bool| TxsDone {
+        origin: TxOrigin::Gossip { source: 1, id: id(i) },
+        admitted,
+        invalid,
+    };
+    let local = |admitted: Vec<Arc<Tx>>| TxsDone { origin: TxOrigin::Local, admitted, invalid: false };
+    let batches = vec![
+        g(1, vec![tx(1)], false),
+        local(vec![tx(2), tx(3)]),
+        g(2, vec![], false),
+        g(3, vec![tx(4)], true),
+        local(vec![tx(5)]),
+    ];
+    p.step(0, Input::TxsDone(batches), &chain);
+    let o = out(&mut p);
+    let verdicts: Vec<(MsgId, Verdict)> = o
+        .iter()
+        .filter_map(
+            |x| if let Output::Validate { id, verdict, .. } = x { Some((*id, *verdict)) } else { None },
+        )
+        .collect();
+    assert_eq!(verdicts, vec![(id(1), Verdict::Accept), (id(2), Verdict::Ignore), (id(3), Verdict::Reject)]);
+    assert_eq!(penalties(&o), vec![(Offence::InvalidTx, -20)]);
+    let published: Vec<Vec<Tx>> = o
+        .iter()
+        .filter_map(|x| match x {
+            Output::Publish { topic: Topic::Txs, data } => Some(TxBatch::decode(data).unwrap().0),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(published, vec![vec![(*tx(2)).clone(), (*tx(3)).clone()], vec![(*tx(5)).clone()]]);
+}
+
+#[test]
+fn the_local_miners_block_is_published_once_connected() {
+    let chain = Fake::new(0);
+    let mut p = machine(Role::Miner);
+    let b = Block { header: mined(1).0[0], txs: vec![Tx::coinbase(1, vec![])] };
+    let encoded = b.encode();
+    let hash = b.header.hash(HashKind::Sha256);
+    let done = |verdict| Input::BlockDone {
+        hash,
+        height: 1,
+        origin: BlockOrigin::Local { encoded: encoded.clone() },
+        verdict,
+    };
+    p.step(0, done(BlockVerdict::SideBranch), &chain);
+    assert!(out(&mut p).is_empty());
+    p.step(0, done(BlockVerdict::Connected), &chain);
+    assert_eq!(out(&mut p), vec![Output::Publish { topic: Topic::Blocks, data: encoded.clone() }]);
+}
+
+#[test]
+fn banned_peers_are_refused_on_connect_until_the_ban_ends() {
+    let chain = Fake::new(0);
+    let mut p = machine(Role::Peer);
+    connect(&mut p, &chain, 1, None);
+    out(&mut p);
+    p.step(10, Input::Request { peer: 1, id: 1, data: vec![] }, &chain);
+    p.step(10, Input::Request { peer: 1, id: 2, data: vec![] }, &chain);
+    assert!(banned(&out(&mut p), 1));
+    p.step(11, Input::Disconnected { peer: 1 }, &chain);
+    assert_eq!(out(&mut p), vec![Output::Event(Event::Disconnected { peer: 1 })]);
+    assert_eq!(p.peers().count(), 0);
+    // It comes back: banned again at once, no handshake.
+    p.step(20, Input::Connected { peer: 1, addr: "a".into() }, &chain);
+    assert_eq!(out(&mut p), vec![Output::Ban { peer: 1, until_ms: 10 + BAN_MS }]);
+    // Requests that were queued before the ban are refused without another penalty.
+    p.step(21, Input::Request { peer: 1, id: 3, data: Request::GetTxs(vec![]).encode() }, &chain);
+    assert_eq!(refusal(&out(&mut p)[0]), Some("banned"));
+    // When the ban ends, a tick lets it in again.
+    p.step(10 + BAN_MS - 1, Input::Tick, &chain);
+    assert!(out(&mut p).is_empty());
+    p.step(10 + BAN_MS, Input::Tick, &chain);
+    assert_eq!(out(&mut p), vec![Output::Unban { peer: 1 }]);
+    let o = connect(&mut p, &chain, 1, None);
+    assert!(!banned(&o, 1));
+}
+
+#[test]
+fn the_bootstrap_role_never_syncs_but_learns_heights() {
+    let chain = Fake::new(0);
+    let mut p = machine(Role::Bootstrap);
+    connect(&mut p, &chain, 1, Some(hello(CHAIN, 50, Role::Miner)));
+    p.step(250, Input::Tick, &chain);
+    assert!(out(&mut p).is_empty());
+    assert_eq!(p.peers().next().unwrap().1.height, 50);
+}
+
+#[test]
+fn failures_and_bad_answers_requeue_sync_work() {
+    let chain = Fake::new(0);
+    let mut p = machine(Role::Peer);
+    connect(&mut p, &chain, 1, Some(hello(CHAIN, 3, Role::Miner)));
+    connect(&mut p, &chain, 2, Some(hello(CHAIN, 3, Role::Miner)));
+    out(&mut p);
+    p.step(0, Input::Tick, &chain);
+    let o = out(&mut p);
+    let [Output::Request { peer: 1, tag, request: Request::GetHeaders { .. } }] = &o[..] else {
+        panic!("{o:?}")
+    };
+    // The header request failed: asked again on the next tick, not after the 10 s timeout.
+    p.step(1, Input::RequestFailed { peer: 1, tag: *tag, error: "closed".into() }, &chain);
+    p.step(2, Input::Tick, &chain);
+    let o = out(&mut p);
+    let [Output::Request { tag, request: Request::GetHeaders { .. }, .. }] = &o[..] else { panic!("{o:?}") };
+    let (headers, hashes) = mined(3);
+    p.step(3, Input::Response { peer: 1, tag: *tag, data: Response::Headers(headers).encode() }, &chain);
+    p.step(4, Input::Tick, &chain);
+    let o = out(&mut p);
+    let [Output::Request { peer: 1, tag, request: Request::GetBlocks(_) }] = &o[..] else { panic!("{o:?}") };
+    // An answer that does not decode costs `malformed` and the blocks are asked of peer 2.
+    p.step(5, Input::Response { peer: 1, tag: *tag, data: vec![2, 1] }, &chain);
+    assert_eq!(penalties(&out(&mut p)), vec![(Offence::Malformed, -50)]);
+    p.step(6, Input::Tick, &chain);
+    let o = out(&mut p);
+    let [Output::Request { peer: 2, tag, request: Request::GetBlocks(asked) }, Output::Event(Event::Height { peer: 1, height: 0 })] =
+        &o[..]
+    else {
+        panic!("{o:?}")
+    };
+    assert_eq!(asked[..], hashes[1..]);
+    // Peer 2 leaves: the late answer is dropped, and nothing is asked of a peer that is gone.
+    p.step(7, Input::Disconnected { peer: 2 }, &chain);
+    out(&mut p);
+    let blocks = Response::Blocks(vec![]).encode();
+    p.step(8, Input::Response { peer: 2, tag: *tag, data: blocks }, &chain);
+    assert!(out(&mut p).is_empty());
+    // Peer 1, the only one left, claims nothing now: the blocks wait in the queue.
+    p.step(9, Input::Tick, &chain);
+    assert!(out(&mut p).is_empty());
+    assert_eq!(p.sync_pending(), 3);
+}
+
+#[test]
+fn an_answer_of_the_wrong_kind_is_malformed_and_a_refusal_is_not() {
+    let chain = Fake::new(0);
+    let mut p = machine(Role::Peer);
+    p.step(0, Input::Connected { peer: 1, addr: "a".into() }, &chain);
+    let o = out(&mut p);
+    let Output::Request { tag, .. } = &o[1] else { panic!("{o:?}") };
+    p.step(
+        0,
+        Input::Response { peer: 1, tag: *tag, data: Response::Refused("busy".into()).encode() },
+        &chain,
+    );
+    assert!(out(&mut p).is_empty());
+    p.step(0, Input::Connected { peer: 2, addr: "b".into() }, &chain);
+    let o = out(&mut p);
+    let Output::Request { tag, .. } = &o[1] else { panic!("{o:?}") };
+    // From the wrong peer: dropped; from the right one, a Headers answer to a Hello: malformed.
+    p.step(0, Input::Response { peer: 1, tag: *tag, data: Response::Headers(vec![]).encode() }, &chain);
+    assert!(out(&mut p).is_empty());
+    p.step(0, Input::Response { peer: 2, tag: *tag, data: Response::Headers(vec![]).encode() }, &chain);
+    assert_eq!(penalties(&out(&mut p)), vec![(Offence::Malformed, -50)]);
+}
+
+#[test]
+fn the_same_inputs_give_the_same_outputs() {
+    let run = || {
+        let chain = Fake::new(2);
+        let mut p = machine(Role::Peer);
+        let mut all = Vec::new();
+        for k in [5, 3, 9, 1] {
+            all.extend(connect(&mut p, &chain, k, Some(hello(CHAIN, 4 + u64::from(k), Role::Peer))));
+        }
+        for t in 0..5 {
+            p.step(t * 250, Input::Tick, &chain);
+            all.extend(out(&mut p));
+            p.step(t * 250 + 1, Input::Request { peer: 3, id: t, data: vec![t as u8] }, &chain);
+            all.extend(out(&mut p));
+        }
+        all
+    };
+    let a = run();
+    assert_eq!(a, run());
+    assert!(a
+        .iter()
+        .any(|o| matches!(o, Output::Request { peer: 9, request: Request::GetHeaders { .. }, .. })));
+}
