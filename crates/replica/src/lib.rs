@@ -1,0 +1,224 @@
+//! One ScaleChain node's state and its synchronous steps, without IO.
+//!
+//! A [`Replica`] holds the chain behind a read-write lock (readers: the API, admission, the
+//! miner, the peer protocol's [`ChainView`]; one writer: block acceptance) and the mempool, and
+//! offers the steps a node takes on them:
+//!
+//! - [`Replica::accept_block`]: accept a block and, before the chain's write lock is released,
+//!   take confirmed and conflicting transactions out of the mempool and re-admit a
+//!   reorganisation's, so admission never sees a tip and a mempool that disagree; the
+//!   [`BlockOutcome`] says what changed and maps to the protocol's [`BlockVerdict`];
+//! - [`Replica::admit_batches`]: the pipeline's verify stage — the batches drained at once are
+//!   admitted in one `Mempool::admit` call and the verdicts split back per batch;
+//! - [`Replica::block_template`] and [`solve`]: the miner's block and nonce search;
+//! - [`admit_env`]: the one place the admission environment is built.
+//!
+//! It is generic over the chain store: the node runs `Replica<DiskStore>` behind its threads,
+//! channels and sockets; the simulator (`scalechain-simnet`) runs `Replica<MemStore>` directly.
+//!
+//! Must not: read a clock (`now_ms` is an argument everywhere), draw random numbers (the
+//! chain's verification seed comes in with its `VerifyConfig`), touch files or sockets.
+
+mod accept;
+mod view;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+use scalechain_chain::{Chain, ChainStore};
+use scalechain_consensus::{Params, TxRule};
+use scalechain_mempool::{AdmitEnv, Admitted, Mempool, MempoolConfig, MempoolError};
+use scalechain_types::merkle::root_of_txs;
+use scalechain_types::{Block, Hash, HashKind, Header, Lock, Tx, TxOut};
+
+pub use accept::BlockOutcome;
+pub use scalechain_p2p::protocol::{BlockVerdict, ChainView};
+
+/// Bytes a block template leaves free below the chain's block size limit (header, coinbase,
+/// counts).
+pub const TEMPLATE_HEADROOM: u64 = 4096;
+
+/// One node's chain and mempool.
+pub struct Replica<S: ChainStore> {
+    /// Chain parameters.
+    pub params: Params,
+    /// The chain id (genesis hash).
+    pub chain_id: Hash,
+    /// The chain. Readers take the read lock; only [`Replica::accept_block`] writes.
+    pub chain: RwLock<Chain<S>>,
+    /// The mempool (lock-free reads).
+    pub mempool: Arc<Mempool>,
+}
+
+/// The admission environment at `chain`'s tip: transactions are judged for the next block,
+/// at the validator's clock `now_ms`. The only place it is built.
+pub fn admit_env<'a, S: ChainStore>(chain: &'a Chain<S>, chain_id: &'a Hash, now_ms: u64) -> AdmitEnv<'a> {
+    AdmitEnv {
+        params: chain.params(),
+        chain_id,
+        apps: chain.apps(),
+        verify: chain.verify_config(),
+        utxos: chain.utxos(),
+        app_state: chain.app_state(),
+        height: chain.tip_height() + 1,
+        time: now_ms,
+    }
+}
+
+/// The pipeline's verdicts on one batch.
+#[derive(Debug)]
+pub struct BatchOutcome {
+    /// One verdict per transaction, in the batch's order.
+    pub verdicts: Vec<Result<Admitted, MempoolError>>,
+    /// The transactions the mempool took, in the batch's order.
+    pub admitted: Vec<Arc<Tx>>,
+    /// True if a transaction broke a consensus rule its sender must have known about (see
+    /// [`punishable`]).
+    pub invalid: bool,
+}
+
+/// True if a refusal proves the transaction invalid whatever the sender knew: a consensus
+/// rule broken, except inputs that are missing or immature here (the sender may know a block
+/// or a transaction we have not seen yet, or one we have seen and it has not).
+pub fn punishable(e: &MempoolError) -> bool {
+    e.tx_rule().is_some_and(|r| !matches!(r, TxRule::MissingInput { .. } | TxRule::ImmatureCoinbase { .. }))
+}
+
+impl<S: ChainStore> Replica<S> {
+    /// A replica of `chain` with an empty mempool; block connection consults the mempool's
+    /// signature cache, so a block whose transactions were admitted costs no signature checks.
+    pub fn new(mut chain: Chain<S>, mempool: MempoolConfig) -> Replica<S> {
+        let params = chain.params().clone();
+        let chain_id = chain.chain_id();
+        let mempool = Arc::new(Mempool::new(params.hash, mempool));
+        chain.set_sig_cache(Some(mempool.sig_cache()));
+        Replica { params, chain_id, chain: RwLock::new(chain), mempool }
+    }
+
+    /// The chain, for a restart on the same store (the mempool is dropped, as a process's is).
+    pub fn into_chain(self) -> Chain<S> {
+        let mut chain = self.chain.into_inner();
+        chain.set_sig_cache(None);
+        chain
+    }
+
+    /// Height and hash of the tip.
+    pub fn tip(&self) -> (u64, Hash) {
+        let c = self.chain.read();
+        (c.tip_height(), c.tip())
+    }
+
+    /// Judges transactions against the tip (under the chain's read lock, so no block connects
+    /// meanwhile) at the validator's clock `now_ms`.
+    pub fn admit(&self, txs: Vec<Tx>, now_ms: u64) -> Vec<Result<Admitted, MempoolError>> {
+        let c = self.chain.read();
+        self.mempool.admit(&admit_env(&c, &self.chain_id, now_ms), txs)
+    }
+
+    /// The verify stage: every batch in one admission call (one parallel verification round),
+    /// the verdicts split back per batch.
+    pub fn admit_batches(&self, batches: Vec<Vec<Tx>>, now_ms: u64) -> Vec<BatchOutcome> {
+        let spans: Vec<usize> = batches.iter().map(Vec::len).collect();
+        let all: Vec<Tx> = batches.into_iter().flatten().collect();
+        let mut verdicts = self.admit(all, now_ms).into_iter();
+        spans
+            .into_iter()
+            .map(|n| {
+                let verdicts: Vec<_> = verdicts.by_ref().take(n).collect();
+                let admitted = verdicts
+                    .iter()
+                    .flatten()
+                    .filter_map(|a| self.mempool.get(&a.txid))
+                    .map(|e| e.tx.clone())
+                    .collect();
+                let invalid = verdicts.iter().any(|v| v.as_ref().is_err_and(punishable));
+                BatchOutcome { verdicts, admitted, invalid }
+            })
+            .collect()
+    }
+
+    /// The next block on the tip, not yet solved: the mempool's template (at most
+    /// `max_block_txs` transactions), a coinbase paying the subsidy plus their fees to
+    /// `reward`, the next target, and a time at `now_ms` but past the median time past and the
+    /// parent. Tip and template are read under one read lock, so they agree.
+    pub fn block_template(&self, reward: Lock, max_block_txs: usize, now_ms: u64) -> Block {
+        let c = self.chain.read();
+        let (parent, target, mtp) = (c.tip_header(), c.next_target(), c.median_time_past());
+        let p = &self.params;
+        let max_txs = max_block_txs.min(p.max_block_txs.saturating_sub(1) as usize);
+        let tpl = self.mempool.template(p.max_block_bytes.saturating_sub(TEMPLATE_HEADROOM), max_txs);
+        drop(c);
+        let height = parent.height + 1;
+        let value = p.subsidy(height).checked_add(tpl.fees).unwrap_or(p.subsidy(height));
+        let mut txs = Vec::with_capacity(tpl.txs.len() + 1);
+        txs.push(Tx::coinbase(height, vec![TxOut { value, lock: reward }]));
+        txs.extend(tpl.txs.iter().map(|t| (**t).clone()));
+        let header = Header {
+            version: 1,
+            height,
+            prev_hash: parent.hash(p.hash),
+            merkle_root: root_of_txs(p.hash, &txs),
+            time: now_ms.max(mtp + 1).max(parent.time + 1),
+            target,
+            nonce: 0,
+        };
+        Block { header, txs }
+    }
+}
+
+/// Hashes tried between checks of `stale`.
+const CHECK_EVERY: u64 = 1 << 14;
+
+/// Searches nonces until the header meets its target (true, the nonce set) or `stale` turns
+/// true (false). With `threads` above 1 the search runs on that many scoped threads, thread `t`
+/// trying nonces `t, t + threads, …`, and the smallest nonce found wins; with one thread it runs
+/// on the caller's, from nonce 0, so the result is a function of the header.
+pub fn solve(header: &mut Header, kind: HashKind, threads: usize, stale: &AtomicBool) -> bool {
+    if threads <= 1 {
+        let mut h = *header;
+        h.nonce = 0;
+        loop {
+            for _ in 0..CHECK_EVERY {
+                if h.target.is_met_by(&h.hash(kind)) {
+                    header.nonce = h.nonce;
+                    return true;
+                }
+                h.nonce = h.nonce.wrapping_add(1);
+            }
+            if stale.load(Ordering::Relaxed) {
+                return false;
+            }
+        }
+    }
+    let found = AtomicU64::new(u64::MAX);
+    let threads = threads as u64;
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let found = &found;
+            let mut h = *header;
+            s.spawn(move || {
+                let mut nonce = t;
+                loop {
+                    for _ in 0..CHECK_EVERY {
+                        h.nonce = nonce;
+                        if h.target.is_met_by(&h.hash(kind)) {
+                            found.fetch_min(nonce, Ordering::Relaxed);
+                            return;
+                        }
+                        nonce = nonce.wrapping_add(threads);
+                    }
+                    if found.load(Ordering::Relaxed) != u64::MAX || stale.load(Ordering::Relaxed) {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let n = found.load(Ordering::Relaxed);
+    if n == u64::MAX {
+        return false;
+    }
+    header.nonce = n;
+    true
+}
