@@ -1,16 +1,18 @@
 //! The running ScaleChain node.
 //!
 //! - [`config`]: settings with documented defaults (TOML);
-//! - [`state`]: what the tasks share (chain behind a read-write lock, mempool, index, peers);
+//! - [`state`]: what the tasks share (the replica — chain behind a read-write lock, mempool —,
+//!   peers, metrics);
 //! - [`pipeline`]: seed 000's receive → buffer → verify → apply pipeline for transactions;
 //! - [`blocks`]: the block worker, the chain's only writer;
-//! - [`miner`]: block templates and the nonce search;
+//! - [`miner`]: the miner thread (template and nonce search are the replica's);
 //! - [`api`]: the HTTP API and its OpenAPI document;
 //! - [`metrics`]: the Prometheus exposition;
-//! - [`run`]: start-up, the network event loop and shutdown.
+//! - [`run`]: start-up, the reactor that drives the peer protocol, and shutdown.
 //!
-//! Consensus stays in `consensus` and `chain`: the node only moves data between the network,
-//! the API and those crates.
+//! Consensus stays in `consensus` and `chain`, the peer protocol in `p2p::protocol`, the
+//! node's synchronous steps in `replica`: the node only moves data between the network, the
+//! API, its threads and those crates.
 
 pub mod api;
 pub mod blocks;

@@ -1,25 +1,26 @@
 //! Seed 000's three-stage transaction pipeline: receive → bounded buffer → parallel batch
 //! verification → apply (mempool) and relay.
 //!
-//! The receive stage is the API and the gossip handler; each pushes a batch into a bounded
+//! The receive stage is the API and the reactor (gossip); each pushes a batch into a bounded
 //! channel and waits while it is full, so a flood slows its senders instead of growing the
-//! queue (the gossip handler waiting stops the swarm reading its sockets). The verify stage
-//! drains whatever is queued, up to `max_batch` transactions, and admits it in one
-//! `Mempool::admit` call: ledger checks and signature batches spread over the rayon pool.
-//! Admitted transactions that came from the API are published in batches; a gossip message is
-//! forwarded by gossipsub once the verdict says so.
+//! queue (the reactor waiting stops it taking network events, and the swarm then stops reading
+//! its sockets). The verify stage drains whatever is queued, up to `max_batch` transactions,
+//! and admits it in one call (`Replica::admit_batches`: ledger checks and signature batches
+//! spread over the rayon pool). The verdicts go back to the API callers and, as one
+//! `Input::TxsDone`, to the peer protocol, which answers gossipsub and publishes what the API
+//! brought.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use scalechain_mempool::{Admitted, MempoolError};
-use scalechain_p2p::msg::{encode_tx_batch, group_for_batches};
-use scalechain_p2p::net::{Command, MessageId, PeerId, Topic, Verdict};
-use scalechain_p2p::score::Offence;
+use scalechain_p2p::msg::MsgId;
+use scalechain_p2p::net::PeerId;
+use scalechain_p2p::protocol::{TxOrigin, TxsDone};
 use scalechain_types::Tx;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::state::Shared;
+use crate::state::{now_ms, Shared};
 
 /// Where a batch came from.
 pub enum Source {
@@ -28,7 +29,7 @@ pub enum Source {
     /// A gossip message.
     Gossip {
         /// Its id.
-        id: MessageId,
+        id: MsgId,
         /// The peer that forwarded it.
         peer: PeerId,
     },
@@ -44,24 +45,14 @@ pub struct Inbound {
     pub queued: Instant,
 }
 
-/// A penalty the pipeline wants the event loop to apply.
-pub struct Penalty {
-    /// The peer.
-    pub peer: PeerId,
-    /// What it did.
-    pub offence: Offence,
-}
-
-/// Runs the verify and apply stages until the buffer closes.
+/// Runs the verify and apply stages until the buffer closes; each round's verdicts go to
+/// `done` for the peer protocol.
 pub async fn run(
     shared: Arc<Shared>,
     mut rx: mpsc::Receiver<Inbound>,
-    net: mpsc::Sender<Command>,
-    penalties: mpsc::UnboundedSender<Penalty>,
+    done: mpsc::UnboundedSender<Vec<TxsDone<PeerId>>>,
 ) {
     let max_batch = shared.cfg.mempool.max_batch.max(1);
-    let max_msg_txs = shared.cfg.p2p.max_txs_per_message.max(1);
-    let max_msg_bytes = shared.cfg.p2p.max_message_bytes.saturating_sub(1024).max(1024);
     while let Some(first) = rx.recv().await {
         shared.metrics.pipeline_depth.dec();
         let mut items = vec![first];
@@ -81,57 +72,41 @@ pub async fn run(
             shared.metrics.pipeline_wait.observe(now.duration_since(i.queued));
         }
         // Verify stage: everything queued in one admission call, off the async threads.
-        let mut all = Vec::with_capacity(n);
-        let mut spans = Vec::with_capacity(items.len());
-        for i in &mut items {
-            spans.push(i.txs.len());
-            all.append(&mut i.txs);
-        }
+        let batches: Vec<Vec<Tx>> = items.iter_mut().map(|i| std::mem::take(&mut i.txs)).collect();
         shared.metrics.txs_received.add(n as u64);
         let s = shared.clone();
         let t0 = Instant::now();
-        let Ok(verdicts) =
-            tokio::task::spawn_blocking(move || s.with_admit_env(|env| s.mempool.admit(env, all))).await
+        let Ok(outcomes) =
+            tokio::task::spawn_blocking(move || s.replica.admit_batches(batches, now_ms())).await
         else {
             break;
         };
         shared.metrics.pipeline_verify.observe(t0.elapsed());
-        // Apply stage: verdicts back to their sources, relay what the API brought.
+        // Apply stage: verdicts back to their sources; the protocol relays what the API brought.
         let t1 = Instant::now();
-        let mut relay = Vec::new();
-        let mut verdicts = verdicts.into_iter();
-        for (item, len) in items.into_iter().zip(spans) {
-            let mine: Vec<_> = verdicts.by_ref().take(len).collect();
-            let admitted = mine.iter().filter(|v| v.is_ok()).count() as u64;
+        let mut round = Vec::with_capacity(items.len());
+        let mut local = Vec::new();
+        for (item, o) in items.into_iter().zip(outcomes) {
+            let admitted = o.admitted.len() as u64;
             shared.metrics.txs_admitted.add(admitted);
-            shared.metrics.txs_rejected.add(len as u64 - admitted);
+            shared.metrics.txs_rejected.add(o.verdicts.len() as u64 - admitted);
             match item.source {
                 Source::Api(reply) => {
-                    relay.extend(
-                        mine.iter()
-                            .flatten()
-                            .filter_map(|a| shared.mempool.get(&a.txid))
-                            .map(|e| e.tx.clone()),
-                    );
-                    let _ = reply.send(mine);
+                    local.extend(o.admitted);
+                    let _ = reply.send(o.verdicts);
                 }
-                Source::Gossip { id, peer } => {
-                    let invalid = mine.iter().any(|v| matches!(v, Err(e) if e.tx_rule().is_some()));
-                    let verdict = if invalid {
-                        let _ = penalties.send(Penalty { peer, offence: Offence::InvalidTx });
-                        Verdict::Reject
-                    } else if admitted > 0 {
-                        Verdict::Accept
-                    } else {
-                        Verdict::Ignore
-                    };
-                    let _ = net.send(Command::Validate { id, source: peer, verdict }).await;
-                }
+                Source::Gossip { id, peer } => round.push(TxsDone {
+                    origin: TxOrigin::Gossip { source: peer, id },
+                    admitted: o.admitted,
+                    invalid: o.invalid,
+                }),
             }
         }
-        for group in group_for_batches(&relay, max_msg_bytes, max_msg_txs) {
-            let data = encode_tx_batch(group.iter().map(|t| &**t));
-            let _ = net.send(Command::Publish { topic: Topic::Txs, data }).await;
+        if !local.is_empty() {
+            round.push(TxsDone { origin: TxOrigin::Local, admitted: local, invalid: false });
+        }
+        if !round.is_empty() && done.send(round).is_err() {
+            break;
         }
         shared.metrics.pipeline_relay.observe(t1.elapsed());
     }

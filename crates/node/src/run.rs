@@ -1,7 +1,12 @@
 //! Starting and running a node: open the chain, start the network, the pipeline, the block
-//! worker, the miner and the API, then drive the network events until a shutdown signal.
+//! worker, the miner and the API, then run the reactor until a shutdown signal.
+//!
+//! The reactor is the IO half of the peer protocol (`scalechain_p2p::protocol`): it turns
+//! network events, block-worker outcomes, pipeline verdicts and a 250 ms tick into the
+//! machine's inputs, steps it with the node's clock, and carries out its outputs — network
+//! commands, block-worker jobs, pipeline submissions (awaiting the bounded pipeline channel is
+//! the back-pressure), blocks served off the event loop, metrics and the `/peers` map.
 
-use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -9,26 +14,27 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::RwLock;
-use scalechain_chain::{Accepted, Chain, ChainError, DiskStore};
+use scalechain_chain::{Chain, ChainError, DiskStore};
 use scalechain_consensus::{Apps, Params, VerifyConfig};
-use scalechain_mempool::{Mempool, MempoolConfig};
-use scalechain_p2p::msg::{
-    ProtocolNames, Request, Response, TxBatch, MAX_BLOCKS_PER_REQUEST, MAX_HEADERS, MAX_TXS_PER_REQUEST,
+use scalechain_mempool::MempoolConfig;
+use scalechain_p2p::msg::ProtocolNames;
+use scalechain_p2p::net::{self, Command, Multiaddr, NetConfig, NetEvent, PeerId};
+use scalechain_p2p::protocol::{
+    blocks_response, Config as ProtocolConfig, Event, Input, Output, Protocol, TxOrigin, TxsDone,
+    BLOCKS_RESPONSE_BYTES,
 };
-use scalechain_p2p::net::{self, Command, Multiaddr, NetConfig, NetEvent, PeerId, Topic, Verdict};
-use scalechain_p2p::score::{Offence, PeerBook, RateLimit, Standing};
-use scalechain_p2p::sync::{fork_point, locator, SyncConfig, SyncState};
-use scalechain_types::codec::Decode;
-use scalechain_types::{Amount, Block, Hash, Lock, SecretKey};
+use scalechain_replica::Replica;
+use scalechain_types::codec::Encode;
+use scalechain_types::{Amount, Block, Lock, SecretKey};
 use serde::Serialize;
 use tokio::sync::mpsc;
 
 use crate::api::{self, ApiState};
-use crate::blocks::{self, BlockJob, Origin, Outcome};
+use crate::blocks::{self, BlockJob, Outcome};
 use crate::config::NodeConfig;
 use crate::metrics::Metrics;
 use crate::miner;
-use crate::pipeline::{self, Penalty, Source};
+use crate::pipeline::{self, Source};
 use crate::state::{now_ms, PeerInfo, Shared};
 
 /// Errors that stop a node from starting.
@@ -172,11 +178,11 @@ pub async fn run(
     std::fs::create_dir_all(&cfg.data_dir).map_err(|e| io("creating", &cfg.data_dir, e))?;
     let _ = std::fs::remove_file(cfg.data_dir.join("node.json"));
     let params = params_of(&cfg);
-    let mut chain = open_chain(&cfg, apps, reindex)?;
+    let chain = open_chain(&cfg, apps, reindex)?;
     let chain_id = chain.chain_id();
     let mp = &cfg.mempool;
-    let mempool = Arc::new(Mempool::new(
-        params.hash,
+    let replica = Replica::new(
+        chain,
         MempoolConfig {
             max_bytes: mp.max_bytes as u64,
             max_txs: mp.max_txs,
@@ -187,13 +193,13 @@ pub async fn run(
                 .map_err(|e| NodeError::Config(format!("mempool.dust_limit: {e}")))?,
             ..MempoolConfig::default()
         },
-    ));
-    chain.set_sig_cache(Some(mempool.sig_cache()));
+    );
     let key = node_key(&cfg.data_dir)?;
     let names = ProtocolNames::for_chain(&chain_id);
     let parse_addrs = |v: &[String], what: &str| -> Result<Vec<Multiaddr>, NodeError> {
         v.iter().map(|a| a.parse().map_err(|e| NodeError::Config(format!("{what} {a:?}: {e}")))).collect()
     };
+    let agent = format!("scalechain/{}", env!("CARGO_PKG_VERSION"));
     let net_cfg = NetConfig {
         listen: parse_addrs(&cfg.p2p.listen, "p2p.listen")?,
         bootstrap: parse_addrs(&cfg.p2p.bootstrap, "p2p.bootstrap")?,
@@ -202,18 +208,15 @@ pub async fn run(
         max_message_bytes: cfg.p2p.max_message_bytes,
         max_connections: cfg.p2p.max_connections,
         event_buffer: 1024,
-        agent: format!("scalechain/{}", env!("CARGO_PKG_VERSION")),
+        agent: agent.clone(),
         gossip: cfg.role != scalechain_p2p::msg::Role::Bootstrap,
     };
     let mut netw = net::start(net_cfg).await?;
-    let tip = (chain.tip_height(), chain.tip());
+    let tip = replica.tip();
     let (tip_tx, _) = tokio::sync::watch::channel(tip);
     let shared = Arc::new(Shared {
         cfg: cfg.clone(),
-        params: params.clone(),
-        chain_id,
-        chain: RwLock::new(chain),
-        mempool,
+        replica,
         metrics: Metrics::default(),
         net_stats: RwLock::new(Some(netw.stats.clone())),
         peers: RwLock::new(Default::default()),
@@ -225,8 +228,8 @@ pub async fn run(
     });
     // Stages and workers.
     let (pipe_tx, pipe_rx) = mpsc::channel(cfg.mempool.buffer.max(1));
-    let (pen_tx, mut pen_rx) = mpsc::unbounded_channel::<Penalty>();
-    tokio::spawn(pipeline::run(shared.clone(), pipe_rx, netw.commands.clone(), pen_tx));
+    let (verdict_tx, mut verdict_rx) = mpsc::unbounded_channel::<Vec<TxsDone<PeerId>>>();
+    tokio::spawn(pipeline::run(shared.clone(), pipe_rx, verdict_tx));
     let (block_tx, block_rx) = mpsc::channel::<BlockJob>(256);
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Outcome>();
     {
@@ -279,17 +282,17 @@ pub async fn run(
             Some(bound)
         }
     };
-    // Event loop.
-    let mut ev = EventLoop {
+    // Reactor.
+    let mut protocol = ProtocolConfig::new(cfg.role, agent);
+    protocol.requests_per_s = cfg.p2p.requests_per_s;
+    protocol.max_message_bytes = cfg.p2p.max_message_bytes;
+    protocol.max_txs_per_message = cfg.p2p.max_txs_per_message;
+    let mut r = Reactor {
         shared: shared.clone(),
+        protocol: Protocol::new(protocol),
         net: netw.commands.clone(),
         pipeline: pipe_tx.clone(),
         blocks: block_tx.clone(),
-        sync: SyncState::new(SyncConfig::default()),
-        book: PeerBook::new(4096),
-        limits: HashMap::new(),
-        asked: HashMap::new(),
-        next_tag: 1,
         api_addr,
         info_written: false,
     };
@@ -300,19 +303,19 @@ pub async fn run(
     loop {
         tokio::select! {
             e = netw.events.recv() => match e {
-                Some(e) => ev.net_event(e).await,
+                Some(e) => r.net_event(e).await,
                 None => break,
             },
-            Some(o) = done_rx.recv() => ev.outcome(o).await,
-            Some(p) = pen_rx.recv() => ev.penalise(p.peer, p.offence).await,
-            _ = tick.tick() => ev.tick().await,
+            Some(o) = done_rx.recv() => r.step(o.input()).await,
+            Some(v) = verdict_rx.recv() => r.step(Input::TxsDone(v)).await,
+            _ = tick.tick() => r.step(Input::Tick).await,
             _ = &mut sigterm => break,
             _ = &mut stop => break,
         }
     }
     tracing::info!("stopping");
     shared.stopping.store(true, Ordering::Relaxed);
-    drop(ev);
+    drop(r);
     drop(block_tx);
     drop(pipe_tx);
     if let Some(m) = miner_thread {
@@ -344,51 +347,20 @@ async fn shutdown_signal() {
     }
 }
 
-/// What an outbound request was, for when its answer comes.
-enum Asked {
-    Hello,
-    Headers,
-    Blocks(Vec<Hash>),
-    Txs,
-}
-
-struct EventLoop {
+/// The IO half of the peer protocol.
+struct Reactor {
     shared: Arc<Shared>,
+    protocol: Protocol<PeerId>,
     net: mpsc::Sender<Command>,
     pipeline: mpsc::Sender<pipeline::Inbound>,
     blocks: mpsc::Sender<BlockJob>,
-    sync: SyncState<PeerId>,
-    book: PeerBook<PeerId>,
-    limits: HashMap<PeerId, RateLimit>,
-    asked: HashMap<u64, (PeerId, Asked)>,
-    next_tag: u64,
     api_addr: Option<SocketAddr>,
     info_written: bool,
 }
 
-impl EventLoop {
+impl Reactor {
     async fn send(&self, c: Command) {
         let _ = self.net.send(c).await;
-    }
-
-    async fn request(&mut self, peer: PeerId, request: Request, asked: Asked) {
-        let tag = self.next_tag;
-        self.next_tag += 1;
-        self.asked.insert(tag, (peer, asked));
-        self.send(Command::Request { peer, request, tag }).await;
-    }
-
-    async fn penalise(&mut self, peer: PeerId, offence: Offence) {
-        self.shared.metrics.penalties.add(1);
-        tracing::info!("peer {peer}: {}", offence.name());
-        if let Standing::Ban { .. } = self.book.penalise(&peer, offence, now_ms()) {
-            self.shared.metrics.bans.add(1);
-            tracing::warn!("banning peer {peer}");
-            self.send(Command::Ban(peer)).await;
-        }
-        if let Some(p) = self.shared.peers.write().get_mut(&peer) {
-            p.score = self.book.score(&peer, now_ms());
-        }
     }
 
     fn write_info(&mut self) {
@@ -412,280 +384,113 @@ impl EventLoop {
     }
 
     async fn net_event(&mut self, e: NetEvent) {
-        match e {
+        let input = match e {
             NetEvent::Listening(a) => {
                 tracing::info!("listening on {a}");
                 self.shared.listen.write().push(a);
                 self.write_info();
+                return;
             }
-            NetEvent::Connected { peer, addr } => {
-                if self.book.is_banned(&peer, now_ms()) {
-                    self.send(Command::Ban(peer)).await;
-                    return;
-                }
-                self.shared.peers.write().insert(
-                    peer,
-                    PeerInfo {
-                        peer_id: peer.to_string(),
-                        addr: addr.to_string(),
-                        role: None,
-                        height: 0,
-                        score: 0,
-                    },
-                );
-                let hello = self.shared.hello();
-                self.request(peer, Request::Hello(hello), Asked::Hello).await;
-            }
-            NetEvent::Disconnected(peer) => {
-                self.shared.peers.write().remove(&peer);
-                self.sync.peer_gone(&peer);
-                self.limits.remove(&peer);
-            }
-            NetEvent::Gossip { topic, id, source, data } => self.gossip(topic, id, source, data).await,
-            NetEvent::Request { peer, id, request } => self.serve(peer, id, request).await,
-            NetEvent::Response { peer, tag, response } => self.answer(peer, tag, response).await,
-            NetEvent::RequestFailed { peer, tag, error } => {
-                tracing::debug!("request to {peer} failed: {error}");
-                if let Some((_, Asked::Blocks(hashes))) = self.asked.remove(&tag) {
-                    self.sync.on_blocks_answer(&peer, &hashes, &BTreeSet::new());
-                }
-            }
-        }
-    }
-
-    async fn gossip(&mut self, topic: Topic, id: net::MessageId, source: PeerId, data: Vec<u8>) {
-        match topic {
-            Topic::Txs => match TxBatch::decode(&data) {
-                Ok(TxBatch(txs)) => {
-                    let src = Source::Gossip { id, peer: source };
-                    // Waiting here is the back-pressure: the swarm stops reading meanwhile.
-                    if pipeline::submit(&self.shared, &self.pipeline, txs, src, Duration::from_secs(3600))
-                        .await
-                        .is_err()
-                    {
-                        tracing::debug!("pipeline closed");
-                    }
-                }
-                Err(e) => {
-                    tracing::debug!("malformed tx batch from {source}: {e}");
-                    self.send(Command::Validate { id, source, verdict: Verdict::Reject }).await;
-                    self.penalise(source, Offence::Malformed).await;
-                }
-            },
-            Topic::Blocks => match Block::decode(&data) {
-                Ok(block) => {
-                    self.sync.peer_tip(source, block.header.height);
-                    let _ = self
-                        .blocks
-                        .send(BlockJob { block, origin: Origin::Gossip { source, id }, reply: None })
-                        .await;
-                }
-                Err(e) => {
-                    tracing::debug!("malformed block from {source}: {e}");
-                    self.send(Command::Validate { id, source, verdict: Verdict::Reject }).await;
-                    self.penalise(source, Offence::Malformed).await;
-                }
-            },
-        }
-    }
-
-    async fn outcome(&mut self, o: Outcome) {
-        let accepted = match &o.result {
-            Ok(a) => Some(a.clone()),
-            Err(e) => {
-                tracing::info!("block {} {}: {e}", o.height, o.hash);
-                None
-            }
+            NetEvent::Connected { peer, addr } => Input::Connected { peer, addr: addr.to_string() },
+            NetEvent::Disconnected(peer) => Input::Disconnected { peer },
+            NetEvent::Gossip { topic, id, source, data } => Input::Gossip { topic, id, source, data },
+            NetEvent::Request { peer, id, data } => Input::Request { peer, id, data },
+            NetEvent::Response { peer, tag, data } => Input::Response { peer, tag, data },
+            NetEvent::RequestFailed { peer, tag, error } => Input::RequestFailed { peer, tag, error },
         };
-        self.sync.on_block(&o.hash);
-        let invalid = matches!(&o.result, Err(e) if e.rejection().is_some());
-        match o.origin {
-            Origin::Gossip { source, id } => {
-                let verdict = match &accepted {
-                    Some(Accepted::Connected(_)) | Some(Accepted::SideBranch) => Verdict::Accept,
-                    _ if invalid => Verdict::Reject,
-                    _ => Verdict::Ignore,
-                };
-                self.send(Command::Validate { id, source, verdict }).await;
-                if invalid {
-                    self.penalise(source, Offence::InvalidBlock).await;
-                }
-            }
-            Origin::Sync(peer) => {
-                if invalid {
-                    self.penalise(peer, Offence::InvalidBlock).await;
-                }
-            }
-            Origin::Local(data) => {
-                if let Some(Accepted::Connected(_)) = accepted {
-                    tracing::info!("mined block {} {} ({} bytes)", o.height, o.hash, data.len());
-                    self.send(Command::Publish { topic: Topic::Blocks, data }).await;
-                }
-            }
+        self.step(input).await;
+    }
+
+    /// Steps the machine with the node's clock and carries out its outputs, in order.
+    async fn step(&mut self, input: Input<PeerId>) {
+        self.protocol.step(now_ms(), input, &self.shared.replica);
+        let outputs: Vec<Output<PeerId>> = self.protocol.drain().collect();
+        for o in outputs {
+            self.carry(o).await;
         }
     }
 
-    async fn tick(&mut self) {
-        let now = now_ms();
-        self.book.expire(now);
-        // Seed 000's peer server (the bootstrap role) answers discovery only: it fetches no chain,
-        // so its sync state never plans a request (it still learns its peers' tips from their
-        // handshakes, for /peers).
-        if self.shared.role() != scalechain_p2p::msg::Role::Bootstrap {
-            let height = self.shared.chain.read().tip_height();
-            let shared = &self.shared;
-            // The locator is built only when sync decides to ask for headers.
-            let actions = self.sync.tick(now, height, || locator(shared.chain.read().main_chain()));
-            for action in actions {
-                let (peer, req) = action.into_request();
-                let asked = match &req {
-                    Request::GetBlocks(h) => Asked::Blocks(h.clone()),
-                    Request::GetHeaders { .. } => Asked::Headers,
-                    Request::GetTxs(_) => Asked::Txs,
-                    Request::Hello(_) => Asked::Hello,
-                };
-                self.request(peer, req, asked).await;
+    async fn carry(&mut self, o: Output<PeerId>) {
+        match o {
+            Output::Request { peer, tag, request } => {
+                self.send(Command::Request { peer, data: request.encode(), tag }).await
             }
-        }
-        let tips: HashMap<PeerId, u64> = self.sync.peers().into_iter().collect();
-        for (p, info) in self.shared.peers.write().iter_mut() {
-            if let Some(h) = tips.get(p) {
-                info.height = *h;
+            Output::Respond { id, response } => {
+                self.send(Command::Respond { id, data: response.encode() }).await
             }
-        }
-    }
-
-    async fn serve(&mut self, peer: PeerId, id: u64, request: Request) {
-        let now = now_ms();
-        let per_s = self.shared.cfg.p2p.requests_per_s;
-        let limit = self.limits.entry(peer).or_insert_with(|| RateLimit::new(per_s, per_s * 4.0, now));
-        if !limit.take(1.0, now) {
-            self.send(Command::Respond { id, response: Response::Refused("rate limit".into()) }).await;
-            self.penalise(peer, Offence::RateLimited).await;
-            return;
-        }
-        let shared = self.shared.clone();
-        let response = match request {
-            Request::Hello(h) => {
-                if h.chain_id != self.shared.chain_id {
-                    self.penalise(peer, Offence::WrongChain).await;
-                    Response::Refused("wrong chain".into())
-                } else {
-                    self.sync.peer_tip(peer, h.tip_height);
-                    if let Some(p) = self.shared.peers.write().get_mut(&peer) {
-                        p.role = Some(h.role.name().into());
+            Output::ServeBlocks { id, hashes } => {
+                // Loading blocks reads the store: off the event loop, answered when done.
+                let (shared, net) = (self.shared.clone(), self.net.clone());
+                tokio::spawn(async move {
+                    let load = move || {
+                        let c = shared.chain.read();
+                        blocks_response(&hashes, BLOCKS_RESPONSE_BYTES, |h| c.block(h).ok().flatten())
+                    };
+                    if let Ok(response) = tokio::task::spawn_blocking(load).await {
+                        let _ = net.send(Command::Respond { id, data: response.encode() }).await;
                     }
-                    Response::Hello(self.shared.hello())
-                }
-            }
-            Request::GetHeaders { locator, max } => {
-                let c = shared.chain.read();
-                let main = c.main_chain();
-                let start = fork_point(&locator, |h| {
-                    c.tree().get(h).map(|e| e.header.height).filter(|ht| main.get(*ht as usize) == Some(h))
                 });
-                let n = (max as usize).min(MAX_HEADERS);
-                let headers = main
-                    .iter()
-                    .skip(start as usize + 1)
-                    .take(n)
-                    .filter_map(|h| c.tree().get(h).map(|e| e.header))
-                    .collect();
-                Response::Headers(headers)
             }
-            Request::GetBlocks(hashes) => {
-                let r = tokio::task::spawn_blocking(move || {
-                    let c = shared.chain.read();
-                    let mut out = Vec::new();
-                    let mut bytes = 0usize;
-                    for h in hashes.iter().take(MAX_BLOCKS_PER_REQUEST) {
-                        if let Ok(Some(b)) = c.block(h) {
-                            bytes += b.encoded_len();
-                            if bytes > scalechain_p2p::msg::MAX_RESPONSE_BYTES - (1 << 20) {
-                                break;
-                            }
-                            out.push(b);
-                        }
-                    }
-                    out
-                })
-                .await
-                .unwrap_or_default();
-                Response::Blocks(r)
+            Output::Validate { id, source, verdict } => {
+                self.send(Command::Validate { id, source, verdict }).await
             }
-            Request::GetTxs(txids) => {
-                let txs = txids
-                    .iter()
-                    .take(MAX_TXS_PER_REQUEST)
-                    .filter_map(|t| self.shared.mempool.get(t))
-                    .map(|e| (*e.tx).clone())
-                    .collect();
-                Response::Txs(txs)
+            Output::Publish { topic, data } => self.send(Command::Publish { topic, data }).await,
+            Output::SubmitBlock { block, origin } => {
+                let _ = self.blocks.send(BlockJob { block, origin, reply: None }).await;
             }
-        };
-        self.send(Command::Respond { id, response }).await;
+            Output::SubmitTxs { txs, origin } => {
+                let source = match origin {
+                    TxOrigin::Gossip { source, id } => Source::Gossip { id, peer: source },
+                    // The machine submits only what gossip brought; the API submits directly.
+                    TxOrigin::Local => return,
+                };
+                // Waiting here is the back-pressure: the swarm stops being read meanwhile.
+                let wait = Duration::from_secs(3600);
+                if pipeline::submit(&self.shared, &self.pipeline, txs, source, wait).await.is_err() {
+                    tracing::debug!("pipeline closed");
+                }
+            }
+            Output::Ban { peer, until_ms } => {
+                tracing::warn!("banning peer {peer} for {} s", until_ms.saturating_sub(now_ms()) / 1000);
+                self.send(Command::Ban(peer)).await
+            }
+            Output::Unban { peer } => self.send(Command::Unban(peer)).await,
+            Output::Event(e) => self.event(e),
+        }
     }
 
-    async fn answer(&mut self, peer: PeerId, tag: u64, response: Response) {
-        let Some((_, asked)) = self.asked.remove(&tag) else { return };
-        match (asked, response) {
-            (Asked::Hello, Response::Hello(h)) => {
-                if h.chain_id != self.shared.chain_id {
-                    self.penalise(peer, Offence::WrongChain).await;
-                    return;
-                }
-                self.sync.peer_tip(peer, h.tip_height);
-                if let Some(p) = self.shared.peers.write().get_mut(&peer) {
-                    p.role = Some(h.role.name().into());
-                    p.height = h.tip_height;
-                }
+    /// Metrics and the `/peers` map.
+    fn event(&mut self, e: Event<PeerId>) {
+        let mut peers = self.shared.peers.write();
+        match e {
+            Event::Connected { peer, addr } => {
+                peers.insert(
+                    peer,
+                    PeerInfo { peer_id: peer.to_string(), addr, role: None, height: 0, score: 0 },
+                );
             }
-            (Asked::Headers, Response::Headers(headers)) => {
-                let kind = self.shared.params.hash;
-                let r = {
-                    let c = self.shared.chain.read();
-                    self.sync.on_headers(&peer, &headers, kind, |h| c.tree().contains(h))
-                };
-                if let Err(o) = r {
-                    self.penalise(peer, o).await;
+            Event::Handshake { peer, role, height } => {
+                if let Some(p) = peers.get_mut(&peer) {
+                    p.role = Some(role.name().into());
+                    p.height = height;
                 }
             }
-            (Asked::Blocks(asked), Response::Blocks(blocks)) => {
-                let kind = self.shared.params.hash;
-                let wanted: BTreeSet<Hash> = asked.iter().copied().collect();
-                let mut delivered = BTreeSet::new();
-                for b in blocks {
-                    let h = b.header.hash(kind);
-                    if !wanted.contains(&h) {
-                        self.penalise(peer, Offence::Malformed).await;
-                        continue;
-                    }
-                    delivered.insert(h);
-                    let _ = self
-                        .blocks
-                        .send(BlockJob { block: b, origin: Origin::Sync(peer), reply: None })
-                        .await;
-                }
-                self.sync.on_blocks_answer(&peer, &asked, &delivered);
-            }
-            (Asked::Txs, Response::Txs(txs)) => {
-                if !txs.is_empty() {
-                    let (reply, _rx) = tokio::sync::oneshot::channel();
-                    let _ = pipeline::submit(
-                        &self.shared,
-                        &self.pipeline,
-                        txs,
-                        Source::Api(reply),
-                        Duration::from_secs(10),
-                    )
-                    .await;
+            Event::Height { peer, height } => {
+                if let Some(p) = peers.get_mut(&peer) {
+                    p.height = height;
                 }
             }
-            (Asked::Blocks(asked), _) => {
-                self.sync.on_blocks_answer(&peer, &asked, &BTreeSet::new());
+            Event::Penalised { peer, offence, score } => {
+                self.shared.metrics.penalties.add(1);
+                tracing::info!("peer {peer}: {} (score {score})", offence.name());
+                if let Some(p) = peers.get_mut(&peer) {
+                    p.score = score;
+                }
             }
-            (_, Response::Refused(why)) => tracing::debug!("{peer} refused: {why}"),
-            _ => self.penalise(peer, Offence::Malformed).await,
+            Event::Banned { .. } => self.shared.metrics.bans.add(1),
+            Event::Disconnected { peer } => {
+                peers.remove(&peer);
+            }
         }
     }
 }

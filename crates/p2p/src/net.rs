@@ -8,28 +8,40 @@
 //! explicit validation: a message is forwarded only after the node reports it valid, and an
 //! invalid one costs its sender gossipsub score as well as ours.
 //!
+//! Sync requests and responses travel as raw frames (`u32` big-endian length, then the body),
+//! bounded before reading; the protocol machine (`crate::protocol`) decodes them, so a body
+//! that does not decode reaches it and costs its sender a penalty.
+//!
 //! Back-pressure: the event channel is bounded; when the node falls behind, the swarm task
 //! waits on it and stops reading from its sockets.
+//!
+//! Bans wait for answers: a [`Command::Ban`] for a peer that still has an inbound request
+//! being answered takes effect once that answer is written (or failed), or after
+//! [`BAN_GRACE`] — so a peer refused for another chain reads why before it is cut off.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use futures::StreamExt;
-pub use libp2p::gossipsub::MessageId;
-use libp2p::gossipsub::{self, IdentTopic, MessageAcceptance, MessageAuthenticity, ValidationMode};
+use libp2p::gossipsub::{
+    self, IdentTopic, MessageAcceptance, MessageAuthenticity, MessageId, ValidationMode,
+};
 use libp2p::request_response::{self, OutboundRequestId, ProtocolSupport, ResponseChannel};
 use libp2p::swarm::{NetworkBehaviour, SwarmEvent};
 use libp2p::{
     allow_block_list, connection_limits, identify, identity, kad, noise, tcp, yamux, StreamProtocol,
 };
 pub use libp2p::{Multiaddr, PeerId};
-use scalechain_types::codec::{Decode, Encode};
 use tokio::sync::mpsc;
 
-use crate::msg::{message_id, ProtocolNames, Request, Response, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES};
+use crate::msg::{message_id, MsgId, ProtocolNames, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES};
+pub use crate::protocol::{Topic, Verdict};
+
+/// Longest a ban waits for the answers to the peer's requests to be written.
+pub const BAN_GRACE: Duration = Duration::from_secs(2);
 
 /// Network settings.
 #[derive(Clone, Debug)]
@@ -68,18 +80,18 @@ pub enum Command {
     /// The verdict on a received gossip message: forward it, drop it, or drop and penalise.
     Validate {
         /// The message id from [`NetEvent::Gossip`].
-        id: MessageId,
+        id: MsgId,
         /// The peer it came from.
         source: PeerId,
         /// The verdict.
         verdict: Verdict,
     },
-    /// Send a request; the answer comes back as [`NetEvent::Response`] with `tag`.
+    /// Send a request body; the answer comes back as [`NetEvent::Response`] with `tag`.
     Request {
         /// To whom.
         peer: PeerId,
-        /// What.
-        request: Request,
+        /// The encoded request (at most `msg::MAX_REQUEST_BYTES`).
+        data: Vec<u8>,
         /// The caller's tag for the answer.
         tag: u64,
     },
@@ -87,35 +99,16 @@ pub enum Command {
     Respond {
         /// The id from [`NetEvent::Request`].
         id: u64,
-        /// The answer.
-        response: Response,
+        /// The encoded response (at most `msg::MAX_RESPONSE_BYTES`).
+        data: Vec<u8>,
     },
-    /// Disconnect the peer and refuse it until [`Command::Unban`].
+    /// Disconnect the peer and refuse it until [`Command::Unban`] (once the answers to its
+    /// pending requests are written, or after [`BAN_GRACE`]).
     Ban(PeerId),
     /// Accept the peer again.
     Unban(PeerId),
     /// Dial an address.
     Dial(Multiaddr),
-}
-
-/// A gossip topic.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Topic {
-    /// Transaction batches.
-    Txs,
-    /// Blocks.
-    Blocks,
-}
-
-/// The node's verdict on a gossip message.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
-    /// Valid: forward it.
-    Accept,
-    /// Not invalid, not useful (duplicate, stale): drop it.
-    Ignore,
-    /// Invalid: drop it and lower the sender's gossip score.
-    Reject,
 }
 
 /// What the network task tells the node.
@@ -137,7 +130,7 @@ pub enum NetEvent {
         /// The topic.
         topic: Topic,
         /// Its id.
-        id: MessageId,
+        id: MsgId,
         /// The peer that forwarded it.
         source: PeerId,
         /// The payload.
@@ -149,8 +142,8 @@ pub enum NetEvent {
         peer: PeerId,
         /// The id to answer with.
         id: u64,
-        /// What.
-        request: Request,
+        /// The request body, not decoded.
+        data: Vec<u8>,
     },
     /// The answer to one of our requests.
     Response {
@@ -158,8 +151,8 @@ pub enum NetEvent {
         peer: PeerId,
         /// The caller's tag.
         tag: u64,
-        /// The answer.
-        response: Response,
+        /// The response body, not decoded.
+        data: Vec<u8>,
     },
     /// One of our requests failed (timeout, closed connection, malformed answer).
     RequestFailed {
@@ -245,49 +238,43 @@ async fn write_frame<T: AsyncWrite + Unpin + Send>(io: &mut T, data: &[u8]) -> s
     io.close().await
 }
 
-fn invalid(e: impl std::fmt::Display) -> std::io::Error {
-    std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string())
-}
-
 impl request_response::Codec for SyncCodec {
     type Protocol = StreamProtocol;
-    type Request = Request;
-    type Response = Response;
+    type Request = Vec<u8>;
+    type Response = Vec<u8>;
 
     async fn read_request<T: AsyncRead + Unpin + Send>(
         &mut self,
         _: &StreamProtocol,
         io: &mut T,
-    ) -> std::io::Result<Request> {
-        let buf = read_frame(io, MAX_REQUEST_BYTES).await?;
-        Request::decode(&buf).map_err(invalid)
+    ) -> std::io::Result<Vec<u8>> {
+        read_frame(io, MAX_REQUEST_BYTES).await
     }
 
     async fn read_response<T: AsyncRead + Unpin + Send>(
         &mut self,
         _: &StreamProtocol,
         io: &mut T,
-    ) -> std::io::Result<Response> {
-        let buf = read_frame(io, MAX_RESPONSE_BYTES).await?;
-        Response::decode(&buf).map_err(invalid)
+    ) -> std::io::Result<Vec<u8>> {
+        read_frame(io, MAX_RESPONSE_BYTES).await
     }
 
     async fn write_request<T: AsyncWrite + Unpin + Send>(
         &mut self,
         _: &StreamProtocol,
         io: &mut T,
-        req: Request,
+        req: Vec<u8>,
     ) -> std::io::Result<()> {
-        write_frame(io, &req.encode()).await
+        write_frame(io, &req).await
     }
 
     async fn write_response<T: AsyncWrite + Unpin + Send>(
         &mut self,
         _: &StreamProtocol,
         io: &mut T,
-        res: Response,
+        res: Vec<u8>,
     ) -> std::io::Result<()> {
-        write_frame(io, &res.encode()).await
+        write_frame(io, &res).await
     }
 }
 
@@ -397,6 +384,8 @@ pub async fn start(cfg: NetConfig) -> Result<Net, NetError> {
         stats: stats.clone(),
         inbound: HashMap::new(),
         outbound: HashMap::new(),
+        answering: HashMap::new(),
+        bans: HashMap::new(),
         next_inbound: 0,
         bootstrapped: cfg.bootstrap.is_empty(),
     };
@@ -418,8 +407,14 @@ struct Task {
     blocks: IdentTopic,
     events: mpsc::Sender<NetEvent>,
     stats: Arc<NetStats>,
-    inbound: HashMap<u64, ResponseChannel<Response>>,
+    /// Inbound requests waiting for the node's answer, with their peer.
+    inbound: HashMap<u64, (PeerId, ResponseChannel<Vec<u8>>)>,
     outbound: HashMap<OutboundRequestId, u64>,
+    /// Per peer: inbound requests taken and not yet answered on the wire (answer written,
+    /// or failed).
+    answering: HashMap<PeerId, usize>,
+    /// Bans waiting for those answers, with the time they take effect regardless.
+    bans: HashMap<PeerId, Instant>,
     next_inbound: u64,
     bootstrapped: bool,
 }
@@ -427,6 +422,7 @@ struct Task {
 impl Task {
     async fn run(mut self, mut commands: mpsc::Receiver<Command>) {
         let mut discover = tokio::time::interval(Duration::from_secs(30));
+        let mut grace = tokio::time::interval(Duration::from_millis(250));
         loop {
             tokio::select! {
                 cmd = commands.recv() => match cmd {
@@ -441,7 +437,36 @@ impl Task {
                 _ = discover.tick() => {
                     let _ = self.swarm.behaviour_mut().kad.bootstrap();
                 }
+                _ = grace.tick(), if !self.bans.is_empty() => {
+                    let now = Instant::now();
+                    let due: Vec<PeerId> =
+                        self.bans.iter().filter(|(_, t)| **t <= now).map(|(p, _)| *p).collect();
+                    for p in due {
+                        self.ban_now(p);
+                    }
+                }
             }
+        }
+    }
+
+    fn ban_now(&mut self, peer: PeerId) {
+        self.bans.remove(&peer);
+        let b = self.swarm.behaviour_mut();
+        b.blocked.block_peer(peer);
+        b.kad.remove_peer(&peer);
+    }
+
+    /// One of the peer's inbound requests was answered on the wire (or failed): a ban waiting
+    /// for it may now take effect.
+    fn answered(&mut self, peer: PeerId) {
+        if let Some(n) = self.answering.get_mut(&peer) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.answering.remove(&peer);
+            }
+        }
+        if self.bans.contains_key(&peer) && !self.answering.contains_key(&peer) {
+            self.ban_now(peer);
         }
     }
 
@@ -469,22 +494,30 @@ impl Task {
                     Verdict::Ignore => MessageAcceptance::Ignore,
                     Verdict::Reject => MessageAcceptance::Reject,
                 };
+                let id = MessageId::from(id.0.to_vec());
                 b.gossipsub.report_message_validation_result(&id, &source, acceptance);
             }
-            Command::Request { peer, request, tag } => {
-                let id = b.sync.send_request(&peer, request);
+            Command::Request { peer, data, tag } => {
+                let id = b.sync.send_request(&peer, data);
                 self.outbound.insert(id, tag);
             }
-            Command::Respond { id, response } => {
-                if let Some(ch) = self.inbound.remove(&id) {
-                    let _ = b.sync.send_response(ch, response);
+            Command::Respond { id, data } => {
+                if let Some((peer, ch)) = self.inbound.remove(&id) {
+                    if b.sync.send_response(ch, data).is_err() {
+                        // The connection is gone: nothing will be written.
+                        self.answered(peer);
+                    }
                 }
             }
             Command::Ban(peer) => {
-                b.blocked.block_peer(peer);
-                b.kad.remove_peer(&peer);
+                if self.answering.contains_key(&peer) {
+                    self.bans.entry(peer).or_insert_with(|| Instant::now() + BAN_GRACE);
+                } else {
+                    self.ban_now(peer);
+                }
             }
             Command::Unban(peer) => {
+                self.bans.remove(&peer);
                 b.blocked.unblock_peer(peer);
             }
             Command::Dial(addr) => {
@@ -569,13 +602,17 @@ impl Task {
                     );
                     return true;
                 };
-                self.emit(NetEvent::Gossip {
-                    topic,
-                    id: message_id,
-                    source: propagation_source,
-                    data: message.data,
-                })
-                .await
+                let Some(id) = MsgId::from_slice(&message_id.0) else {
+                    // Ids come from `message_id` (20 bytes); anything else is not ours.
+                    self.swarm.behaviour_mut().gossipsub.report_message_validation_result(
+                        &message_id,
+                        &propagation_source,
+                        MessageAcceptance::Ignore,
+                    );
+                    return true;
+                };
+                self.emit(NetEvent::Gossip { topic, id, source: propagation_source, data: message.data })
+                    .await
             }
             gossipsub::Event::SlowPeer { peer_id, .. } => {
                 tracing::debug!("slow peer {peer_id}");
@@ -586,30 +623,31 @@ impl Task {
         }
     }
 
-    async fn sync(&mut self, e: request_response::Event<Request, Response>) -> bool {
+    async fn sync(&mut self, e: request_response::Event<Vec<u8>, Vec<u8>>) -> bool {
         match e {
             request_response::Event::Message { peer, message, .. } => match message {
                 request_response::Message::Request { request, channel, .. } => {
                     self.stats.requests_in.fetch_add(1, Ordering::Relaxed);
                     let id = self.next_inbound;
                     self.next_inbound += 1;
-                    self.inbound.insert(id, channel);
-                    self.emit(NetEvent::Request { peer, id, request }).await
+                    self.inbound.insert(id, (peer, channel));
+                    *self.answering.entry(peer).or_insert(0) += 1;
+                    self.emit(NetEvent::Request { peer, id, data: request }).await
                 }
                 request_response::Message::Response { request_id, response } => {
                     let Some(tag) = self.outbound.remove(&request_id) else { return true };
-                    self.emit(NetEvent::Response { peer, tag, response }).await
+                    self.emit(NetEvent::Response { peer, tag, data: response }).await
                 }
             },
             request_response::Event::OutboundFailure { peer, request_id, error, .. } => {
                 let Some(tag) = self.outbound.remove(&request_id) else { return true };
                 self.emit(NetEvent::RequestFailed { peer, tag, error: error.to_string() }).await
             }
-            request_response::Event::InboundFailure { request_id, .. } => {
-                let _ = request_id;
+            request_response::Event::InboundFailure { peer, .. }
+            | request_response::Event::ResponseSent { peer, .. } => {
+                self.answered(peer);
                 true
             }
-            request_response::Event::ResponseSent { .. } => true,
         }
     }
 }
