@@ -1,0 +1,267 @@
+//! A simulated node: the production protocol machine and replica, and the simulator's stand-ins
+//! for what the node's reactor does around them (gossipsub's duplicate filter and forwarding,
+//! the request-response ids, the pipeline's buffer, the block worker's queue, the miner).
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::atomic::AtomicBool;
+
+use scalechain_chain::MemStore;
+use scalechain_p2p::msg::{message_id, MsgId, Role};
+use scalechain_p2p::protocol::{
+    blocks_response, BlockOrigin, Event, Input, Output, Protocol, Topic, TxOrigin, TxsDone, Verdict,
+    BLOCKS_RESPONSE_BYTES,
+};
+use scalechain_replica::{solve, Replica};
+use scalechain_types::codec::Encode;
+use scalechain_types::{Block, Lock, Tx};
+
+use crate::world::{Ev, NodeId, Penalty, Wire, World};
+
+/// Gossip ids a node remembers (gossipsub's duplicate cache).
+const SEEN: usize = 1 << 16;
+
+/// An honest node: production logic plus the reactor's duties.
+pub(crate) struct Honest {
+    pub id: NodeId,
+    pub role: Role,
+    pub incarnation: u64,
+    pub protocol: Protocol<NodeId>,
+    pub replica: Replica<MemStore>,
+    /// Where this node's block rewards go, if it mines.
+    pub reward: Option<Lock>,
+    pub mining: bool,
+    pub max_block_txs: usize,
+    pub work_ms: u64,
+    seen: BTreeSet<MsgId>,
+    seen_order: VecDeque<MsgId>,
+    /// Gossip waiting for the machine's verdict: its topic, payload and source.
+    pending: BTreeMap<MsgId, (Topic, Vec<u8>, NodeId)>,
+    /// Inbound requests by the id given to the machine: requester and its tag.
+    inbound: BTreeMap<u64, (NodeId, u64)>,
+    next_inbound: u64,
+    pipeline: Vec<(Vec<Tx>, TxOrigin<NodeId>)>,
+    verify_due: bool,
+    blocks: Vec<(Block, BlockOrigin<NodeId>)>,
+    blocks_due: bool,
+}
+
+impl Honest {
+    pub fn new(
+        id: NodeId,
+        role: Role,
+        incarnation: u64,
+        protocol: Protocol<NodeId>,
+        replica: Replica<MemStore>,
+    ) -> Honest {
+        Honest {
+            id,
+            role,
+            incarnation,
+            protocol,
+            replica,
+            reward: None,
+            mining: false,
+            max_block_txs: 10_000,
+            work_ms: 1,
+            seen: BTreeSet::new(),
+            seen_order: VecDeque::new(),
+            pending: BTreeMap::new(),
+            inbound: BTreeMap::new(),
+            next_inbound: 0,
+            pipeline: Vec::new(),
+            verify_due: false,
+            blocks: Vec::new(),
+            blocks_due: false,
+        }
+    }
+
+    fn remember(&mut self, id: MsgId) -> bool {
+        if !self.seen.insert(id) {
+            return false;
+        }
+        self.seen_order.push_back(id);
+        if self.seen_order.len() > SEEN {
+            if let Some(old) = self.seen_order.pop_front() {
+                self.seen.remove(&old);
+            }
+        }
+        true
+    }
+
+    /// Steps the machine at the world's clock and carries out its outputs.
+    pub fn step(&mut self, input: Input<NodeId>, w: &mut World) {
+        self.protocol.step(w.now, input, &self.replica);
+        let outputs: Vec<Output<NodeId>> = self.protocol.drain().collect();
+        for o in outputs {
+            self.carry(o, w);
+        }
+    }
+
+    /// A message arrived on an open link.
+    pub fn receive(&mut self, from: NodeId, wire: Wire, w: &mut World) {
+        match wire {
+            Wire::Gossip { topic, id, data } => {
+                if !self.remember(id) {
+                    return;
+                }
+                self.pending.insert(id, (topic, data.clone(), from));
+                self.step(Input::Gossip { topic, id, source: from, data }, w);
+            }
+            Wire::Request { tag, data } => {
+                let id = self.next_inbound;
+                self.next_inbound += 1;
+                self.inbound.insert(id, (from, tag));
+                self.step(Input::Request { peer: from, id, data }, w);
+            }
+            Wire::Response { tag, data } => self.step(Input::Response { peer: from, tag, data }, w),
+        }
+    }
+
+    fn answer(&mut self, id: u64, data: Vec<u8>, w: &mut World) {
+        if let Some((to, tag)) = self.inbound.remove(&id) {
+            w.send(self.id, to, Wire::Response { tag, data });
+        }
+    }
+
+    /// Gossip to every subscribed peer with an open link but `except`.
+    fn gossip(&mut self, topic: Topic, id: MsgId, data: &[u8], except: Option<NodeId>, w: &mut World) {
+        for peer in w.peers_of(self.id) {
+            if Some(peer) != except && w.subscribers.contains(&peer) {
+                w.send(self.id, peer, Wire::Gossip { topic, id, data: data.to_vec() });
+            }
+        }
+    }
+
+    fn carry(&mut self, o: Output<NodeId>, w: &mut World) {
+        match o {
+            Output::Request { peer, tag, request } => {
+                if !w.send(self.id, peer, Wire::Request { tag, data: request.encode() }) {
+                    let input = Input::RequestFailed { peer, tag, error: "not connected".into() };
+                    w.schedule(w.now, Ev::Input { node: self.id, incarnation: self.incarnation, input });
+                }
+            }
+            Output::Respond { id, response } => self.answer(id, response.encode(), w),
+            Output::ServeBlocks { id, hashes } => {
+                let response = {
+                    let c = self.replica.chain.read();
+                    blocks_response(&hashes, BLOCKS_RESPONSE_BYTES, |h| c.block(h).ok().flatten())
+                };
+                self.answer(id, response.encode(), w);
+            }
+            Output::Validate { id, verdict, .. } => {
+                // Gossipsub's validate-then-forward: only an accepted message goes on.
+                if let Some((topic, data, from)) = self.pending.remove(&id) {
+                    if verdict == Verdict::Accept {
+                        self.gossip(topic, id, &data, Some(from), w);
+                    }
+                }
+            }
+            Output::Publish { topic, data } => {
+                let id = message_id(&data);
+                self.remember(id);
+                self.gossip(topic, id, &data, None, w);
+            }
+            Output::SubmitBlock { block, origin } => {
+                self.blocks.push((block, origin));
+                if !self.blocks_due {
+                    self.blocks_due = true;
+                    let ev = Ev::Blocks { node: self.id, incarnation: self.incarnation };
+                    w.schedule(w.now + self.work_ms, ev);
+                }
+            }
+            Output::SubmitTxs { txs, origin } => self.submit(txs, origin, w),
+            Output::Ban { peer, until_ms } => w.ban(self.id, peer, until_ms),
+            Output::Unban { peer } => {
+                w.refusals.remove(&(self.id, peer));
+            }
+            Output::Event(e) => {
+                if let Event::Penalised { peer, offence, .. } = e {
+                    w.penalties.push(Penalty { at_ms: w.now, by: self.id, peer, offence });
+                }
+                let line = format!("{} {e:?}", self.id);
+                w.log(line);
+            }
+        }
+    }
+
+    /// A batch enters the pipeline's buffer; a verification round is due.
+    pub fn submit(&mut self, txs: Vec<Tx>, origin: TxOrigin<NodeId>, w: &mut World) {
+        self.pipeline.push((txs, origin));
+        if !self.verify_due {
+            self.verify_due = true;
+            w.schedule(w.now + self.work_ms, Ev::Verify { node: self.id, incarnation: self.incarnation });
+        }
+    }
+
+    /// The verify stage: everything buffered in one admission call, then the verdicts to the
+    /// machine (gossip per batch, what local submissions brought as one relay).
+    pub fn verify(&mut self, w: &mut World) {
+        self.verify_due = false;
+        let items = std::mem::take(&mut self.pipeline);
+        let (batches, origins): (Vec<Vec<Tx>>, Vec<TxOrigin<NodeId>>) = items.into_iter().unzip();
+        let n: usize = batches.iter().map(Vec::len).sum();
+        let outcomes = self.replica.admit_batches(batches, w.now);
+        let mut round = Vec::new();
+        let mut local = Vec::new();
+        let mut admitted = 0;
+        for (origin, o) in origins.into_iter().zip(outcomes) {
+            admitted += o.admitted.len();
+            match origin {
+                TxOrigin::Local => {
+                    for t in &o.admitted {
+                        w.accepted.insert(t.txid(self.replica.params.hash));
+                    }
+                    local.extend(o.admitted);
+                }
+                origin => round.push(TxsDone { origin, admitted: o.admitted, invalid: o.invalid }),
+            }
+        }
+        if !local.is_empty() {
+            round.push(TxsDone { origin: TxOrigin::Local, admitted: local, invalid: false });
+        }
+        w.log(format!("{} admitted {admitted}/{n}", self.id));
+        if !round.is_empty() {
+            self.step(Input::TxsDone(round), w);
+        }
+    }
+
+    /// The block worker: every queued block, in order, each verdict to the machine.
+    pub fn accept_blocks(&mut self, w: &mut World) {
+        self.blocks_due = false;
+        for (block, origin) in std::mem::take(&mut self.blocks) {
+            let o = self.replica.accept_block(block, w.now);
+            w.disconnected_blocks += o.disconnected as u64;
+            w.readmitted += o.reorg.returned.iter().filter(|v| v.is_ok()).count() as u64;
+            let verdict = o.verdict();
+            let line = format!(
+                "{} block {} {} {verdict:?} tip {:?}",
+                self.id,
+                o.height,
+                &o.hash.to_string()[..8],
+                o.new_tip.map(|t| t.0)
+            );
+            w.log(line);
+            self.step(Input::BlockDone { hash: o.hash, height: o.height, origin, verdict }, w);
+        }
+    }
+
+    /// The miner: a block on the tip, solved on this thread, to the block worker.
+    pub fn mine(&mut self, w: &mut World) {
+        let Some(reward) = self.reward else { return };
+        let mut block = self.replica.block_template(reward, self.max_block_txs, w.now);
+        if !solve(&mut block.header, self.replica.params.hash, 1, &AtomicBool::new(false)) {
+            return;
+        }
+        w.log(format!("{} mined {} with {} txs", self.id, block.header.height, block.txs.len() - 1));
+        let encoded = block.encode();
+        self.carry(Output::SubmitBlock { block, origin: BlockOrigin::Local { encoded } }, w);
+    }
+}
+
+/// A node the test scripts: it runs no protocol, records what it receives, and sends what it is
+/// told to (junk included).
+#[derive(Default)]
+pub(crate) struct Scripted {
+    pub received: Vec<(u64, NodeId, Wire)>,
+    pub next_tag: u64,
+}
