@@ -8,7 +8,7 @@
 //! - [`miner`]: the miner thread (template and nonce search are the replica's);
 //! - [`api`]: the HTTP API and its OpenAPI document;
 //! - [`metrics`]: the Prometheus exposition;
-//! - [`run`]: start-up, the reactor that drives the peer protocol, and shutdown.
+//! - [`run`](mod@run): start-up, the reactor that drives the peer protocol, and shutdown.
 //!
 //! Consensus stays in `consensus` and `chain`, the peer protocol in `p2p::protocol`, the
 //! node's synchronous steps in `replica`: the node only moves data between the network, the

@@ -8,8 +8,8 @@
 //!
 //! The machine holds no socket, reads no clock and draws no random number: the node's reactor
 //! (`scalechain-node`, over libp2p) and the simulator (`scalechain-simnet`, over a virtual
-//! network) drive the same code. Its managers are [`SyncState`] (headers-first sync) and
-//! [`PeerBook`] (scores and bans). Every map is ordered, so the same inputs give the same
+//! network) drive the same code. Its managers are [`SyncState`](crate::sync::SyncState) (headers-first sync) and
+//! [`PeerBook`](crate::score::PeerBook) (scores and bans). Every map is ordered, so the same inputs give the same
 //! outputs in the same order.
 //!
 //! What it does is the contract of `docs/PROTOCOL.md` §13: the handshake on connect (refused
