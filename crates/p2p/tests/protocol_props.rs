@@ -9,7 +9,7 @@ use proptest::prelude::*;
 use scalechain_p2p::msg::{message_id, Hello, Request, Response, Role, TxBatch, PROTOCOL_VERSION};
 use scalechain_p2p::protocol::{ChainView, Config, Event, Input, Output, Protocol, Topic};
 use scalechain_types::codec::Encode;
-use scalechain_types::{Hash, HashKind, Header, Tx};
+use scalechain_types::{Block, Hash, HashKind, Header, Target, Tx};
 
 const CHAIN: Hash = Hash([7; 32]);
 const GENESIS: Hash = Hash([1; 32]);
@@ -41,6 +41,20 @@ impl ChainView for Genesis {
     }
 }
 
+/// A structurally valid block claiming height `h`.
+fn block(h: u64) -> Block {
+    let header = Header {
+        version: 1,
+        height: h,
+        prev_hash: GENESIS,
+        merkle_root: Hash([0; 32]),
+        time: 1,
+        target: Target::from_bits(255),
+        nonce: 0,
+    };
+    Block { header, txs: vec![Tx::coinbase(h, vec![])] }
+}
+
 /// Bytes that are sometimes valid messages and sometimes junk.
 fn body() -> impl Strategy<Value = Vec<u8>> {
     let hello = |chain: Hash, h: u64| Hello {
@@ -61,6 +75,7 @@ fn body() -> impl Strategy<Value = Vec<u8>> {
         Just(Response::Headers(vec![]).encode()),
         Just(Response::Blocks(vec![]).encode()),
         Just(TxBatch(vec![Tx::coinbase(1, vec![])]).encode()),
+        (1u64..100).prop_map(|h| block(h).encode()),
     ]
 }
 

@@ -235,7 +235,10 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
                 };
                 match decoded {
                     Ok(block) => {
-                        self.sync.peer_tip(source.clone(), block.header.height);
+                        // Only a connected peer's claim counts: sync asks whoever claims most.
+                        if self.peers.contains_key(&source) {
+                            self.sync.peer_tip(source.clone(), block.header.height);
+                        }
                         self.push(Output::SubmitBlock { block, origin: BlockOrigin::Gossip { source, id } });
                     }
                     Err(e) => {
