@@ -11,7 +11,7 @@ use scalechain_chain::{Accepted, ChainError};
 use scalechain_types::{Block, Hash};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::state::{admit_env, now_ms, Shared};
+use crate::state::{now_ms, Shared};
 
 /// Where a block came from.
 #[derive(Debug)]
@@ -95,7 +95,7 @@ pub fn accept(shared: &Shared, block: Block, origin: Origin) -> Outcome {
         let c = &*chain;
         if !reorg.disconnected.is_empty() {
             shared.metrics.reorgs.add(1);
-            let env = admit_env(c, &shared.chain_id);
+            let env = c.next_block_env(now_ms());
             shared.mempool.reorg(&env, reorg.returned.clone());
         }
         let _ = shared.tip_changed.send((c.tip_height(), c.tip()));

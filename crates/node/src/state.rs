@@ -10,8 +10,8 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use parking_lot::RwLock;
 use scalechain_chain::{Chain, DiskStore};
-use scalechain_consensus::Params;
-use scalechain_mempool::{AdmitEnv, Mempool};
+use scalechain_consensus::{Params, TxEnv};
+use scalechain_mempool::Mempool;
 use scalechain_p2p::msg::{Hello, Role, PROTOCOL_VERSION};
 use scalechain_p2p::net::{Multiaddr, NetStats, PeerId};
 use scalechain_types::Hash;
@@ -70,21 +70,6 @@ pub fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
-/// Admission against `chain`'s tip: transactions are judged for the next block, at the
-/// validator's clock.
-pub fn admit_env<'a>(chain: &'a Chain<DiskStore>, chain_id: &'a Hash) -> AdmitEnv<'a> {
-    AdmitEnv {
-        params: chain.params(),
-        chain_id,
-        apps: chain.apps(),
-        verify: chain.verify_config(),
-        utxos: chain.utxos(),
-        app_state: chain.app_state(),
-        height: chain.tip_height() + 1,
-        time: now_ms(),
-    }
-}
-
 impl Shared {
     /// The node's handshake.
     pub fn hello(&self) -> Hello {
@@ -109,10 +94,10 @@ impl Shared {
         self.stopping.load(Ordering::Relaxed)
     }
 
-    /// Runs `f` with an admission environment at the current tip (holding the chain's read
-    /// lock, so no block connects meanwhile).
-    pub fn with_admit_env<R>(&self, f: impl FnOnce(&AdmitEnv<'_>) -> R) -> R {
+    /// Runs `f` with the admission environment at the current tip, at the validator's clock
+    /// (holding the chain's read lock, so no block connects meanwhile).
+    pub fn with_admit_env<R>(&self, f: impl FnOnce(&TxEnv<'_>) -> R) -> R {
         let c = self.chain.read();
-        f(&admit_env(&c, &self.chain_id))
+        f(&c.next_block_env(now_ms()))
     }
 }
