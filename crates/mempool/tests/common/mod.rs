@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use scalechain_chain::{Accepted, Chain, ChainError, MemStore};
-use scalechain_consensus::params::{devnet_premine_key, SigMode};
 use scalechain_consensus::connect::ConnectCtx;
+use scalechain_consensus::params::{devnet_premine_key, SigMode};
 use scalechain_consensus::{Apps, Params, TxEnv, VerifyConfig};
 use scalechain_mempool::{Mempool, MempoolConfig};
 use scalechain_types::{
