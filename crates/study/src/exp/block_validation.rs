@@ -219,7 +219,7 @@ fn measure_commit(
     Ok(s)
 }
 
-fn charts(t: &Table) -> Vec<Chart> {
+pub(crate) fn charts(t: &Table) -> Vec<Chart> {
     let mut steps = Vec::new();
     let mut speed = Vec::new();
     let builds = t.distinct("build");
@@ -266,7 +266,7 @@ fn charts(t: &Table) -> Vec<Chart> {
         Chart {
             title: "Speedup of parallel over sequential (seed 000 Fig 3.2b)".into(),
             x_label: "transactions in the block (n)".into(),
-            y_label: "speedup".into(),
+            y_label: "speedup (×, sequential time / parallel time)".into(),
             log_x: true,
             log_y: false,
             series: speed,
