@@ -3,14 +3,14 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-use scalechain_consensus::check::{check_block, check_header_context};
+use scalechain_consensus::check::{check_block, check_header_context, CheckedBlock};
 use scalechain_consensus::connect::{connect_block, disconnect_block, genesis_changes, Changes, ConnectCtx};
 use scalechain_consensus::params::params_from_genesis;
 use scalechain_consensus::pow::target_to_u256;
 use scalechain_consensus::utxo::UtxoOverlay;
 use scalechain_consensus::{
     genesis_block, AppStateView, Apps, BlockError, BlockRejection, BlockTree, BlockUndo, Coin, Params,
-    SigCache, UtxoSet, UtxoView, VerifyConfig,
+    SigCache, TxEnv, UtxoSet, UtxoView, VerifyConfig,
 };
 use scalechain_store::{ChainStore, Commit, StoreError, TxLocation};
 use scalechain_types::codec::{Decode, Encode};
@@ -281,6 +281,19 @@ impl<S: ChainStore> Chain<S> {
         self.sig_cache = cache;
     }
 
+    /// Where transactions outside a block are judged (mempool admission): as if alone in the
+    /// next block on the tip, at `time` (the validator's clock), against the committed UTXO set
+    /// and application state, with this chain's engine settings and no signature cache.
+    pub fn next_block_env(&self, time: u64) -> TxEnv<'_> {
+        TxEnv {
+            ctx: ConnectCtx::new(&self.params, &self.chain_id, &self.apps, &self.verify),
+            view: &self.utxos,
+            app_state: &self.app_state,
+            height: self.tip_height() + 1,
+            time,
+        }
+    }
+
     /// The application modules.
     pub fn apps(&self) -> &Apps {
         &self.apps
@@ -424,7 +437,7 @@ impl<S: ChainStore> Chain<S> {
                 parent: parent.hash,
             });
         }
-        let txids = check_block(&block, &self.params, &self.apps)
+        let checked = check_block(&block, &self.params, &self.apps)
             .map_err(|e| ChainError::rejected(&block, hash, e))?;
         check_header_context(
             &self.params,
@@ -436,14 +449,13 @@ impl<S: ChainStore> Chain<S> {
         .map_err(|e| ChainError::rejected(&block, hash, e))?;
         self.store.put_block(&hash, &block)?;
         self.tree.insert(block.header).map_err(|e| ChainError::Corrupt(e.to_string()))?;
-        self.activate_best(Some((hash, block, txids)))
+        self.activate_best(Some(&checked))
     }
 
-    /// Moves the main chain to the best valid branch. `fresh` is the block that just arrived
-    /// (with its txids), so it is neither re-read nor re-hashed.
-    fn activate_best(&mut self, fresh: Option<(Hash, Block, Vec<Hash>)>) -> Result<Accepted, ChainError> {
-        let fresh_hash = fresh.as_ref().map(|(h, _, _)| *h);
-        let mut fresh = fresh;
+    /// Moves the main chain to the best valid branch. `fresh` is the block that just arrived,
+    /// already checked, so it is neither re-read nor checked again.
+    fn activate_best(&mut self, fresh: Option<&CheckedBlock<'_>>) -> Result<Accepted, ChainError> {
+        let fresh_hash = fresh.map(CheckedBlock::hash);
         let mut result = Accepted::SideBranch;
         loop {
             let (best, tip) = (self.tree.best(), self.tip());
@@ -451,7 +463,7 @@ impl<S: ChainStore> Chain<S> {
             if best == tip || self.work(&best) <= self.work(&tip) {
                 return Ok(result);
             }
-            let (reorg, failure) = self.try_reorg(tip, best, &mut fresh)?;
+            let (reorg, failure) = self.try_reorg(tip, best, fresh)?;
             if let Some(reorg) = reorg {
                 if fresh_hash.is_some_and(|h| reorg.connected.contains(&h)) {
                     result = Accepted::Connected(reorg);
@@ -478,7 +490,7 @@ impl<S: ChainStore> Chain<S> {
         &mut self,
         tip: Hash,
         target: Hash,
-        fresh: &mut Option<(Hash, Block, Vec<Hash>)>,
+        fresh: Option<&CheckedBlock<'_>>,
     ) -> Result<(Option<Reorg>, Option<(Hash, BlockRejection)>), ChainError> {
         let p = self.params.clone();
         let fork =
@@ -517,32 +529,37 @@ impl<S: ChainStore> Chain<S> {
         let mut txids_add = Vec::new();
         let mut failure = None;
         for h in &to_connect {
-            let (block, txids) = match fresh.take() {
-                Some((fh, b, t)) if fh == *h => (b, t),
-                other => {
-                    *fresh = other;
-                    let b = self
+            let stored;
+            let checked_here;
+            let checked = match fresh {
+                Some(f) if f.hash() == *h => f,
+                _ => {
+                    stored = self
                         .store
                         .get_block(h)?
                         .ok_or_else(|| ChainError::Corrupt(format!("block {h} missing")))?;
-                    match check_block(&b, &p, &self.apps) {
-                        Ok(t) => (b, t),
+                    match check_block(&stored, &p, &self.apps) {
+                        Ok(c) => {
+                            checked_here = c;
+                            &checked_here
+                        }
                         Err(e) => {
-                            failure =
-                                Some((*h, BlockRejection { height: b.header.height, hash: *h, error: e }));
+                            let height = stored.header.height;
+                            failure = Some((*h, BlockRejection { height, hash: *h, error: e }));
                             break;
                         }
                     }
                 }
             };
-            match connect_block(&ctx, &block, &txids, &overlay, &app) {
+            let height = checked.block().header.height;
+            match connect_block(&ctx, checked, &overlay, &app) {
                 Ok(diff) => {
                     apply(&mut overlay, &mut app, &diff.changes);
-                    txids_add.extend(txid_entries(*h, block.header.height, txids.iter().copied()));
-                    connected.push((block.header.height, *h, diff.undo));
+                    txids_add.extend(txid_entries(*h, height, checked.txids().iter().copied()));
+                    connected.push((height, *h, diff.undo));
                 }
                 Err(e) => {
-                    failure = Some((*h, BlockRejection { height: block.header.height, hash: *h, error: e }));
+                    failure = Some((*h, BlockRejection { height, hash: *h, error: e }));
                     break;
                 }
             }
@@ -630,10 +647,10 @@ impl<S: ChainStore> Chain<S> {
                 )));
             }
             let rej = |e| ChainError::rejected(&block, hash, e);
-            let txids = check_block(&block, p, &self.apps).map_err(rej)?;
+            let checked = check_block(&block, p, &self.apps).map_err(rej)?;
             check_header_context(p, &block.header, &parent, &tree.branch(parent.hash(p.hash)), now_ms)
                 .map_err(rej)?;
-            let diff = connect_block(&ctx, &block, &txids, &utxos, &app_state).map_err(rej)?;
+            let diff = connect_block(&ctx, &checked, &utxos, &app_state).map_err(rej)?;
             diff.changes.apply_utxos(&mut utxos);
             diff.changes.apply_app(&mut app_state);
             tree.insert(block.header).map_err(|e| ChainError::Corrupt(e.to_string()))?;

@@ -223,10 +223,7 @@ fn wrong_key_and_bad_signature_and_scheme_mismatch() {
     let mut b = base.clone();
     let other = SecretKey::from_seed(Scheme::Ed25519, [42; 32]);
     b.txs[1].inputs[0].witness.pubkey = other.public();
-    let msg = scalechain_types::keys::sighash(t.p.hash, &t.chain.chain_id(), &b.txs[1].txid(t.p.hash));
-    for i in &mut b.txs[1].inputs {
-        i.witness.signature = other.sign(&msg);
-    }
+    b.txs[1].sign_inputs_with(t.p.hash, &t.chain.chain_id(), &other);
     t.reseal(&mut b);
     t.reject(b, |e| matches!(tx_rule(e), Some(TxRule::WrongKey { input: 0 })));
     // Bad signature: one flipped bit.

@@ -83,10 +83,39 @@ pub fn coinbase_height(tx: &Tx) -> Option<u64> {
     Some(u64::from_le_bytes(tx.data.get(..8)?.try_into().ok()?))
 }
 
+/// A block that passed [`check_block`], with what the check computed once for the later
+/// stages: its hash and its txids. Only [`check_block`] makes one, and
+/// [`crate::connect::connect_block`] takes nothing else, so no block reaches the UTXO set
+/// without its stateless rules, and no list of txids can be paired with the wrong block.
+#[derive(Debug)]
+pub struct CheckedBlock<'a> {
+    block: &'a Block,
+    hash: Hash,
+    txids: Vec<Hash>,
+}
+
+impl<'a> CheckedBlock<'a> {
+    /// The block.
+    pub fn block(&self) -> &'a Block {
+        self.block
+    }
+
+    /// The block's hash.
+    pub fn hash(&self) -> Hash {
+        self.hash
+    }
+
+    /// The txids of its transactions, in block order.
+    pub fn txids(&self) -> &[Hash] {
+        &self.txids
+    }
+}
+
 /// Stateless rules of a block: version, counts and size, proof of work against the header's
 /// own target, the Merkle root, coinbase placement and height, every transaction's stateless
-/// rules and unique txids. Returns the txids (computed once, in parallel, for later stages).
-pub fn check_block(block: &Block, p: &Params, apps: &Apps) -> Result<Vec<Hash>, BlockError> {
+/// rules and unique txids. Returns the block as checked, with its hash and txids (computed
+/// once, in parallel, for later stages).
+pub fn check_block<'a>(block: &'a Block, p: &Params, apps: &Apps) -> Result<CheckedBlock<'a>, BlockError> {
     let _s = profile::span("check.block");
     let h = &block.header;
     if h.version != 1 {
@@ -113,7 +142,8 @@ pub fn check_block(block: &Block, p: &Params, apps: &Apps) -> Result<Vec<Hash>, 
     if computed != h.merkle_root {
         return Err(BlockError::BadMerkleRoot { computed, got: h.merkle_root });
     }
-    check_block_txs(block, p, apps)
+    let txids = check_block_txs(block, p, apps)?;
+    Ok(CheckedBlock { block, hash, txids })
 }
 
 /// The transaction part of [`check_block`], for a block whose shape, proof of work and Merkle

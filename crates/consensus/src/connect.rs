@@ -25,6 +25,7 @@ use scalechain_types::profile;
 use scalechain_types::{Amount, Block, Hash, OutPoint, Tx, TxIn, TxKind};
 
 use crate::app::{precheck_txs, AppContext, AppError, AppOverlay, AppStateView, Apps, Precheck};
+use crate::check::CheckedBlock;
 use crate::error::{BlockError, TxRule};
 use crate::params::Params;
 use crate::utxo::{Coin, UtxoSet, UtxoView};
@@ -181,16 +182,16 @@ pub fn sig_jobs(ctx: &ConnectCtx<'_>, block: &Block, txids: &[Hash]) -> Vec<SigJ
     }
 }
 
-/// Connects `block` (already through [`crate::check::check_block`], whose txids it takes)
-/// to `view` and `app_state`. Returns the diff, or the first rule the block breaks.
+/// Connects a block that passed [`crate::check::check_block`] to `view` and `app_state`.
+/// Returns the diff, or the first rule the block breaks.
 pub fn connect_block(
     ctx: &ConnectCtx<'_>,
-    block: &Block,
-    txids: &[Hash],
+    checked: &CheckedBlock<'_>,
     view: &(dyn UtxoView + Sync),
     app_state: &(dyn AppStateView + Sync),
 ) -> Result<BlockDiff, BlockError> {
     let _s = profile::span("connect.block");
+    let (block, txids) = (checked.block(), checked.txids());
     let jobs = sig_jobs(ctx, block, txids);
     let stateful = || {
         let pre = app_prechecks(ctx, block);

@@ -60,7 +60,7 @@ pub fn validate_block(data: &[u8]) {
     let p = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
     let genesis = genesis_block(&p);
     let apps = Apps::none();
-    let Ok(txids) = check_block(&block, &p, &apps) else { return };
+    let Ok(checked) = check_block(&block, &p, &apps) else { return };
     let tree = BlockTree::new(p.hash, genesis.header);
     if check_header_context(&p, &block.header, &genesis.header, &tree.branch(tree.genesis()), u64::MAX / 2)
         .is_err()
@@ -73,7 +73,7 @@ pub fn validate_block(data: &[u8]) {
     let cfg = VerifyConfig::parallel([1; 32]);
     let ctx = ConnectCtx::new(&p, &chain_id, &apps, &cfg);
     let state = std::collections::BTreeMap::new();
-    if let Ok(diff) = connect_block(&ctx, &block, &txids, &utxos, &state) {
+    if let Ok(diff) = connect_block(&ctx, &checked, &utxos, &state) {
         let before = utxos.total_value();
         diff.changes.apply_utxos(&mut utxos);
         assert!(utxos.total_value() <= before + u128::from(p.subsidy(block.header.height).get()));

@@ -30,6 +30,7 @@ pub mod utxo;
 pub mod verify;
 
 pub use app::{AppContext, AppError, AppModule, AppOverlay, AppStateView, Apps};
+pub use check::CheckedBlock;
 pub use connect::{connect_block, disconnect_block, BlockDiff, BlockUndo};
 pub use error::{BlockError, BlockRejection, TxRule};
 pub use params::{genesis_block, Params, SigMode};

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use scalechain_consensus::app::Precheck;
+use scalechain_consensus::check::check_block;
 use scalechain_consensus::connect::ConnectCtx;
 use scalechain_consensus::params::SigMode;
 use scalechain_consensus::{
@@ -89,7 +90,7 @@ fn connect(mode: VerifyMode, txs: &[Tx]) -> (Result<(), BlockError>, Arc<Proofs>
     };
     let mut block = Block { header, txs: txs.to_vec() };
     block.txs.insert(0, Tx::coinbase(100, vec![TxOut { value: p.subsidy(100), lock }]));
-    let txids: Vec<Hash> = block.txs.iter().map(|t| t.txid(p.hash)).collect();
+    block.header.merkle_root = block.compute_merkle_root(p.hash);
     let module = Arc::new(Proofs::default());
     let mut apps = Apps::none();
     apps.register(module.clone());
@@ -97,7 +98,9 @@ fn connect(mode: VerifyMode, txs: &[Tx]) -> (Result<(), BlockError>, Arc<Proofs>
     verify.batch_size = 64;
     let chain_id = Hash([9; 32]);
     let ctx = ConnectCtx::new(&p, &chain_id, &apps, &verify);
-    let res = connect_block(&ctx, &block, &txids, &UtxoSet::new(), &BTreeMap::new()).map(|_| ());
+    let res = check_block(&block, &p, &apps)
+        .and_then(|checked| connect_block(&ctx, &checked, &UtxoSet::new(), &BTreeMap::new()))
+        .map(|_| ());
     (res, module)
 }
 
@@ -134,8 +137,10 @@ fn connect_block_uses_the_batch_and_every_mode_agrees() {
     for mode in VerifyMode::ALL {
         assert_eq!(failure(&connect(mode, &txs).0), Some((201, "bad-proof")), "{mode:?}");
     }
-    // A state rule earlier in the block than a bad proof comes first, in every mode.
-    txs.insert(50, app_tx(2, 7));
+    // A state rule earlier in the block than a bad proof comes first, in every mode (another
+    // valid proof for a name already taken: a different transaction, so not a duplicate txid,
+    // which the stateless rules would refuse before any state rule).
+    txs.insert(50, app_tx(4, 7));
     for mode in VerifyMode::ALL {
         assert_eq!(failure(&connect(mode, &txs).0), Some((51, "name-taken")), "{mode:?}");
     }

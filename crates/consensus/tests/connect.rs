@@ -5,10 +5,10 @@
 
 use std::collections::BTreeMap;
 
+use scalechain_consensus::check::check_block;
 use scalechain_consensus::connect::ConnectCtx;
 use scalechain_consensus::params::SigMode;
 use scalechain_consensus::{connect_block, Apps, BlockError, Coin, Params, TxRule, UtxoSet, VerifyConfig};
-use scalechain_types::keys::sighash;
 use scalechain_types::{
     Amount, Block, Hash, HashKind, Header, Lock, OutPoint, Scheme, SecretKey, Target, Tx, TxIn, TxKind,
     TxOut, Witness,
@@ -55,10 +55,7 @@ impl Fixture {
             outputs: vec![self_out(&self.p, &self.key, out)],
             data: vec![],
         };
-        let msg = sighash(self.p.hash, &self.chain_id, &tx.txid(self.p.hash));
-        for input in &mut tx.inputs {
-            input.witness.signature = self.key.sign(&msg);
-        }
+        tx.sign_inputs_with(self.p.hash, &self.chain_id, &self.key);
         tx
     }
 
@@ -76,11 +73,12 @@ impl Fixture {
         let mut block = Block { header, txs };
         block.txs.insert(0, Tx::coinbase(100, vec![self_out(&self.p, &self.key, 1)]));
         block.header.merkle_root = block.compute_merkle_root(self.p.hash);
-        let txids: Vec<Hash> = block.txs.iter().map(|t| t.txid(self.p.hash)).collect();
         let (apps, verify) = (Apps::none(), VerifyConfig::parallel([1; 32]));
         let ctx = ConnectCtx::new(&self.p, &self.chain_id, &apps, &verify);
         let before = self.utxos.clone();
-        let res = connect_block(&ctx, &block, &txids, &self.utxos, &BTreeMap::new()).map(|_| ());
+        let res = check_block(&block, &self.p, &apps)
+            .and_then(|checked| connect_block(&ctx, &checked, &self.utxos, &BTreeMap::new()))
+            .map(|_| ());
         assert_eq!(self.utxos, before, "connect_block must not mutate the view");
         res
     }

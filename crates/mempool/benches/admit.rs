@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use criterion::{BatchSize, BenchmarkId, Criterion, SamplingMode, Throughput};
 use scalechain_consensus::connect::ConnectCtx;
 use scalechain_consensus::{genesis_block, verify_txs, Apps, Params, SigMode, TxEnv, VerifyConfig};
-use scalechain_mempool::{AdmitEnv, Mempool, MempoolConfig};
+use scalechain_mempool::{Mempool, MempoolConfig};
 use scalechain_sim::workload::{transfers, Spec, Transfers};
 use scalechain_types::{Block, Hash, HashKind, Tx};
 
@@ -58,23 +58,14 @@ impl Fixture {
         }
     }
 
-    fn env(&self) -> AdmitEnv<'_> {
-        AdmitEnv {
-            params: &self.params,
-            chain_id: &self.chain_id,
-            apps: &self.apps,
-            verify: &self.verify,
-            utxos: &self.w.utxos,
-            app_state: &self.app_state,
-            height: 1,
-            time: 0,
-        }
+    /// Admission and the raw check judge in the same environment.
+    fn env(&self) -> TxEnv<'_> {
+        let ctx = ConnectCtx::new(&self.params, &self.chain_id, &self.apps, &self.verify);
+        TxEnv { ctx, view: &self.w.utxos, app_state: &self.app_state, height: 1, time: 0 }
     }
 
     fn raw(&self, txs: &[Tx]) -> usize {
-        let ctx = ConnectCtx::new(&self.params, &self.chain_id, &self.apps, &self.verify);
-        let tenv = TxEnv { ctx, view: &self.w.utxos, app_state: &self.app_state, height: 1, time: 0 };
-        verify_txs(&tenv, txs).iter().filter(|v| v.is_ok()).count()
+        verify_txs(&self.env(), txs).iter().filter(|v| v.is_ok()).count()
     }
 
     fn pool(&self) -> Mempool {

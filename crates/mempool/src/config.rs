@@ -1,6 +1,4 @@
-//! Pool limits and policy, and the exact fee-rate arithmetic they use.
-
-use std::cmp::Ordering;
+//! Pool limits and policy.
 
 use scalechain_types::Amount;
 
@@ -47,76 +45,5 @@ impl Default for MempoolConfig {
             max_tx_bytes: 100_000,
             sig_cache_capacity: 200_000,
         }
-    }
-}
-
-/// A fee over a size, compared exactly (by cross-multiplication, no rounding).
-#[derive(Clone, Copy, Debug)]
-pub struct FeeRate {
-    /// Fee (sum over a package when it describes one).
-    pub fee: u64,
-    /// Bytes (never zero for a real transaction).
-    pub size: u64,
-}
-
-impl FeeRate {
-    /// `fee` over `size`; a zero size counts as one byte.
-    pub fn new(fee: u64, size: u64) -> FeeRate {
-        FeeRate { fee, size: size.max(1) }
-    }
-
-    /// Fee per 1,000 bytes, rounded down (for messages and metrics).
-    pub fn per_kb(self) -> u64 {
-        let v = u128::from(self.fee) * 1000 / u128::from(self.size.max(1));
-        u64::try_from(v).unwrap_or(u64::MAX)
-    }
-
-    /// Is the rate below `min` per 1,000 bytes?
-    pub fn below_per_kb(self, min: u64) -> bool {
-        u128::from(self.fee) * 1000 < u128::from(min) * u128::from(self.size)
-    }
-}
-
-impl PartialEq for FeeRate {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-
-impl Eq for FeeRate {}
-
-impl PartialOrd for FeeRate {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for FeeRate {
-    fn cmp(&self, other: &Self) -> Ordering {
-        (u128::from(self.fee) * u128::from(other.size)).cmp(&(u128::from(other.fee) * u128::from(self.size)))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rates_compare_exactly() {
-        assert!(FeeRate::new(1, 3) < FeeRate::new(1, 2));
-        assert_eq!(FeeRate::new(2, 6), FeeRate::new(1, 3));
-        // 1/3 and 333/1000 differ although they round alike.
-        assert!(FeeRate::new(333, 1000) < FeeRate::new(1, 3));
-        assert!(FeeRate::new(u64::MAX, 1) > FeeRate::new(u64::MAX - 1, 1));
-        assert_eq!(FeeRate::new(5, 0).size, 1);
-    }
-
-    #[test]
-    fn per_kb_and_minimum() {
-        let r = FeeRate::new(100, 250);
-        assert_eq!(r.per_kb(), 400);
-        assert!(!r.below_per_kb(400));
-        assert!(r.below_per_kb(401));
-        assert!(!FeeRate::new(0, 10).below_per_kb(0));
     }
 }

@@ -23,7 +23,9 @@
 //!   byte and count limits.
 //!
 //! Pure like the consensus crate: no IO, no clock, no randomness; the chain state, the
-//! verification seed and the block height and time come in through [`AdmitEnv`].
+//! verification seed and the block height and time come in through the consensus crate's
+//! `TxEnv` (the environment `verify_txs` judges transactions in, describing the next block on
+//! the chain's tip; `Chain::next_block_env` builds it).
 
 mod config;
 mod error;
@@ -32,8 +34,8 @@ mod pool;
 mod sigcache;
 mod snapshot;
 
-pub use config::{FeeRate, MempoolConfig};
+pub use config::MempoolConfig;
 pub use error::MempoolError;
-pub use mempool::{AdmitEnv, Admitted, Mempool, Removed, ReorgOutcome};
+pub use mempool::{Admitted, Mempool, Removed, ReorgOutcome};
 pub use sigcache::SignatureCache;
 pub use snapshot::{Counters, PoolEntry, Snapshot, Stats, Template};

@@ -7,37 +7,14 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use arc_swap::ArcSwap;
 use rayon::prelude::*;
 use scalechain_consensus::connect::ConnectCtx;
-use scalechain_consensus::{
-    verify_txs, AppModule, AppStateView, Apps, Coin, Params, SigCache, TxEnv, TxRule, UtxoView, VerifyConfig,
-};
-use scalechain_types::{Amount, Block, Hash, HashKind, OutPoint, Tx, TxKind};
+use scalechain_consensus::{verify_txs, AppModule, Apps, Coin, Params, SigCache, TxEnv, TxRule, UtxoView};
+use scalechain_types::{Amount, Block, FeeRate, Hash, HashKind, OutPoint, Tx, TxKind};
 
-use crate::config::{FeeRate, MempoolConfig};
+use crate::config::MempoolConfig;
 use crate::error::MempoolError;
 use crate::pool::{AppKey, Candidate, Pool};
 use crate::sigcache::SignatureCache;
 use crate::snapshot::{is_fee_less, Counters, PoolEntry, Snapshot, Stats, Template};
-
-/// What admission reads from the node's chain, at its current tip.
-#[derive(Clone, Copy)]
-pub struct AdmitEnv<'a> {
-    /// Chain parameters.
-    pub params: &'a Params,
-    /// Chain id (signed by every input).
-    pub chain_id: &'a Hash,
-    /// Application modules.
-    pub apps: &'a Apps,
-    /// Signature engine settings (mode, batch size, batch seed).
-    pub verify: &'a VerifyConfig,
-    /// The committed UTXO set.
-    pub utxos: &'a (dyn UtxoView + Sync),
-    /// Committed application state.
-    pub app_state: &'a (dyn AppStateView + Sync),
-    /// Height of the next block (the one pooled transactions would enter).
-    pub height: u64,
-    /// Time of that block, in milliseconds since the Unix epoch (passed to application modules).
-    pub time: u64,
-}
 
 /// A transaction the pool took.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -170,7 +147,7 @@ fn static_policy(cfg: &MempoolConfig, tx: &Tx, size: u64) -> Result<(), MempoolE
 fn place(
     pool: &mut Pool,
     cfg: &MempoolConfig,
-    env: &AdmitEnv<'_>,
+    env: &TxEnv<'_>,
     c: Candidate,
 ) -> Result<Admitted, MempoolError> {
     // Evictions earlier in the same generation may have taken what it spends.
@@ -178,17 +155,17 @@ fn place(
         return Err(e);
     }
     for (input, i) in c.tx.inputs.iter().enumerate() {
-        if pool.coin(&i.prev, env.utxos, env.height).is_none() {
+        if pool.coin(&i.prev, env.view, env.height).is_none() {
             return Err(MempoolError::Consensus(TxRule::MissingInput { input, prev: i.prev }));
         }
     }
-    let rate = FeeRate::new(c.fee, c.size);
-    if rate.below_per_kb(cfg.min_fee_rate) {
+    let rate = FeeRate::of(c.fee, c.size);
+    if rate < FeeRate::of(cfg.min_fee_rate, 1000) {
         if !is_fee_less(&c.tx, c.fee) {
             return Err(MempoolError::LowFee {
                 fee: Amount::new(c.fee).unwrap_or(Amount::MAX),
                 size: c.size,
-                rate: rate.per_kb(),
+                rate: rate.per_1000_bytes(),
                 min: cfg.min_fee_rate,
             });
         }
@@ -216,14 +193,14 @@ fn run_admission(
     pool: &mut Pool,
     cfg: &MempoolConfig,
     cache: &SignatureCache,
-    env: &AdmitEnv<'_>,
+    env: &TxEnv<'_>,
     items: Vec<Prepared>,
 ) -> Vec<Result<Admitted, MempoolError>> {
     let n = items.len();
     let mut keys: Vec<Vec<AppKey>> = if n < 64 {
-        items.iter().map(|p| app_keys(env.apps, env.params, &p.tx)).collect()
+        items.iter().map(|p| app_keys(env.ctx.apps, env.ctx.params, &p.tx)).collect()
     } else {
-        items.par_iter().map(|p| app_keys(env.apps, env.params, &p.tx)).collect()
+        items.par_iter().map(|p| app_keys(env.ctx.apps, env.ctx.params, &p.tx)).collect()
     };
     let mut verdicts: Vec<Option<Result<Admitted, MempoolError>>> = (0..n).map(|_| None).collect();
     let mut meta: Vec<(Hash, Hash, u64)> = Vec::with_capacity(n);
@@ -276,17 +253,9 @@ fn run_admission(
         }
         let (idx, txs): (Vec<usize>, Vec<Tx>) = ready.into_iter().unzip();
         let results = {
-            let view = PoolView { pool, chain: env.utxos, height: env.height };
-            let ctx = ConnectCtx {
-                params: env.params,
-                chain_id: env.chain_id,
-                apps: env.apps,
-                verify: env.verify,
-                sig_cache: Some(cache as &dyn SigCache),
-            };
-            let tenv =
-                TxEnv { ctx, view: &view, app_state: env.app_state, height: env.height, time: env.time };
-            verify_txs(&tenv, &txs)
+            let view = PoolView { pool, chain: env.view, height: env.height };
+            let ctx = ConnectCtx { sig_cache: Some(cache as &dyn SigCache), ..env.ctx };
+            verify_txs(&TxEnv { ctx, view: &view, ..*env }, &txs)
         };
         for ((i, tx), result) in idx.into_iter().zip(txs).zip(results) {
             let (txid, wtxid, size) = meta[i];
@@ -295,7 +264,7 @@ fn run_admission(
                 Err(rule) => Err(MempoolError::Consensus(rule)),
                 Ok(v) => {
                     let keys = std::mem::take(&mut keys[i]);
-                    let last_height = app_last_height(env.apps, env.params, &tx);
+                    let last_height = app_last_height(env.ctx.apps, env.ctx.params, &tx);
                     let c = Candidate {
                         tx: Arc::new(tx),
                         txid,
@@ -417,16 +386,19 @@ impl Mempool {
 
     /// Judges `txs` against the chain state in `env` plus the pool, and takes those that pass
     /// the consensus rules and the pool's policy. Verdicts come back in the order of `txs`.
+    /// `env.view` is the committed UTXO set (the pool adds its own outputs on top) and
+    /// `env.height` the next block's height; the pool uses its own signature cache, whatever
+    /// `env.ctx.sig_cache` holds.
     ///
     /// Parents and children may come in one batch, in any order: they are admitted in
     /// generations, each verified as one parallel batch (`verify_txs`) with the pool's
     /// signature cache. A refused transaction changes nothing; the wtxids of admitted ones
     /// join the signature cache.
-    pub fn admit(&self, env: &AdmitEnv<'_>, txs: Vec<Tx>) -> Vec<Result<Admitted, MempoolError>> {
+    pub fn admit(&self, env: &TxEnv<'_>, txs: Vec<Tx>) -> Vec<Result<Admitted, MempoolError>> {
         if txs.is_empty() {
             return Vec::new();
         }
-        let items = prepare(env.params.hash, txs);
+        let items = prepare(env.ctx.params.hash, txs);
         let mut w = self.lock();
         let verdicts = run_admission(&mut w.pool, &self.config, &self.sig_cache, env, items);
         for v in &verdicts {
@@ -510,8 +482,8 @@ impl Mempool {
     /// Signatures are not checked again for anything the signature cache remembers (everything
     /// admitted before, within its capacity). With an empty `returned` this re-judges the pool
     /// against `env`.
-    pub fn reorg(&self, env: &AdmitEnv<'_>, returned: Vec<Tx>) -> ReorgOutcome {
-        let returned = prepare(env.params.hash, returned);
+    pub fn reorg(&self, env: &TxEnv<'_>, returned: Vec<Tx>) -> ReorgOutcome {
+        let returned = prepare(env.ctx.params.hash, returned);
         let n_returned = returned.len();
         let mut w = self.lock();
         let old = w.pool.by_admission();

@@ -11,9 +11,9 @@ use std::sync::Arc;
 
 use imbl::OrdMap;
 use scalechain_consensus::{Coin, UtxoView};
-use scalechain_types::{Hash, OutPoint, Tx};
+use scalechain_types::{FeeRate, Hash, OutPoint, Tx};
 
-use crate::config::{FeeRate, MempoolConfig};
+use crate::config::MempoolConfig;
 use crate::error::MempoolError;
 use crate::snapshot::PoolEntry;
 
@@ -56,7 +56,7 @@ impl Node {
     /// children pay for it is not evicted before them.
     fn score(&self) -> FeeRate {
         let own = self.entry.fee_rate();
-        let with_desc = FeeRate::new(
+        let with_desc = FeeRate::of(
             self.entry.fee.get().saturating_add(self.desc_fee),
             self.entry.size.saturating_add(self.desc_size),
         );
@@ -246,7 +246,7 @@ impl Pool {
     /// Checks the chain limits and room for `c`; on success says what to evict first.
     /// Changes nothing.
     pub fn plan(&self, cfg: &MempoolConfig, c: &Candidate) -> Result<Plan, MempoolError> {
-        let rate = FeeRate::new(c.fee, c.size);
+        let rate = FeeRate::of(c.fee, c.size);
         let parents = self.parents_of(&c.tx, &c.txid);
         let ancestors = self
             .ancestors_from(&parents, cfg.max_ancestors.saturating_sub(1))
@@ -282,7 +282,10 @@ impl Pool {
         if fits(count, bytes) {
             return Ok(Vec::new());
         }
-        let full = |lowest: FeeRate| MempoolError::PoolFull { rate: rate.per_kb(), lowest: lowest.per_kb() };
+        let full = |lowest: FeeRate| MempoolError::PoolFull {
+            rate: rate.per_1000_bytes(),
+            lowest: lowest.per_1000_bytes(),
+        };
         let mut chosen: HashSet<Hash> = HashSet::new();
         let mut evict = Vec::new();
         for key in &self.by_score {

@@ -11,9 +11,7 @@ use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::sync::Arc;
 
 use imbl::OrdMap;
-use scalechain_types::{Amount, Hash, Tx};
-
-use crate::config::FeeRate;
+use scalechain_types::{Amount, FeeRate, Hash, Tx};
 
 /// Is `tx`, paying `fee`, a fee-less application transaction: not a transfer, no inputs (so no
 /// coins to pay with), no fee? Such transactions are held below the minimum fee rate, within
@@ -42,7 +40,7 @@ pub struct PoolEntry {
 impl PoolEntry {
     /// Its own fee rate.
     pub fn fee_rate(&self) -> FeeRate {
-        FeeRate::new(self.fee.get(), self.size)
+        FeeRate::of(self.fee.get(), self.size)
     }
 
     /// Is it a fee-less application transaction ([`is_fee_less`])?
@@ -332,7 +330,7 @@ impl<'a> Selector<'a> {
 
     fn candidate(&self, i: usize, version: u32) -> Candidate {
         Candidate {
-            rate: FeeRate::new(self.pkg_fee[i], self.pkg_size[i]),
+            rate: FeeRate::of(self.pkg_fee[i], self.pkg_size[i]),
             seq: Reverse(self.list[i].seq),
             idx: i,
             version,

@@ -14,7 +14,7 @@ use common::{owned, reasons, Net, Utxo};
 use scalechain_chain::Accepted;
 use scalechain_consensus::connect::ConnectCtx;
 use scalechain_consensus::{verify_txs, Apps, SigCache, TxEnv, TxRule, UtxoSet};
-use scalechain_mempool::{AdmitEnv, Mempool, MempoolConfig, MempoolError, Snapshot};
+use scalechain_mempool::{Mempool, MempoolConfig, MempoolError, Snapshot};
 use scalechain_sim::workload::{transfers, Spec, Transfers};
 use scalechain_types::{Amount, Hash, OutPoint, Tx};
 
@@ -36,18 +36,15 @@ impl Workload {
         Workload { net, w, app_state: BTreeMap::new() }
     }
 
-    fn env(&self) -> AdmitEnv<'_> {
+    fn env(&self) -> TxEnv<'_> {
         env_over(&self.net, &self.w.utxos, &self.app_state)
     }
 }
 
-fn env_over<'a>(net: &'a Net, utxos: &'a UtxoSet, app: &'a BTreeMap<Vec<u8>, Vec<u8>>) -> AdmitEnv<'a> {
-    AdmitEnv {
-        params: &net.p,
-        chain_id: &net.chain_id,
-        apps: &net.apps,
-        verify: &net.verify,
-        utxos,
+fn env_over<'a>(net: &'a Net, utxos: &'a UtxoSet, app: &'a BTreeMap<Vec<u8>, Vec<u8>>) -> TxEnv<'a> {
+    TxEnv {
+        ctx: ConnectCtx::new(&net.p, &net.chain_id, &net.apps, &net.verify),
+        view: utxos,
         app_state: app,
         height: 1,
         time: 0,

@@ -5,7 +5,7 @@ use scalechain_chain::{Accepted, ChainError, ChainStore};
 use scalechain_mempool::{Removed, ReorgOutcome};
 use scalechain_types::{Block, Hash};
 
-use crate::{admit_env, BlockVerdict, Replica};
+use crate::{BlockVerdict, Replica};
 
 /// What accepting one block did.
 #[derive(Debug)]
@@ -122,7 +122,7 @@ impl<S: ChainStore> Replica<S> {
             out.removed.expired.extend(r.expired);
         }
         if !left.is_empty() {
-            let env = admit_env(&chain, &self.chain_id, now_ms);
+            let env = chain.next_block_env(now_ms);
             out.reorg = self.mempool.reorg(&env, returned);
         }
         out.connected = connected.len();

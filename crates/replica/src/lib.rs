@@ -11,7 +11,8 @@
 //! - [`Replica::admit_batches`]: the pipeline's verify stage — the batches drained at once are
 //!   admitted in one `Mempool::admit` call and the verdicts split back per batch;
 //! - [`Replica::block_template`] and [`solve`]: the miner's block and nonce search;
-//! - [`admit_env`]: the one place the admission environment is built.
+//! Admission judges transactions in `Chain::next_block_env` (the next block on the tip, at
+//! the validator's clock).
 //!
 //! It is generic over the chain store: the node runs `Replica<DiskStore>` behind its threads,
 //! channels and sockets; the simulator (`scalechain-simnet`) runs `Replica<MemStore>` directly.
@@ -28,7 +29,7 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use scalechain_chain::{Chain, ChainStore};
 use scalechain_consensus::{Params, TxRule};
-use scalechain_mempool::{AdmitEnv, Admitted, Mempool, MempoolConfig, MempoolError};
+use scalechain_mempool::{Admitted, Mempool, MempoolConfig, MempoolError};
 use scalechain_types::merkle::root_of_txs;
 use scalechain_types::{Block, Hash, HashKind, Header, Lock, Tx, TxOut};
 
@@ -49,21 +50,6 @@ pub struct Replica<S: ChainStore> {
     pub chain: RwLock<Chain<S>>,
     /// The mempool (lock-free reads).
     pub mempool: Arc<Mempool>,
-}
-
-/// The admission environment at `chain`'s tip: transactions are judged for the next block,
-/// at the validator's clock `now_ms`. The only place it is built.
-pub fn admit_env<'a, S: ChainStore>(chain: &'a Chain<S>, chain_id: &'a Hash, now_ms: u64) -> AdmitEnv<'a> {
-    AdmitEnv {
-        params: chain.params(),
-        chain_id,
-        apps: chain.apps(),
-        verify: chain.verify_config(),
-        utxos: chain.utxos(),
-        app_state: chain.app_state(),
-        height: chain.tip_height() + 1,
-        time: now_ms,
-    }
 }
 
 /// The pipeline's verdicts on one batch.
@@ -113,7 +99,7 @@ impl<S: ChainStore> Replica<S> {
     /// meanwhile) at the validator's clock `now_ms`.
     pub fn admit(&self, txs: Vec<Tx>, now_ms: u64) -> Vec<Result<Admitted, MempoolError>> {
         let c = self.chain.read();
-        self.mempool.admit(&admit_env(&c, &self.chain_id, now_ms), txs)
+        self.mempool.admit(&c.next_block_env(now_ms), txs)
     }
 
     /// The verify stage: every batch in one admission call (one parallel verification round),

@@ -10,7 +10,6 @@ use scalechain_consensus::params::{devnet_premine_key, SigMode};
 use scalechain_consensus::{genesis_block, Apps, Params, VerifyConfig};
 use scalechain_mempool::{MempoolConfig, MempoolError};
 use scalechain_replica::{solve, BlockVerdict, ChainView, Replica};
-use scalechain_types::keys::sighash;
 use scalechain_types::{
     Amount, Block, Hash, HashKind, Header, Lock, OutPoint, Scheme, Target, Tx, TxIn, TxKind, TxOut, Witness,
 };
@@ -44,8 +43,7 @@ fn transfer(i: u64, fee: u64, prev: Option<OutPoint>) -> Tx {
         outputs: vec![TxOut { value: Amount::new(out.value.get() - fee).unwrap(), lock: out.lock }],
         data: vec![],
     };
-    let msg = sighash(p.hash, &genesis.hash(p.hash), &tx.txid(p.hash));
-    tx.inputs[0].witness.signature = key.sign(&msg);
+    tx.sign_inputs_with(p.hash, &genesis.hash(p.hash), &key);
     tx
 }
 

@@ -32,7 +32,7 @@ fn block(c: &mut Criterion) {
     let block = workload::block(&params, &genesis.header, &w.txs, params.pow_limit);
     let apps = Apps::none();
     let app_state: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
-    let txids = check_block(&block, &params, &apps).expect("the workload block passes the stateless rules");
+    let checked = check_block(&block, &params, &apps).expect("the workload block passes the stateless rules");
     let id = |extra: &str| BenchmarkId::from_parameter(format!("{extra}txs={TXS}"));
 
     let mut group = c.benchmark_group("check::check_tx");
@@ -55,11 +55,11 @@ fn block(c: &mut Criterion) {
         let name = mode.name();
         let verify = VerifyConfig { mode, seed: [4; 32], batch_size: 256 };
         let ctx = ConnectCtx::new(&params, &chain_id, &apps, &verify);
-        let diff = connect_block(&ctx, &block, &txids, &w.utxos, &app_state)
+        let diff = connect_block(&ctx, &checked, &w.utxos, &app_state)
             .expect("the workload block connects to its UTXO set");
         assert_eq!(diff.changes.remove.len(), TXS, "every workload coin is spent");
         group.bench_function(id(&format!("mode={name},")), |b| {
-            b.iter(|| connect_block(&ctx, black_box(&block), &txids, &w.utxos, &app_state))
+            b.iter(|| connect_block(&ctx, black_box(&checked), &w.utxos, &app_state))
         });
     }
     group.finish();

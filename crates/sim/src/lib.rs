@@ -17,7 +17,6 @@ use rand_core::{Rng, SeedableRng};
 
 use scalechain_consensus::params::{devnet_premine_key, SigMode};
 use scalechain_consensus::Params;
-use scalechain_types::keys::sighash;
 use scalechain_types::{
     Amount, Block, Hash, HashKind, Header, Lock, OutPoint, PubKey, SecretKey, Target, Tx, TxIn, TxKind,
     TxOut, Witness,
@@ -130,10 +129,9 @@ impl Generator {
 
     /// Signs `tx` in place: every input with the key that owns its output.
     pub fn sign(&self, tx: &mut Tx, owners: &[usize]) {
-        let msg = sighash(self.params.hash, &self.chain_id, &tx.txid(self.params.hash));
-        for (input, &k) in tx.inputs.iter_mut().zip(owners) {
-            input.witness.signature = self.keys[k].0.sign(&msg);
-        }
+        let Ok(()) = tx.sign_inputs::<std::convert::Infallible>(self.params.hash, &self.chain_id, |i, m| {
+            Ok(self.keys[owners[i]].0.sign(m))
+        });
     }
 
     /// One transfer valid in a block at `height`, spending pooled outputs, or `None` if the

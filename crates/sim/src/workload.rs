@@ -9,7 +9,6 @@
 use rayon::prelude::*;
 
 use scalechain_consensus::{Coin, Params, UtxoSet};
-use scalechain_types::keys::sighash;
 use scalechain_types::{
     Amount, Block, Hash, Header, Lock, OutPoint, PubKey, Scheme, SecretKey, Target, Tx, TxIn, TxKind, TxOut,
     Witness,
@@ -105,10 +104,8 @@ pub fn transfers(params: &Params, chain_id: &Hash, spec: &Spec) -> Transfers {
                 .map(|o| TxOut { value: value(per_out), lock: locks[(i + o + 1) % nkeys] })
                 .collect();
             let mut tx = Tx { version: 1, kind: TxKind::TRANSFER, inputs, outputs, data: vec![] };
-            let msg = sighash(hk, chain_id, &tx.txid(hk));
-            for (input, k) in tx.inputs.iter_mut().zip(owners) {
-                input.witness.signature = keys[k].0.sign(&msg);
-            }
+            let Ok(()) = tx
+                .sign_inputs::<std::convert::Infallible>(hk, chain_id, |i, m| Ok(keys[owners[i]].0.sign(m)));
             (tx, coins)
         })
         .collect();

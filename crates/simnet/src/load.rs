@@ -9,7 +9,6 @@ use rand_chacha::ChaCha20Rng;
 use rand_core::{Rng, SeedableRng};
 use scalechain_consensus::params::{devnet_premine_key, SigMode};
 use scalechain_consensus::{genesis_block, Params};
-use scalechain_types::keys::sighash;
 use scalechain_types::{Amount, Hash, OutPoint, Tx, TxIn, TxKind, TxOut, Witness};
 
 /// A deterministic source of independent transfers on a devnet.
@@ -74,8 +73,7 @@ impl Load {
             }],
             data: vec![],
         };
-        let msg = sighash(self.params.hash, &self.chain_id, &tx.txid(self.params.hash));
-        tx.inputs[0].witness.signature = key.sign(&msg);
+        tx.sign_inputs_with(self.params.hash, &self.chain_id, &key);
         Some(tx)
     }
 }

@@ -17,6 +17,14 @@
 //! | `app`     | application key                       | application value                  |
 //! | `txids`   | txid                                  | [`TxLocation`] (44 bytes)          |
 //!
+//! `meta`'s `commit_seq` (`u64` LE) counts the synced writes (`init`, `commit`,
+//! `rebuild_txindex`); after each, the commit marker beside the database (`commit.mark`, see
+//! [`crate::marker`]) records the count, the chain id, the tip and its height. On open the
+//! database must not be behind the marker: a store that lost committed writes (a damaged
+//! journal is cut short by the engine when it opens) is refused with [`StoreError::Damaged`]
+//! instead of opening short. A directory written before markers has neither, and gets both at
+//! its next commit.
+//!
 //! Version 1 had no `txids` keyspace. Such a directory opens with the index marked not ready;
 //! [`ChainStore::rebuild_txindex`] fills it and writes `format_version` 2 in the same batch.
 //!
@@ -40,6 +48,7 @@ use scalechain_types::codec::{Decode, Encode};
 use scalechain_types::{Block, Hash, Header, OutPoint};
 
 use crate::mem::{check_commit, check_totals, check_value_len, main_chain_from, no_chain};
+use crate::{archive, marker};
 use crate::{ChainStore, Commit, StoreError, StoredState, TxLocation, FORMAT_VERSION, OLDEST_FORMAT_VERSION};
 
 /// Keyspace names (part of the on-disk format).
@@ -63,10 +72,47 @@ mod meta {
     pub const TIP_HEIGHT: &str = "tip_height";
     pub const UTXO_COUNT: &str = "utxo_count";
     pub const TOTAL_VALUE: &str = "total_value";
+    pub const COMMIT_SEQ: &str = "commit_seq";
 }
 
-fn engine(e: impl fmt::Display) -> StoreError {
-    StoreError::Engine(e.to_string())
+/// An engine failure of the store in `path`: damage (a journal or table that fails its
+/// checksums or does not parse, a file of the database missing) or another failure (the
+/// directory in use, a full disk, permissions).
+fn engine_at(path: &Path) -> impl Fn(fjall::Error) -> StoreError + '_ {
+    move |e| {
+        use fjall::{Error as F, LsmError as L};
+        let io_damage = |e: &std::io::Error| {
+            matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound
+                    | std::io::ErrorKind::InvalidData
+                    | std::io::ErrorKind::UnexpectedEof
+            )
+        };
+        let damaged = match &e {
+            F::Locked => {
+                return StoreError::Engine(format!("{} is in use by another process", path.display()))
+            }
+            F::Io(io) | F::Storage(L::Io(io)) => io_damage(io),
+            F::Poisoned | F::KeyspaceDeleted => false,
+            F::JournalRecovery(_)
+            | F::InvalidVersion(_)
+            | F::Decompress(_)
+            | F::InvalidTrailer
+            | F::InvalidTag(_)
+            | F::Unrecoverable
+            | F::Storage(_) => true,
+            _ => false,
+        };
+        if damaged {
+            StoreError::Damaged {
+                path: path.to_path_buf(),
+                detail: format!("the database fails to read: {e}"),
+            }
+        } else {
+            StoreError::Engine(format!("{}: {e}", path.display()))
+        }
+    }
 }
 
 /// Stored bytes that must have exactly `N` bytes.
@@ -108,6 +154,10 @@ pub struct DiskStore {
     txids: Keyspace,
     /// The directory is of a format before the txid index (until `rebuild_txindex`).
     txindex_missing: bool,
+    /// Synced writes so far (`meta`'s `commit_seq`).
+    seq: u64,
+    /// The commit marker.
+    marker: marker::Writer,
     poisoned: bool,
 }
 
@@ -133,19 +183,31 @@ fn net_changes<'a, K: Copy + Eq + std::hash::Hash, V>(
 impl DiskStore {
     /// Opens the store in `dir`, creating the directory and an empty store if needed.
     ///
-    /// Fails with [`StoreError::Version`] if the directory holds another format version, and
-    /// with [`StoreError::Engine`] if it cannot be opened (for instance, another process holds
-    /// it).
+    /// Fails with [`StoreError::Version`] if the directory holds another format version, with
+    /// [`StoreError::Damaged`] if the database does not read or has lost commits that its
+    /// commit marker records, and with [`StoreError::Engine`] if it cannot be opened for
+    /// another reason (for instance, another process holds it).
     pub fn open(dir: &Path) -> Result<DiskStore, StoreError> {
         std::fs::create_dir_all(dir)
             .map_err(|e| StoreError::Engine(format!("creating {}: {e}", dir.display())))?;
-        let db = Database::builder(dir)
-            .open()
-            .map_err(|e| StoreError::Engine(format!("opening {}: {e}", dir.display())))?;
-        let open = |name: &str| {
-            db.keyspace(name, KeyspaceCreateOptions::default)
-                .map_err(|e| StoreError::Engine(format!("opening keyspace `{name}`: {e}")))
-        };
+        let engine = engine_at(dir);
+        let mark = marker::read(dir).map_err(|e| {
+            let path = dir.join(marker::FILE);
+            match e {
+                marker::ReadError::Io(e) => StoreError::Engine(format!("reading {}: {e}", path.display())),
+                marker::ReadError::Invalid(why) => StoreError::Damaged {
+                    path: dir.to_path_buf(),
+                    detail: format!("its commit marker {} is damaged ({why})", path.display()),
+                },
+            }
+        })?;
+        // Before the engine reads its archives: a damaged count in one would abort the process.
+        archive::check_dir(dir).map_err(|b| StoreError::Damaged {
+            path: dir.to_path_buf(),
+            detail: format!("{}: {}", b.path.display(), b.why),
+        })?;
+        let db = Database::builder(dir).open().map_err(&engine)?;
+        let open = |name: &str| db.keyspace(name, KeyspaceCreateOptions::default).map_err(&engine);
         let mut store = DiskStore {
             path: dir.to_path_buf(),
             meta: open(ks::META)?,
@@ -158,9 +220,11 @@ impl DiskStore {
             txids: open(ks::TXIDS)?,
             db,
             txindex_missing: false,
+            seq: 0,
+            marker: marker::Writer::new(dir),
             poisoned: false,
         };
-        match store.meta.get(meta::FORMAT_VERSION).map_err(engine)? {
+        match store.meta.get(meta::FORMAT_VERSION).map_err(&engine)? {
             Some(v) => {
                 let found = u32::from_le_bytes(fixed(&v, "meta: `format_version`")?);
                 if !(OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(&found) {
@@ -169,12 +233,53 @@ impl DiskStore {
                 store.txindex_missing = found < 2;
             }
             None => {
-                if store.meta.get(meta::CHAIN_ID).map_err(engine)?.is_some() {
+                if store.meta.get(meta::CHAIN_ID).map_err(&engine)?.is_some() {
                     return Err(StoreError::Corrupt("meta: `format_version` is missing".into()));
                 }
             }
         }
+        store.seq = match store.meta.get(meta::COMMIT_SEQ).map_err(&engine)? {
+            Some(v) => u64::from_le_bytes(fixed(&v, "meta: `commit_seq`")?),
+            None => 0,
+        };
+        if let Some(m) = mark {
+            store.check_mark(&m)?;
+        }
         Ok(store)
+    }
+
+    /// The database's last commit against the marker's record of it: the database may be ahead
+    /// (the marker is written after each commit and not synced), never behind, and at the same
+    /// commit it must hold the same chain and tip.
+    fn check_mark(&self, m: &marker::Mark) -> Result<(), StoreError> {
+        let engine = engine_at(&self.path);
+        let recorded =
+            format!("its commit marker records commit #{} (tip {} at height {})", m.seq, m.tip, m.tip_height);
+        let damaged = |detail: String| StoreError::Damaged { path: self.path.clone(), detail };
+        let Some(chain_id) = self.meta.get(meta::CHAIN_ID).map_err(&engine)? else {
+            return Err(damaged(format!("the database holds no chain, but {recorded}")));
+        };
+        let chain_id = Hash(fixed(&chain_id, "meta: `chain_id`")?);
+        if chain_id != m.chain_id {
+            return Err(damaged(format!(
+                "the database holds chain {chain_id}, but its commit marker records chain {}",
+                m.chain_id
+            )));
+        }
+        let (tip, tip_height) = self.committed_tip()?;
+        let held = format!("the database's last commit is #{} (tip {tip} at height {tip_height})", self.seq);
+        if self.seq < m.seq {
+            let lost = if tip_height < m.tip_height {
+                format!("; the main chain above height {tip_height} (up to {}) is missing", m.tip_height)
+            } else {
+                String::new()
+            };
+            return Err(damaged(format!("{held}, but {recorded}: committed writes were lost{lost}")));
+        }
+        if self.seq == m.seq && (tip, tip_height) != (m.tip, m.tip_height) {
+            return Err(damaged(format!("{held}, but {recorded}")));
+        }
+        Ok(())
     }
 
     /// The directory the store lives in.
@@ -189,16 +294,48 @@ impl DiskStore {
         Ok(())
     }
 
-    fn has_chain(&self) -> Result<bool, StoreError> {
-        Ok(self.meta.get(meta::CHAIN_ID).map_err(engine)?.is_some())
+    /// The chain id, if the store holds a chain.
+    fn chain_id(&self) -> Result<Option<Hash>, StoreError> {
+        match self.meta.get(meta::CHAIN_ID).map_err(engine_at(&self.path))? {
+            Some(v) => Ok(Some(Hash(fixed(&v, "meta: `chain_id`")?))),
+            None => Ok(None),
+        }
     }
 
-    /// Commits a batch; `sync` makes it durable before returning. Any failure poisons the store.
-    fn write(&mut self, batch: OwnedWriteBatch, sync: bool) -> Result<(), StoreError> {
-        let batch = if sync { batch.durability(Some(PersistMode::SyncData)) } else { batch };
+    /// The committed tip and its height.
+    fn committed_tip(&self) -> Result<(Hash, u64), StoreError> {
+        let engine = engine_at(&self.path);
+        let tip =
+            Hash(fixed(&required(self.meta.get(meta::TIP).map_err(&engine)?, meta::TIP)?, "meta: `tip`")?);
+        let height = required(self.meta.get(meta::TIP_HEIGHT).map_err(&engine)?, meta::TIP_HEIGHT)?;
+        Ok((tip, u64::from_le_bytes(fixed(&height, "meta: `tip_height`")?)))
+    }
+
+    /// Commits a batch without waiting for the disk. Any failure poisons the store.
+    fn write(&mut self, batch: OwnedWriteBatch) -> Result<(), StoreError> {
         batch.commit().map_err(|e| {
             self.poisoned = true;
-            StoreError::Engine(format!("write failed: {e}"))
+            StoreError::Engine(format!("{}: write failed: {e}", self.path.display()))
+        })
+    }
+
+    /// Commits a batch durably as the next commit and records it in the commit marker;
+    /// `chain_id`, `tip` and `tip_height` describe the state after it. Any failure poisons the
+    /// store.
+    fn write_commit(
+        &mut self,
+        mut batch: OwnedWriteBatch,
+        chain_id: Hash,
+        tip: Hash,
+        tip_height: u64,
+    ) -> Result<(), StoreError> {
+        let seq = self.seq + 1;
+        batch.insert(&self.meta, meta::COMMIT_SEQ, &seq.to_le_bytes()[..]);
+        self.write(batch.durability(Some(PersistMode::SyncData)))?;
+        self.seq = seq;
+        self.marker.write(&marker::Mark { seq, chain_id, tip, tip_height }).map_err(|e| {
+            self.poisoned = true;
+            StoreError::Engine(format!("writing {}: {e}", self.marker.path().display()))
         })
     }
 
@@ -254,8 +391,8 @@ impl DiskStore {
     }
 
     /// Reads one height-index entry from an iterator item.
-    fn height_entry(g: fjall::Guard) -> Result<(u64, Hash), StoreError> {
-        let (k, v) = g.into_inner().map_err(engine)?;
+    fn height_entry(&self, g: fjall::Guard) -> Result<(u64, Hash), StoreError> {
+        let (k, v) = g.into_inner().map_err(engine_at(&self.path))?;
         let height = u64::from_be_bytes(fixed(&k, "heights: key")?);
         let hash = Hash(fixed(&v, &format!("heights: entry at height {height}"))?);
         Ok((height, hash))
@@ -267,7 +404,7 @@ impl ChainStore for DiskStore {
         self.check_poisoned()?;
         // One snapshot, so every keyspace is read at the same point.
         let snap = self.db.snapshot();
-        let get = |key: &str| snap.get(&self.meta, key).map_err(engine);
+        let get = |key: &str| snap.get(&self.meta, key).map_err(engine_at(&self.path));
         let Some(chain_id) = get(meta::CHAIN_ID)? else {
             return Ok(None);
         };
@@ -287,18 +424,19 @@ impl ChainStore for DiskStore {
             "meta: `total_value`",
         )?);
 
-        let main_chain = main_chain_from(snap.iter(&self.heights).map(Self::height_entry), &tip, tip_height)?;
+        let main_chain =
+            main_chain_from(snap.iter(&self.heights).map(|g| self.height_entry(g)), &tip, tip_height)?;
 
         let mut headers = Vec::new();
         for g in snap.iter(&self.headers) {
-            let (k, v) = g.into_inner().map_err(engine)?;
+            let (k, v) = g.into_inner().map_err(engine_at(&self.path))?;
             let hash = Hash(fixed(&k, "headers: key")?);
             headers.push(decode::<Header>(&v, || format!("headers: entry {hash}"))?);
         }
 
         let mut utxos = Vec::new();
         for g in snap.iter(&self.utxos) {
-            let (k, v) = g.into_inner().map_err(engine)?;
+            let (k, v) = g.into_inner().map_err(engine_at(&self.path))?;
             let op = decode::<OutPoint>(&k, || "utxos: key".into())?;
             utxos.push((op, decode::<Coin>(&v, || format!("utxos: entry {op}"))?));
         }
@@ -306,7 +444,7 @@ impl ChainStore for DiskStore {
 
         let mut app = Vec::new();
         for g in snap.iter(&self.app) {
-            let (k, v) = g.into_inner().map_err(engine)?;
+            let (k, v) = g.into_inner().map_err(engine_at(&self.path))?;
             app.push((k.to_vec(), v.to_vec()));
         }
 
@@ -321,7 +459,7 @@ impl ChainStore for DiskStore {
         first: &Commit,
     ) -> Result<(), StoreError> {
         self.check_poisoned()?;
-        if self.has_chain()? {
+        if self.chain_id()?.is_some() {
             return Err(StoreError::AlreadyInitialised);
         }
         check_value_len("parameters", params.len())?;
@@ -334,7 +472,7 @@ impl ChainStore for DiskStore {
         batch.insert(&self.heights, &height_key(0)[..], &chain_id.0[..]);
         self.stage_changes(&mut batch, first)?;
         self.stage_tip(&mut batch, &chain_id, 0, first);
-        self.write(batch, true)
+        self.write_commit(batch, chain_id, chain_id, 0)
     }
 
     fn put_block(&mut self, hash: &Hash, block: &Block) -> Result<(), StoreError> {
@@ -342,12 +480,12 @@ impl ChainStore for DiskStore {
         let mut batch = self.db.batch();
         self.stage_block(&mut batch, hash, block)?;
         // Not synced: see the module documentation.
-        self.write(batch, false)
+        self.write(batch)
     }
 
     fn get_block(&self, hash: &Hash) -> Result<Option<Block>, StoreError> {
         self.check_poisoned()?;
-        match self.blocks.get(hash.0).map_err(engine)? {
+        match self.blocks.get(hash.0).map_err(engine_at(&self.path))? {
             None => Ok(None),
             Some(v) => decode(&v, || format!("blocks: entry {hash}")).map(Some),
         }
@@ -355,7 +493,7 @@ impl ChainStore for DiskStore {
 
     fn get_undo(&self, hash: &Hash) -> Result<Option<BlockUndo>, StoreError> {
         self.check_poisoned()?;
-        match self.undo.get(hash.0).map_err(engine)? {
+        match self.undo.get(hash.0).map_err(engine_at(&self.path))? {
             None => Ok(None),
             Some(v) => decode(&v, || format!("undo: entry {hash}")).map(Some),
         }
@@ -363,9 +501,9 @@ impl ChainStore for DiskStore {
 
     fn commit(&mut self, c: &Commit) -> Result<(), StoreError> {
         self.check_poisoned()?;
-        if !self.has_chain()? {
+        let Some(chain_id) = self.chain_id()? else {
             return Err(no_chain());
-        }
+        };
         check_commit(c)?;
 
         // Height index: set the new entries, then remove every entry above the new tip (those
@@ -377,7 +515,7 @@ impl ChainStore for DiskStore {
                 *v = None;
             }
             for g in self.heights.range(height_key(above)..) {
-                let k = g.key().map_err(engine)?;
+                let k = g.key().map_err(engine_at(&self.path))?;
                 heights.insert(u64::from_be_bytes(fixed(&k, "heights: key")?), None);
             }
         }
@@ -391,12 +529,12 @@ impl ChainStore for DiskStore {
         }
         self.stage_changes(&mut batch, c)?;
         self.stage_tip(&mut batch, &c.tip, c.tip_height, c);
-        self.write(batch, true)
+        self.write_commit(batch, chain_id, c.tip, c.tip_height)
     }
 
     fn hash_at(&self, height: u64) -> Result<Option<Hash>, StoreError> {
         self.check_poisoned()?;
-        match self.heights.get(height_key(height)).map_err(engine)? {
+        match self.heights.get(height_key(height)).map_err(engine_at(&self.path))? {
             None => Ok(None),
             Some(v) => Ok(Some(Hash(fixed(&v, &format!("heights: entry at height {height}"))?))),
         }
@@ -404,7 +542,7 @@ impl ChainStore for DiskStore {
 
     fn tx_location(&self, txid: &Hash) -> Result<Option<TxLocation>, StoreError> {
         self.check_poisoned()?;
-        match self.txids.get(txid.0).map_err(engine)? {
+        match self.txids.get(txid.0).map_err(engine_at(&self.path))? {
             None => Ok(None),
             Some(v) => TxLocation::from_bytes(&v).map(Some).ok_or_else(|| {
                 StoreError::Corrupt(format!(
@@ -423,13 +561,14 @@ impl ChainStore for DiskStore {
 
     fn rebuild_txindex(&mut self, entries: &[(Hash, TxLocation)]) -> Result<(), StoreError> {
         self.check_poisoned()?;
-        if !self.has_chain()? {
+        let Some(chain_id) = self.chain_id()? else {
             return Err(no_chain());
-        }
+        };
+        let (tip, tip_height) = self.committed_tip()?;
         let fresh: HashMap<Hash, &TxLocation> = entries.iter().map(|(t, l)| (*t, l)).collect();
         let mut batch = self.db.batch();
         for g in self.txids.iter() {
-            let k = g.key().map_err(engine)?;
+            let k = g.key().map_err(engine_at(&self.path))?;
             if k.len() != 32 || !fresh.contains_key(&Hash(fixed(&k, "txids: key")?)) {
                 batch.remove(&self.txids, k);
             }
@@ -438,7 +577,7 @@ impl ChainStore for DiskStore {
             batch.insert(&self.txids, &t.0[..], &loc.to_bytes()[..]);
         }
         batch.insert(&self.meta, meta::FORMAT_VERSION, &FORMAT_VERSION.to_le_bytes()[..]);
-        self.write(batch, true)?;
+        self.write_commit(batch, chain_id, tip, tip_height)?;
         self.txindex_missing = false;
         Ok(())
     }

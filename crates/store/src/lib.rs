@@ -16,12 +16,18 @@
 //! - [`ChainStore::load`] checks the stored state for consistency (tip against the height
 //!   index, UTXO count and total against the values committed with them) and refuses a store
 //!   that fails, with [`StoreError::Corrupt`] saying what disagreed.
+//! - A store never opens short: after every synced write a commit marker beside the database
+//!   ([`marker`]) records the commit, and [`DiskStore::open`] refuses a database behind it (a
+//!   damaged journal that the engine cut short) with [`StoreError::Damaged`], as it refuses a
+//!   journal or table that does not read.
 //! - After any failed write the store is poisoned: every later call fails with
 //!   [`StoreError::Poisoned`] until it is reopened, so a half-known state is never extended.
 //!
 //! What it must not do: validate. It stores what the chain layer has validated.
 
+mod archive;
 mod disk;
+pub mod marker;
 mod mem;
 
 pub use disk::DiskStore;
@@ -102,7 +108,20 @@ pub enum StoreError {
     /// `init` on a store that already holds a chain.
     #[error("store already holds a chain")]
     AlreadyInitialised,
+    /// The database does not read, or has lost writes its commit marker records.
+    #[error("the store in {} is damaged: {detail}. {RECOVERY}", path.display())]
+    Damaged {
+        /// The store's directory.
+        path: std::path::PathBuf,
+        /// What was found, and where.
+        detail: String,
+    },
 }
+
+/// What to do with a damaged store (part of [`StoreError::Damaged`]'s message).
+pub const RECOVERY: &str = "To recover: move the directory aside (nothing in it was deleted) and start the \
+    node on an empty data directory, which syncs the chain again from its peers (docs/adr/0003-disk-format.md, \
+    \"Damaged stores\")";
 
 /// Everything a node needs in memory after opening a store.
 #[derive(Debug, Clone)]

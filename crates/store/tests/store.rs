@@ -370,8 +370,10 @@ fn disk_with_two_blocks(dir: &Path) -> (Hash, Hash) {
     (gid, b1)
 }
 
+/// The refusal of a tampered store, at open (which checks the commit marker against `meta`)
+/// or at load.
 fn corrupt_message(dir: &Path) -> String {
-    match DiskStore::open(dir).unwrap().load() {
+    match DiskStore::open(dir).and_then(|s| s.load()) {
         Err(StoreError::Corrupt(m)) => m,
         other => panic!("expected Corrupt, got {other:?}"),
     }
@@ -767,4 +769,115 @@ fn disk_txindex_and_tip_agree_after_sigkill() {
         }
     }
     assert!(last_height > 0, "the child never committed a block");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The commit marker: a database that lost commits is refused, never opened short.
+
+/// Copies every file of `from` into `to` (a closed store's directory).
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), target).unwrap();
+        }
+    }
+}
+
+fn damaged_detail(dir: &Path) -> String {
+    match DiskStore::open(dir) {
+        Err(e @ StoreError::Damaged { .. }) => {
+            let text = e.to_string();
+            assert!(text.contains(&dir.display().to_string()), "names the directory: {text}");
+            assert!(text.contains("To recover"), "says what to do: {text}");
+            match e {
+                StoreError::Damaged { detail, .. } => detail,
+                _ => unreachable!(),
+            }
+        }
+        other => panic!("expected Damaged, got {other:?}"),
+    }
+}
+
+#[test]
+fn disk_a_database_behind_its_commit_marker_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, old) = (tmp.path().join("live"), tmp.path().join("old"));
+    let (_, b1) = disk_with_two_blocks(&dir);
+    copy_dir(&dir, &old);
+    // One more commit: block 2 on block 1.
+    let (b2, blk2) = block(2, b1, 2);
+    {
+        let mut s = DiskStore::open(&dir).unwrap();
+        s.put_block(&b2, &blk2).unwrap();
+        s.commit(&Commit {
+            tip: b2,
+            tip_height: 2,
+            main_chain: vec![(2, b2)],
+            utxo_add: vec![(op(3), coin(5, 2))],
+            utxo_count: 4,
+            total_value: 85,
+            ..Commit::default()
+        })
+        .unwrap();
+    }
+    // The database as it was one commit earlier, with the new marker: the commit is lost.
+    let marker = std::fs::read(dir.join(scalechain_store::marker::FILE)).unwrap();
+    std::fs::write(old.join(scalechain_store::marker::FILE), &marker).unwrap();
+    let d = damaged_detail(&old);
+    assert!(d.contains("height 1") && d.contains("height 2") && d.contains("lost"), "{d}");
+    assert!(d.contains(&b2.to_string()), "names the lost tip: {d}");
+    // Without a marker (a directory written before markers) it opens as it is.
+    std::fs::remove_file(old.join(scalechain_store::marker::FILE)).unwrap();
+    let st = DiskStore::open(&old).unwrap().load().unwrap().unwrap();
+    assert_eq!((st.tip, st.tip_height), (b1, 1));
+}
+
+#[test]
+fn disk_a_database_one_commit_ahead_of_its_marker_opens() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s");
+    let (gid, g, first) = genesis();
+    let mut s = DiskStore::open(&dir).unwrap();
+    s.init(PARAMS, &g, gid, &first).unwrap();
+    let after_init = std::fs::read(dir.join(scalechain_store::marker::FILE)).unwrap();
+    let (b1, blk1) = block(1, gid, 1);
+    s.put_block(&b1, &blk1).unwrap();
+    s.commit(&Commit { tip: b1, tip_height: 1, main_chain: vec![(1, b1)], ..first.clone() }).unwrap();
+    drop(s);
+    // A crash between the database's commit and the marker's: the marker is one behind.
+    std::fs::write(dir.join(scalechain_store::marker::FILE), &after_init).unwrap();
+    let mut s = DiskStore::open(&dir).unwrap();
+    assert_eq!(s.load().unwrap().unwrap().tip, b1);
+    // The next commit brings the marker up to date.
+    let (b2, blk2) = block(2, b1, 2);
+    s.put_block(&b2, &blk2).unwrap();
+    s.commit(&Commit { tip: b2, tip_height: 2, main_chain: vec![(2, b2)], ..first }).unwrap();
+    drop(s);
+    let m = scalechain_store::marker::read(&dir).unwrap().unwrap();
+    assert_eq!((m.tip, m.tip_height, m.seq), (b2, 2, 3));
+}
+
+#[test]
+fn disk_an_empty_database_with_a_marker_is_not_a_new_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s");
+    disk_with_two_blocks(&dir);
+    let marker = std::fs::read(dir.join(scalechain_store::marker::FILE)).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join(scalechain_store::marker::FILE), &marker).unwrap();
+    let d = damaged_detail(&dir);
+    assert!(d.contains("holds no chain") && d.contains("height 1"), "{d}");
+    // A damaged marker is refused too, naming the file.
+    let mut bad = marker.clone();
+    bad[10] ^= 1;
+    bad[scalechain_store::marker::SLOT + 10] ^= 1;
+    std::fs::write(dir.join(scalechain_store::marker::FILE), &bad).unwrap();
+    let d = damaged_detail(&dir);
+    assert!(d.contains("commit.mark") && d.contains("neither slot"), "{d}");
 }

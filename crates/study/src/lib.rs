@@ -220,6 +220,30 @@ pub fn run(exp: Experiment, opts: Opts) -> Result<Table, StudyError> {
     }
 }
 
+/// Draws `exp`'s figure again from the CSV a run left in `dir` (after a change to the charts,
+/// without measuring again); false if `dir` holds no CSV of it.
+pub fn replot(exp: Experiment, dir: &std::path::Path) -> Result<bool, StudyError> {
+    let csv = dir.join(format!("{}.csv", exp.name()));
+    let text = match std::fs::read_to_string(&csv) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(StudyError::io(&csv, e)),
+    };
+    let table = Table::from_csv(&text)
+        .ok_or_else(|| StudyError::Wrong(format!("{}: not a CSV table of the study", csv.display())))?;
+    let charts = match exp {
+        Experiment::TxThroughput => exp::tx_throughput::charts(&table),
+        Experiment::BlockValidation => exp::block_validation::charts(&table),
+        Experiment::Speedup => exp::speedup::charts(&table),
+        Experiment::Hash => exp::hash::charts(&table),
+        Experiment::Components => exp::components::charts(&table),
+        Experiment::UtxoMemory => exp::utxo_memory::charts(&table),
+        Experiment::Voting => exp::voting::charts(&table),
+    };
+    plot::write_svg(&dir.join(format!("{}.svg", exp.name())), &charts)?;
+    Ok(true)
+}
+
 /// The median of samples (the mean of the middle two for an even count).
 pub fn median(mut v: Vec<f64>) -> f64 {
     if v.is_empty() {
@@ -292,6 +316,24 @@ mod tests {
         assert_eq!(m.len(), 2);
         assert!(m[1] > m[0] && m[1] >= 0.003, "{m:?}");
         assert_eq!(order.into_inner(), vec!['a', 'b', 'b', 'a', 'a', 'b']);
+    }
+
+    #[test]
+    fn replot_draws_a_figure_from_the_csv_of_an_earlier_run() {
+        let dir = std::env::temp_dir().join(format!("scalechain-replot-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        let svg = dir.join("speedup.svg");
+        assert!(matches!(replot(Experiment::Speedup, &dir), Ok(false)), "no CSV, no figure");
+        let csv = "task,n,threads,build,median_s,speedup,amdahl,parallel_fraction,runs,commit,seed\n\
+                   tx-verify,65536,1,portable,2.2,1.0000,1.0000,0.998,5,c,1\n\
+                   tx-verify,65536,2,portable,1.2,1.8840,1.9960,0.998,5,c,1\n";
+        std::fs::write(dir.join("speedup.csv"), csv).unwrap_or_else(|e| panic!("{e}"));
+        let drawn = replot(Experiment::Speedup, &dir);
+        let text = std::fs::read_to_string(&svg).unwrap_or_default();
+        std::fs::remove_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(drawn, Ok(true)), "{drawn:?}");
+        assert!(text.starts_with("<svg") && text.contains("speedup over 1 thread"), "{text}");
+        assert!(text.contains("<circle"), "the measured points are drawn: {text}");
     }
 
     #[test]

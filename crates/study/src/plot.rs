@@ -1,6 +1,11 @@
 //! SVG line charts (plotters): one or more panels stacked vertically, each with any number of
-//! series on linear or log axes. Measured series are lines with points; the seed's figures are
-//! drawn as points only, so the two are told apart at a glance.
+//! series on linear or log axes, and its legend beside the plot, never over the data.
+//!
+//! Made to be read in print as well as on screen: every series has its own marker shape as
+//! well as its colour — measured series are lines with filled or hollow circles, squares and
+//! diamonds, the seed's published figures are triangles without lines — and log axes are
+//! labelled `2^k` when the data sit on powers of two (sizes n = 2^0 … 2^k) and `1K`, `10K`,
+//! `1M` otherwise.
 
 use std::path::Path;
 
@@ -37,9 +42,9 @@ impl Series {
 pub struct Chart {
     /// Title.
     pub title: String,
-    /// X axis label.
+    /// X axis label (with its unit).
     pub x_label: String,
-    /// Y axis label.
+    /// Y axis label (with its unit).
     pub y_label: String,
     /// Log-scaled x axis.
     pub log_x: bool,
@@ -48,6 +53,11 @@ pub struct Chart {
     /// The series.
     pub series: Vec<Series>,
 }
+
+/// Width of the whole figure, of its legend column, and height of one panel, in pixels.
+const WIDTH: u32 = 1100;
+const LEGEND_WIDTH: u32 = 270;
+const PANEL_HEIGHT: u32 = 480;
 
 fn range(values: impl Iterator<Item = f64>, log: bool) -> (f64, f64) {
     let v: Vec<f64> = values.filter(|v| v.is_finite() && (!log || *v > 0.0)).collect();
@@ -64,13 +74,155 @@ fn range(values: impl Iterator<Item = f64>, log: bool) -> (f64, f64) {
     }
 }
 
+/// Are all these (positive) values powers of two?
+fn powers_of_two(values: impl Iterator<Item = f64>) -> bool {
+    let mut any = false;
+    for v in values.filter(|v| v.is_finite() && *v > 0.0) {
+        any = true;
+        if v.log2().fract() != 0.0 {
+            return false;
+        }
+    }
+    any
+}
+
+/// A tick label: `2^k` on a base-2 axis, otherwise at most three significant digits with a
+/// K/M/G suffix (`1K`, `2.5M`), or a plain short number below one thousand.
+pub fn tick(v: f64, pow2: bool) -> String {
+    if pow2 && v > 0.0 && v.log2().fract().abs() < 1e-9 {
+        return format!("2^{}", v.log2().round() as i64);
+    }
+    let a = v.abs();
+    let (scaled, suffix) = if a >= 1e9 {
+        (v / 1e9, "G")
+    } else if a >= 1e6 {
+        (v / 1e6, "M")
+    } else if a >= 1e3 {
+        (v / 1e3, "K")
+    } else {
+        (v, "")
+    };
+    let mut s = if scaled.abs() >= 100.0 || scaled.fract() == 0.0 {
+        format!("{scaled:.0}")
+    } else if scaled.abs() >= 10.0 {
+        format!("{scaled:.1}")
+    } else if scaled.abs() >= 0.01 || scaled == 0.0 {
+        format!("{scaled:.2}")
+    } else {
+        format!("{scaled:.1e}")
+    };
+    if s.contains('.') && !s.contains('e') {
+        s = s.trim_end_matches('0').trim_end_matches('.').to_string();
+    }
+    format!("{s}{suffix}")
+}
+
 fn plot_err(e: impl std::fmt::Display) -> StudyError {
     StudyError::Plot(e.to_string())
 }
 
+/// How a series is drawn: its colour, marker shape and whether the marker is filled.
+#[derive(Clone, Copy)]
+struct Style {
+    color: RGBAColor,
+    shape: Shape,
+    filled: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Shape {
+    Circle,
+    Square,
+    Diamond,
+    Triangle,
+}
+
+/// The styles of a panel's series: measured ones cycle through circles, squares and diamonds,
+/// filled then hollow; seed ones are triangles, filled then hollow.
+fn styles(series: &[Series]) -> Vec<Style> {
+    let (mut ours, mut seeds) = (0usize, 0usize);
+    series
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let color = Palette99::pick(i).to_rgba();
+            if s.points_only {
+                seeds += 1;
+                Style { color, shape: Shape::Triangle, filled: (seeds - 1) % 2 == 0 }
+            } else {
+                let k = ours;
+                ours += 1;
+                let shape = [Shape::Circle, Shape::Square, Shape::Diamond][k % 3];
+                Style { color, shape, filled: (k / 3) % 2 == 0 }
+            }
+        })
+        .collect()
+}
+
+/// Runs `$body` with `$g` bound to a function from a point to the marker of `$style` there,
+/// `$size` its radius in pixels (one arm per shape: each has its own element type).
+macro_rules! with_glyph {
+    ($style:expr, $size:expr, $g:ident => $body:expr) => {{
+        let style: Style = $style;
+        let st = if style.filled { style.color.filled() } else { style.color.stroke_width(2) };
+        let (s, d): (i32, i32) = ($size, $size + 1);
+        let closed = |pts: Vec<(i32, i32)>| [pts.clone(), vec![pts[0]]].concat();
+        match (style.shape, style.filled) {
+            (Shape::Circle, _) => {
+                let $g = |at| EmptyElement::at(at) + Circle::new((0, 0), s, st);
+                $body
+            }
+            (Shape::Square, _) => {
+                let $g = |at| EmptyElement::at(at) + Rectangle::new([(-s, -s), (s, s)], st);
+                $body
+            }
+            (Shape::Diamond, true) => {
+                let $g = |at| EmptyElement::at(at) + Polygon::new(vec![(0, -d), (d, 0), (0, d), (-d, 0)], st);
+                $body
+            }
+            (Shape::Diamond, false) => {
+                let $g = |at| {
+                    EmptyElement::at(at)
+                        + PathElement::new(closed(vec![(0, -d), (d, 0), (0, d), (-d, 0)]), st)
+                };
+                $body
+            }
+            (Shape::Triangle, true) => {
+                let $g = |at| EmptyElement::at(at) + Polygon::new(vec![(0, -d), (d, s), (-d, s)], st);
+                $body
+            }
+            (Shape::Triangle, false) => {
+                let $g =
+                    |at| EmptyElement::at(at) + PathElement::new(closed(vec![(0, -d), (d, s), (-d, s)]), st);
+                $body
+            }
+        }
+    }};
+}
+
+/// The legend of a panel in its own column: one row per series, its sample and its label.
+fn legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    series: &[Series],
+    styles: &[Style],
+) -> Result<(), StudyError> {
+    let font = ("sans-serif", 13).into_font().color(&BLACK);
+    for (row, (s, style)) in series.iter().zip(styles).enumerate() {
+        let y = 50 + 20 * row as i32;
+        if !s.points_only {
+            area.draw(&PathElement::new(vec![(6, y), (34, y)], style.color.stroke_width(2)))
+                .map_err(plot_err)?;
+        }
+        with_glyph!(*style, 4, g => area.draw(&g((20, y))).map_err(plot_err)?);
+        area.draw(&Text::new(s.label.clone(), (44, y - 7), font.clone())).map_err(plot_err)?;
+    }
+    Ok(())
+}
+
 macro_rules! draw_panel {
-    ($area:expr, $chart:expr, $xr:expr, $yr:expr) => {{
+    ($area:expr, $chart:expr, $styles:expr, $xr:expr, $yr:expr, $pow2x:expr, $pow2y:expr) => {{
         let c = $chart;
+        let (pow2x, pow2y) = ($pow2x, $pow2y);
         let mut ctx = ChartBuilder::on($area)
             .caption(&c.title, ("sans-serif", 20))
             .margin(12)
@@ -78,9 +230,15 @@ macro_rules! draw_panel {
             .y_label_area_size(70)
             .build_cartesian_2d($xr, $yr)
             .map_err(plot_err)?;
-        ctx.configure_mesh().x_desc(&c.x_label).y_desc(&c.y_label).draw().map_err(plot_err)?;
-        for (i, s) in c.series.iter().enumerate() {
-            let color = Palette99::pick(i).to_rgba();
+        let (fx, fy) = (move |v: &f64| tick(*v, pow2x), move |v: &f64| tick(*v, pow2y));
+        ctx.configure_mesh()
+            .x_desc(&c.x_label)
+            .y_desc(&c.y_label)
+            .x_label_formatter(&fx)
+            .y_label_formatter(&fy)
+            .draw()
+            .map_err(plot_err)?;
+        for (s, style) in c.series.iter().zip($styles) {
             let pts: Vec<(f64, f64)> = s
                 .points
                 .iter()
@@ -89,43 +247,118 @@ macro_rules! draw_panel {
                     x.is_finite() && y.is_finite() && (!c.log_x || *x > 0.0) && (!c.log_y || *y > 0.0)
                 })
                 .collect();
-            if s.points_only {
-                ctx.draw_series(pts.iter().map(|p| TriangleMarker::new(*p, 5, color.filled())))
-                    .map_err(plot_err)?
-                    .label(&s.label)
-                    .legend(move |(x, y)| TriangleMarker::new((x + 10, y), 5, color.filled()));
-            } else {
-                ctx.draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
-                    .map_err(plot_err)?
-                    .label(&s.label)
-                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
-                ctx.draw_series(pts.iter().map(|p| Circle::new(*p, 3, color.filled()))).map_err(plot_err)?;
+            if !s.points_only {
+                ctx.draw_series(LineSeries::new(pts.clone(), style.color.stroke_width(2))).map_err(plot_err)?;
             }
+            let size = if s.points_only { 5 } else { 4 };
+            with_glyph!(*style, size, g => {
+                ctx.draw_series(pts.iter().map(|p| g(*p))).map_err(plot_err)?;
+            });
         }
-        ctx.configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()
-            .map_err(plot_err)?;
     }};
 }
 
-/// Writes the panels to an SVG file, stacked vertically.
+/// Writes the panels to an SVG file, stacked vertically, each with its legend to its right.
 pub fn write_svg(path: &Path, charts: &[Chart]) -> Result<(), StudyError> {
-    let height = 480 * charts.len().max(1) as u32;
-    let root = SVGBackend::new(path, (900, height)).into_drawing_area();
+    let height = PANEL_HEIGHT * charts.len().max(1) as u32;
+    let root = SVGBackend::new(path, (WIDTH, height)).into_drawing_area();
     root.fill(&WHITE).map_err(plot_err)?;
     let areas = root.split_evenly((charts.len().max(1), 1));
     for (area, c) in areas.iter().zip(charts) {
-        let (x0, x1) = range(c.series.iter().flat_map(|s| s.points.iter().map(|p| p.0)), c.log_x);
-        let (y0, y1) = range(c.series.iter().flat_map(|s| s.points.iter().map(|p| p.1)), c.log_y);
+        let (plot_area, legend_area) = area.split_horizontally(WIDTH - LEGEND_WIDTH);
+        let styles = styles(&c.series);
+        legend(&legend_area, &c.series, &styles)?;
+        let xs = || c.series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
+        let ys = || c.series.iter().flat_map(|s| s.points.iter().map(|p| p.1));
+        let (x0, x1) = range(xs(), c.log_x);
+        let (y0, y1) = range(ys(), c.log_y);
+        let (p2x, p2y) = (c.log_x && powers_of_two(xs()), c.log_y && powers_of_two(ys()));
+        let bx = if p2x { 2.0 } else { 10.0 };
+        let by = if p2y { 2.0 } else { 10.0 };
+        let a = &plot_area;
         match (c.log_x, c.log_y) {
-            (true, true) => draw_panel!(area, c, (x0..x1).log_scale(), (y0..y1).log_scale()),
-            (true, false) => draw_panel!(area, c, (x0..x1).log_scale(), y0..y1),
-            (false, true) => draw_panel!(area, c, x0..x1, (y0..y1).log_scale()),
-            (false, false) => draw_panel!(area, c, x0..x1, y0..y1),
+            (true, true) => {
+                draw_panel!(
+                    a,
+                    c,
+                    &styles,
+                    (x0..x1).log_scale().base(bx),
+                    (y0..y1).log_scale().base(by),
+                    p2x,
+                    p2y
+                )
+            }
+            (true, false) => draw_panel!(a, c, &styles, (x0..x1).log_scale().base(bx), y0..y1, p2x, false),
+            (false, true) => draw_panel!(a, c, &styles, x0..x1, (y0..y1).log_scale().base(by), false, p2y),
+            (false, false) => draw_panel!(a, c, &styles, x0..x1, y0..y1, false, false),
         }
     }
     root.present().map_err(plot_err)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn ticks_read_as_powers_of_two_or_with_si_suffixes() {
+        assert_eq!(tick(1024.0, true), "2^10");
+        assert_eq!(tick(1.0, true), "2^0");
+        assert_eq!(tick(1_000_000.0, false), "1M");
+        assert_eq!(tick(10_000.0, false), "10K");
+        assert_eq!(tick(2_500_000.0, false), "2.5M");
+        assert_eq!(tick(100.0, false), "100");
+        assert_eq!(tick(0.5, false), "0.5");
+        assert_eq!(tick(12.5, false), "12.5");
+        assert_eq!(tick(0.0, false), "0");
+        // Not a power of two on a base-2 axis (a light tick): the SI form.
+        assert_eq!(tick(3000.0, true), "3K");
+    }
+
+    fn texts(svg: &str) -> Vec<(f64, String)> {
+        // `<text x="…" y="…" …>label</text>`
+        svg.split("<text")
+            .skip(1)
+            .filter_map(|t| {
+                let x = t.split("x=\"").nth(1)?.split('"').next()?.parse().ok()?;
+                let label = t.split('>').nth(1)?.split("</text").next()?.trim().to_string();
+                Some((x, label))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn legends_stand_beside_the_plot_and_series_differ_in_shape() {
+        let path = std::env::temp_dir().join(format!("scalechain-plot-test-{}.svg", std::process::id()));
+        let pow: Vec<(f64, f64)> =
+            (0..=20).map(|k| (f64::from(1u32 << k), 1000.0 * f64::from(k + 1))).collect();
+        let chart = Chart {
+            title: "t".into(),
+            x_label: "transactions (n)".into(),
+            y_label: "transactions / s".into(),
+            log_x: true,
+            log_y: true,
+            series: vec![
+                Series::line("ours a", pow.clone()),
+                Series::line("ours b", pow.iter().map(|(x, y)| (*x, y * 2.0)).collect()),
+                Series::seed("seed", pow.iter().map(|(x, y)| (*x, y / 2.0)).collect()),
+            ],
+        };
+        write_svg(&path, &[chart]).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let t = texts(&svg);
+        for label in ["ours a", "ours b", "seed"] {
+            let (x, _) = t.iter().find(|(_, l)| l == label).unwrap();
+            assert!(*x > f64::from(WIDTH - LEGEND_WIDTH), "legend label {label:?} at x = {x}, over the plot");
+        }
+        assert!(t.iter().any(|(_, l)| l == "2^10" || l == "2^8" || l == "2^12"), "{t:?}");
+        assert!(t.iter().any(|(_, l)| l.ends_with('K')), "SI labels on the y axis: {t:?}");
+        assert!(!t.iter().any(|(_, l)| l.ends_with(".0")), "no `1000000.0` labels: {t:?}");
+        // Ours: circles and squares; the seed: triangles (polygons of three points).
+        assert!(svg.contains("<circle"), "circles");
+        assert!(svg.contains("<rect") && svg.matches("<rect").count() > 21, "squares");
+        assert!(svg.contains("<polygon"), "triangles");
+    }
 }

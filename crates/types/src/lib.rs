@@ -4,7 +4,8 @@
 //!
 //! What it holds:
 //! - [`Hash`] and the chain's pluggable hash function [`HashKind`] (`sha256`, `sha512_256`, `blake3`);
-//! - [`Amount`], a newtype whose arithmetic is checked and which never exceeds 2^53 − 1;
+//! - [`Amount`], a newtype whose arithmetic is checked and which never exceeds 2^53 − 1, and
+//!   [`FeeRate`], a fee over a size compared exactly;
 //! - transactions ([`Tx`], [`TxIn`], [`TxOut`], [`OutPoint`]) and blocks ([`Header`], [`Block`]);
 //! - the canonical codec ([`Encode`], [`Decode`]): little-endian fixed-width integers,
 //!   `u32`-length-prefixed vectors whose length is bounded by the bytes left before anything is
@@ -22,6 +23,7 @@
 pub mod amount;
 pub mod block;
 pub mod codec;
+pub mod fee;
 pub mod hash;
 pub mod keys;
 pub mod merkle;
@@ -31,6 +33,7 @@ pub mod tx;
 pub use amount::{Amount, AmountError};
 pub use block::{Block, Header, Target, HEADER_LEN};
 pub use codec::{Decode, DecodeError, DecodeErrorKind, Encode, Reader};
+pub use fee::FeeRate;
 pub use hash::{Hash, HashKind, Hasher};
 pub use keys::{PubKey, Scheme, SecretKey, SigError, Signature};
 pub use tx::{Lock, OutPoint, Tx, TxIn, TxKind, TxOut, Witness};

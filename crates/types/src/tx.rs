@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::amount::Amount;
 use crate::codec::{put_count, put_var_bytes, Decode, DecodeError, Encode, Reader};
 use crate::hash::{Hash, HashKind};
-use crate::keys::{PubKey, Scheme, Signature};
+use crate::keys::{PubKey, Scheme, SecretKey, Signature};
 
 /// A reference to an output of an earlier transaction.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -248,6 +248,28 @@ impl Tx {
         kind.hash(&self.encode())
     }
 
+    /// Signs every input. All inputs sign one message, `sighash(chain_id, txid)` (the txid
+    /// leaves witnesses out, so signing does not change it); `sign(i, &msg)` gives input `i`'s
+    /// signature, and its first error stops the signing and is returned.
+    pub fn sign_inputs<E>(
+        &mut self,
+        kind: HashKind,
+        chain_id: &Hash,
+        mut sign: impl FnMut(usize, &Hash) -> Result<Signature, E>,
+    ) -> Result<(), E> {
+        let msg = crate::keys::sighash(kind, chain_id, &self.txid(kind));
+        for (i, input) in self.inputs.iter_mut().enumerate() {
+            input.witness.signature = sign(i, &msg)?;
+        }
+        Ok(())
+    }
+
+    /// Signs every input with `key` ([`Tx::sign_inputs`] for a transaction whose inputs all
+    /// spend coins of one key).
+    pub fn sign_inputs_with(&mut self, kind: HashKind, chain_id: &Hash, key: &SecretKey) {
+        let Ok(()) = self.sign_inputs::<std::convert::Infallible>(kind, chain_id, |_, m| Ok(key.sign(m)));
+    }
+
     /// Is this a coinbase?
     pub fn is_coinbase(&self) -> bool {
         self.kind == TxKind::COINBASE
@@ -285,5 +307,52 @@ impl Decode for Tx {
         let outputs = r.vec("tx.outputs")?;
         let data = r.var_bytes("tx.data")?;
         Ok(Tx { version, kind, inputs, outputs, data })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::keys::{sighash, verify};
+
+    fn two_input_tx(keys: &[SecretKey; 2]) -> Tx {
+        let input = |i: u8, k: &SecretKey| TxIn {
+            prev: OutPoint { txid: Hash([i; 32]), index: 0 },
+            witness: Witness { pubkey: k.public(), signature: [0; 64] },
+        };
+        Tx {
+            version: 1,
+            kind: TxKind::TRANSFER,
+            inputs: vec![input(1, &keys[0]), input(2, &keys[1])],
+            outputs: vec![],
+            data: vec![],
+        }
+    }
+
+    #[test]
+    fn every_input_signs_the_sighash_and_a_failing_signer_stops() {
+        let keys = [
+            SecretKey::from_seed(Scheme::Ed25519, [7; 32]),
+            SecretKey::from_seed(Scheme::Secp256k1, [8; 32]),
+        ];
+        let (kind, chain) = (HashKind::Sha256, Hash([9; 32]));
+        let mut tx = two_input_tx(&keys);
+        let txid = tx.txid(kind);
+        tx.sign_inputs::<()>(kind, &chain, |i, m| Ok(keys[i].sign(m))).unwrap();
+        assert_eq!(tx.txid(kind), txid, "witnesses are outside the txid");
+        let msg = sighash(kind, &chain, &txid);
+        for i in &tx.inputs {
+            verify(&i.witness.pubkey, &msg, &i.witness.signature).unwrap();
+        }
+        // One key for every input.
+        let mut one = two_input_tx(&[keys[0].clone(), keys[0].clone()]);
+        one.sign_inputs_with(kind, &chain, &keys[0]);
+        assert!(one.inputs.iter().all(|i| verify(&i.witness.pubkey, &msg, &i.witness.signature).is_ok()));
+        // The signer's error is returned at the first input it refuses; later ones stay unsigned.
+        let mut tx = two_input_tx(&keys);
+        let e = tx.sign_inputs(kind, &chain, |i, m| if i == 0 { Ok(keys[0].sign(m)) } else { Err(i) });
+        assert_eq!(e, Err(1));
+        assert_eq!(tx.inputs[1].witness.signature, [0; 64]);
     }
 }

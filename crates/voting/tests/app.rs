@@ -241,18 +241,7 @@ fn admit(
     pool: &scalechain_mempool::Mempool,
     txs: Vec<Tx>,
 ) -> Vec<Result<scalechain_mempool::Admitted, scalechain_mempool::MempoolError>> {
-    let chain_id = v.chain.chain_id();
-    let env = scalechain_mempool::AdmitEnv {
-        params: &v.p,
-        chain_id: &chain_id,
-        apps: v.chain.apps(),
-        verify: v.chain.verify_config(),
-        utxos: v.chain.utxos(),
-        app_state: v.chain.app_state(),
-        height: v.chain.tip_height() + 1,
-        time: v.chain.tip_header().time + 1000,
-    };
-    pool.admit(&env, txs)
+    pool.admit(&v.chain.next_block_env(v.chain.tip_header().time + 1000), txs)
 }
 
 fn reasons<T>(v: &[Result<T, scalechain_mempool::MempoolError>]) -> Vec<&'static str> {

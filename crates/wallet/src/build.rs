@@ -30,8 +30,9 @@ use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
 
-use scalechain_types::keys::sighash;
-use scalechain_types::{Amount, Hash, HashKind, Lock, OutPoint, Scheme, Tx, TxIn, TxKind, TxOut, Witness};
+use scalechain_types::{
+    Amount, FeeRate, Hash, HashKind, Lock, OutPoint, Scheme, Tx, TxIn, TxKind, TxOut, Witness,
+};
 
 use crate::wallet::Signer;
 
@@ -42,43 +43,13 @@ pub const MIN_DUST_LIMIT: u64 = 546;
 /// Bytes of a transfer with no inputs, no outputs and no data.
 pub const BASE_SIZE: usize = 17;
 
-/// A fee rate: an amount per 1,000 bytes of a transaction's full encoding.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct FeeRate(Amount);
-
-impl FeeRate {
-    /// No fee.
-    pub const ZERO: FeeRate = FeeRate(Amount::ZERO);
-
-    /// A rate of `per_1000_bytes` per 1,000 bytes.
-    pub fn per_kb(per_1000_bytes: Amount) -> FeeRate {
-        FeeRate(per_1000_bytes)
-    }
-
-    /// The amount per 1,000 bytes.
-    pub fn per_1000_bytes(&self) -> Amount {
-        self.0
-    }
-
-    /// The fee of `size` bytes: `ceil(size * rate / 1000)`.
-    pub fn fee_for(&self, size: usize) -> Result<Amount, BuildError> {
-        let fee = (size as u128 * u128::from(self.0.get())).div_ceil(1000);
-        u64::try_from(fee)
-            .ok()
-            .and_then(|f| Amount::new(f).ok())
-            .ok_or(BuildError::FeeOverflow { size, rate: *self })
-    }
-}
-
-impl std::fmt::Display for FeeRate {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} per 1000 bytes", self.0)
-    }
+/// The least fee that pays `rate` for `size` bytes, or [`BuildError::FeeOverflow`].
+fn fee_at(rate: FeeRate, size: usize) -> Result<Amount, BuildError> {
+    rate.fee_for(size).ok_or(BuildError::FeeOverflow { size, rate })
 }
 
 /// How to build a transfer.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct BuildOptions {
     /// The fee rate.
     pub fee_rate: FeeRate,
@@ -231,7 +202,7 @@ pub fn select_coins(
     for (n, (_, out)) in sorted.iter().enumerate() {
         if n == options.max_inputs {
             let size = BASE_SIZE + inputs_bytes + TxOut::LEN;
-            let need = amount.get() + rate.fee_for(size)?.get();
+            let need = amount.get() + fee_at(rate, size)?.get();
             // Would every coin do? Then only the cap is in the way.
             if funds_suffice(&sorted, amount, rate)? {
                 return Err(BuildError::TooManyInputs { max: options.max_inputs, reachable: total, need });
@@ -240,7 +211,7 @@ pub fn select_coins(
         }
         total += out.value.get();
         inputs_bytes += input_size(out.lock.scheme);
-        let fee1 = rate.fee_for(BASE_SIZE + inputs_bytes + TxOut::LEN)?;
+        let fee1 = fee_at(rate, BASE_SIZE + inputs_bytes + TxOut::LEN)?;
         if total >= amount.get() + fee1.get() {
             return finish(&sorted[..=n], total, amount, options, inputs_bytes);
         }
@@ -248,14 +219,14 @@ pub fn select_coins(
     let size_all = transfer_size(sorted.iter().map(|(_, o)| o.lock.scheme), 1);
     Err(BuildError::InsufficientFunds {
         have: have.get(),
-        need: amount.get() + rate.fee_for(size_all)?.get(),
+        need: amount.get() + fee_at(rate, size_all)?.get(),
     })
 }
 
 fn funds_suffice(sorted: &[&(OutPoint, TxOut)], amount: Amount, rate: FeeRate) -> Result<bool, BuildError> {
     let total: u64 = sorted.iter().map(|(_, o)| o.value.get()).sum();
     let size = transfer_size(sorted.iter().map(|(_, o)| o.lock.scheme), 1);
-    Ok(total >= amount.get() + rate.fee_for(size)?.get())
+    Ok(total >= amount.get() + fee_at(rate, size)?.get())
 }
 
 fn finish(
@@ -268,7 +239,7 @@ fn finish(
     let in_range = |v: u64| Amount::new(v).map_err(|_| BuildError::ValueOverflow(chosen[0].0));
     let size1 = BASE_SIZE + inputs_bytes + TxOut::LEN;
     let size2 = size1 + TxOut::LEN;
-    let fee2 = options.fee_rate.fee_for(size2)?.get();
+    let fee2 = fee_at(options.fee_rate, size2)?.get();
     let change = total.checked_sub(amount.get()).and_then(|r| r.checked_sub(fee2));
     let (change, fee, size) = match change {
         Some(c) if c > 0 && c >= options.dust_limit.get() => (Some(in_range(c)?), fee2, size2),
@@ -355,11 +326,9 @@ pub fn build_transfer(
     }
     let mut tx = Tx { version: 1, kind: TxKind::TRANSFER, inputs, outputs, data: Vec::new() };
     let txid = tx.txid(chain.hash);
-    let msg = sighash(chain.hash, &chain.chain_id, &txid);
-    for (i, (input, (_, out))) in tx.inputs.iter_mut().zip(&sel.inputs).enumerate() {
-        input.witness.signature =
-            signer.sign_for(&out.lock, &msg).ok_or(BuildError::SignerFailed { input: i })?;
-    }
+    tx.sign_inputs(chain.hash, &chain.chain_id, |i, msg| {
+        signer.sign_for(&sel.inputs[i].1.lock, msg).ok_or(BuildError::SignerFailed { input: i })
+    })?;
     // The selection's size is computed from the shape; check it against the real encoding, so a
     // fee below the rate can never leave this function.
     let size = tx.encoded_len();
@@ -394,7 +363,7 @@ mod tests {
         assert_eq!(r.fee_for(1000).unwrap().get(), 1);
         assert_eq!(r.fee_for(1001).unwrap().get(), 2);
         assert_eq!(FeeRate::ZERO.fee_for(5000).unwrap(), Amount::ZERO);
-        assert!(FeeRate::per_kb(Amount::MAX).fee_for(2000).is_err());
+        assert!(FeeRate::per_kb(Amount::MAX).fee_for(2000).is_none());
     }
 
     #[test]

@@ -48,9 +48,11 @@ pub use address::{encode_address, parse_address, Address, AddressError, AddressH
 pub use balance::{balance, AddressBalance, Balance, BalanceError};
 pub use build::{
     build_transfer, select_coins, transfer_size, BuildError, BuildOptions, BuiltTransfer, ChainContext,
-    FeeRate, Selection, TransferRequest,
+    Selection, TransferRequest,
 };
 pub use keys::{KeyId, Seed, SeedError};
 pub use keystore::{KdfParams, KeystoreError};
 pub use passphrase::{Passphrase, PassphraseError, PassphraseSource};
+/// Fee rates are the chain's one type (the mempool judges transactions with it too).
+pub use scalechain_types::FeeRate;
 pub use wallet::{KeyInfo, Keyring, Signer, Wallet};

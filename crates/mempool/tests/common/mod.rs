@@ -6,10 +6,10 @@
 use std::sync::Arc;
 
 use scalechain_chain::{Accepted, Chain, ChainError, MemStore};
+use scalechain_consensus::connect::ConnectCtx;
 use scalechain_consensus::params::{devnet_premine_key, SigMode};
-use scalechain_consensus::{Apps, Params, VerifyConfig};
-use scalechain_mempool::{AdmitEnv, Mempool, MempoolConfig};
-use scalechain_types::keys::sighash;
+use scalechain_consensus::{Apps, Params, TxEnv, VerifyConfig};
+use scalechain_mempool::{Mempool, MempoolConfig};
 use scalechain_types::{
     Amount, Block, Hash, HashKind, Header, Lock, OutPoint, PubKey, SecretKey, Tx, TxIn, TxKind, TxOut,
     Witness,
@@ -73,17 +73,12 @@ impl Net {
         Mempool::new(self.p.hash, cfg)
     }
 
-    /// What admission reads from the chain at its tip.
-    pub fn env(&self) -> AdmitEnv<'_> {
-        AdmitEnv {
-            params: &self.p,
-            chain_id: &self.chain_id,
-            apps: &self.apps,
-            verify: &self.verify,
-            utxos: self.chain.utxos(),
-            app_state: self.chain.app_state(),
-            height: self.chain.tip_height() + 1,
-            time: self.chain.tip_header().time + 1000,
+    /// What admission reads from the chain at its tip, with this net's application modules
+    /// (tests register modules in `apps` after the chain opened).
+    pub fn env(&self) -> TxEnv<'_> {
+        TxEnv {
+            ctx: ConnectCtx::new(&self.p, &self.chain_id, &self.apps, &self.verify),
+            ..self.chain.next_block_env(self.chain.tip_header().time + 1000)
         }
     }
 
@@ -124,10 +119,9 @@ impl Net {
 
     /// Signs every input of `tx` with the key owning the matching coin of `ins`.
     pub fn sign(&self, tx: &mut Tx, ins: &[Utxo]) {
-        let msg = sighash(self.p.hash, &self.chain_id, &tx.txid(self.p.hash));
-        for (input, u) in tx.inputs.iter_mut().zip(ins) {
-            input.witness.signature = self.keys[u.key].0.sign(&msg);
-        }
+        let Ok(()) = tx.sign_inputs::<std::convert::Infallible>(self.p.hash, &self.chain_id, |i, m| {
+            Ok(self.keys[ins[i].key].0.sign(m))
+        });
     }
 
     /// A mined block on `parent` holding `txs` after a coinbase claiming subsidy + `fees`.

@@ -175,7 +175,7 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
     ctx.finish(Experiment::Components, &table, charts, section)
 }
 
-fn charts(t: &Table) -> Vec<Chart> {
+pub(crate) fn charts(t: &Table) -> Vec<Chart> {
     // One bar-like series per build: components along x by index.
     let builds = t.distinct("build");
     let mut series: Vec<Series> = builds
@@ -198,7 +198,7 @@ fn charts(t: &Table) -> Vec<Chart> {
     vec![Chart {
         title: "Cost per component of validating one transaction (seed 004)".into(),
         x_label: "component (row)".into(),
-        y_label: "ns".into(),
+        y_label: "time per transaction (ns)".into(),
         log_x: false,
         log_y: true,
         series,

@@ -200,7 +200,7 @@ fn row(
     ]
 }
 
-fn charts(t: &Table) -> Vec<Chart> {
+pub(crate) fn charts(t: &Table) -> Vec<Chart> {
     SIZES
         .iter()
         .map(|&bytes| {

@@ -111,7 +111,7 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
     ctx.finish(Experiment::Speedup, &table, charts, |t| section(t, cores))
 }
 
-fn charts(t: &Table) -> Vec<Chart> {
+pub(crate) fn charts(t: &Table) -> Vec<Chart> {
     let builds = t.distinct("build");
     ["tx-verify", "merkle"]
         .iter()
@@ -130,7 +130,7 @@ fn charts(t: &Table) -> Vec<Chart> {
             Chart {
                 title: format!("Speedup of {task} by threads (seed 000 Fig 3.3)"),
                 x_label: "threads".into(),
-                y_label: "speedup over 1 thread".into(),
+                y_label: "speedup over 1 thread (×)".into(),
                 log_x: true,
                 log_y: false,
                 series,

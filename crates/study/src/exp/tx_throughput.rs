@@ -89,7 +89,7 @@ pub fn ratios(t: &Table, n: usize, build: &str) -> (Option<f64>, Option<f64>) {
     (r("parallel", "bound"), r("sequential", "bound_single"))
 }
 
-fn charts(t: &Table) -> Vec<Chart> {
+pub(crate) fn charts(t: &Table) -> Vec<Chart> {
     let mut series = Vec::new();
     let builds = t.distinct("build");
     for build in &builds {

@@ -104,7 +104,7 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
     ctx.finish(Experiment::UtxoMemory, &table, charts, section)
 }
 
-fn charts(t: &Table) -> Vec<Chart> {
+pub(crate) fn charts(t: &Table) -> Vec<Chart> {
     let series = t
         .rows
         .iter()

@@ -227,7 +227,7 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
     ctx.finish(Experiment::Voting, &table, charts, section)
 }
 
-fn charts(t: &Table) -> Vec<Chart> {
+pub(crate) fn charts(t: &Table) -> Vec<Chart> {
     let x_max = MODES.len() as f64 + 0.5;
     let mut series: Vec<Series> = BallotScheme::ALL
         .iter()
