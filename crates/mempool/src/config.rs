@@ -2,6 +2,8 @@
 
 use scalechain_types::Amount;
 
+use crate::orphan::OrphanConfig;
+
 /// Limits and policy of a pool. Every limit is enforced on top of the consensus rules.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MempoolConfig {
@@ -27,12 +29,14 @@ pub struct MempoolConfig {
     pub max_tx_bytes: u64,
     /// Wtxids the signature cache remembers (first in, first out).
     pub sig_cache_capacity: usize,
+    /// Limits of the orphan pool ([`crate::Mempool::offer`]).
+    pub orphans: OrphanConfig,
 }
 
 impl Default for MempoolConfig {
     /// 64 MiB or 100,000 transactions, chains of 25, 100 per 1,000 bytes, 4 MiB of fee-less
     /// application transactions, dust below 546, transactions up to 100,000 bytes, 200,000
-    /// cached signature verdicts.
+    /// cached signature verdicts, the orphan pool's defaults ([`OrphanConfig`]).
     fn default() -> Self {
         MempoolConfig {
             max_bytes: 64 << 20,
@@ -44,6 +48,7 @@ impl Default for MempoolConfig {
             dust_limit: Amount::new(546).unwrap_or(Amount::ZERO),
             max_tx_bytes: 100_000,
             sig_cache_capacity: 200_000,
+            orphans: OrphanConfig::default(),
         }
     }
 }

@@ -105,6 +105,18 @@ pub enum MempoolError {
     /// A consensus rule failed ([`TxRule::rule`] is the reason).
     #[error("{rule}: {0}", rule = .0.rule())]
     Consensus(TxRule),
+    /// Not a refusal: the transaction is held in the orphan pool until the transaction whose
+    /// output it spends arrives. Only [`crate::TxVerdict::into_result`] gives it, to callers
+    /// that take a `Result`.
+    #[error(
+        "input {input} spends {prev}, whose transaction is unknown here: held as an orphan until it arrives"
+    )]
+    Orphan {
+        /// The first input whose output is unknown.
+        input: usize,
+        /// What it spends.
+        prev: OutPoint,
+    },
 }
 
 impl MempoolError {
@@ -122,6 +134,7 @@ impl MempoolError {
             MempoolError::TooLarge { .. } => "too-large",
             MempoolError::PoolFull { .. } => "pool-full",
             MempoolError::Consensus(rule) => rule.rule(),
+            MempoolError::Orphan { .. } => "orphan",
         }
     }
 
@@ -160,6 +173,7 @@ mod tests {
             MempoolError::TooLarge { size: 2, max: 1 },
             MempoolError::PoolFull { rate: 1, lowest: 2 },
             MempoolError::Consensus(TxRule::NoInputs),
+            MempoolError::Orphan { input: 0, prev: op },
         ];
         let names: Vec<&str> = all.iter().map(MempoolError::reason).collect();
         assert_eq!(
@@ -175,7 +189,8 @@ mod tests {
                 "dust",
                 "too-large",
                 "pool-full",
-                "no-inputs"
+                "no-inputs",
+                "orphan"
             ]
         );
         for (i, a) in names.iter().enumerate() {

@@ -19,6 +19,10 @@
 //! - **Signature cache.** Admitted transactions' wtxids enter a bounded [`SignatureCache`]
 //!   that block connection (`Chain::set_sig_cache`) and re-admission after a reorganisation
 //!   consult, so each signature is verified once per node.
+//! - **Orphans.** [`Mempool::offer`] holds a transaction whose parent is unknown in a bounded
+//!   [`OrphanPool`] (count, bytes, a share per source, an expiry) instead of refusing it, and
+//!   admits it when the parent is admitted or confirmed ([`Mempool::offer_orphans_of`]); its
+//!   [`TxVerdict`] says `Orphan`, distinct from admitted and refused.
 //! - **Templates.** Highest ancestor-package fee rate first, parents before children, within
 //!   byte and count limits.
 //!
@@ -30,12 +34,14 @@
 mod config;
 mod error;
 mod mempool;
+mod orphan;
 mod pool;
 mod sigcache;
 mod snapshot;
 
 pub use config::MempoolConfig;
 pub use error::MempoolError;
-pub use mempool::{Admitted, Mempool, Removed, ReorgOutcome};
+pub use mempool::{Admitted, HeldOrphan, Mempool, Offered, Removed, ReorgOutcome, TxVerdict};
+pub use orphan::{OrphanConfig, OrphanCounters, OrphanPool, OrphanSource, OrphanStats, Released};
 pub use sigcache::SignatureCache;
 pub use snapshot::{Counters, PoolEntry, Snapshot, Stats, Template};

@@ -12,6 +12,7 @@ use scalechain_types::{Amount, Block, FeeRate, Hash, HashKind, OutPoint, Tx, TxK
 
 use crate::config::MempoolConfig;
 use crate::error::MempoolError;
+use crate::orphan::{OrphanPool, OrphanSource, OrphanStats, Released};
 use crate::pool::{AppKey, Candidate, Pool};
 use crate::sigcache::SignatureCache;
 use crate::snapshot::{is_fee_less, Counters, PoolEntry, Snapshot, Stats, Template};
@@ -53,10 +54,78 @@ pub struct ReorgOutcome {
     pub dropped: Vec<(Hash, MempoolError)>,
 }
 
+/// The verdict on one transaction offered to the node ([`Mempool::offer`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TxVerdict {
+    /// Taken into the pool.
+    Admitted(Admitted),
+    /// Not refused: some of its inputs spend outputs of transactions unknown here, so it waits
+    /// in the orphan pool and is offered again when they come.
+    Orphan(HeldOrphan),
+    /// Refused.
+    Refused(MempoolError),
+}
+
+impl TxVerdict {
+    /// The verdict for callers that speak `Result`: an orphan is `Err(MempoolError::Orphan)`
+    /// (reason `orphan`), which says it is held, not refused.
+    pub fn into_result(self) -> Result<Admitted, MempoolError> {
+        match self {
+            TxVerdict::Admitted(a) => Ok(a),
+            TxVerdict::Orphan(o) => Err(MempoolError::Orphan { input: o.input, prev: o.prev }),
+            TxVerdict::Refused(e) => Err(e),
+        }
+    }
+
+    /// True if the transaction was taken into the pool.
+    pub fn is_admitted(&self) -> bool {
+        matches!(self, TxVerdict::Admitted(_))
+    }
+
+    /// True if it is held as an orphan.
+    pub fn is_orphan(&self) -> bool {
+        matches!(self, TxVerdict::Orphan(_))
+    }
+
+    /// The refusal, if it was refused.
+    pub fn refusal(&self) -> Option<&MempoolError> {
+        match self {
+            TxVerdict::Refused(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// A transaction held in the orphan pool.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HeldOrphan {
+    /// Its txid.
+    pub txid: Hash,
+    /// Its first input whose output is unknown here.
+    pub input: usize,
+    /// What that input spends.
+    pub prev: OutPoint,
+    /// The txids of the parents it waits for.
+    pub parents: Vec<Hash>,
+    /// Orphans sent away to make room for it.
+    pub evicted: Vec<Hash>,
+}
+
+/// What [`Mempool::offer`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Offered {
+    /// One verdict per transaction offered, in order.
+    pub verdicts: Vec<TxVerdict>,
+    /// Orphans admitted because a transaction admitted here was their parent (children after
+    /// their parents).
+    pub released: Vec<Admitted>,
+}
+
 struct Writer {
     pool: Pool,
     counters: Counters,
     version: u64,
+    orphans: OrphanPool,
 }
 
 /// The transaction pool. Share it as `Arc<Mempool>`: any number of readers, one writer at a
@@ -183,19 +252,25 @@ fn place(
     Ok(Admitted { txid: entry.txid, wtxid: entry.wtxid, fee: entry.fee, size: entry.size, evicted })
 }
 
+/// Transactions of a batch refused for a missing input, by position in the batch.
+type MissingInputs = Vec<(usize, Tx)>;
+
 /// Admission of a batch into `pool`, in generations: first the transactions whose inputs
 /// exist (chain or pool), verified together by `verify_txs`, then those spending outputs of the
 /// ones just admitted, and so on. Of two transactions of the batch spending the same output,
 /// the earlier is judged first; the later waits and then conflicts with it, or, if the earlier
 /// failed, is judged in turn; likewise for two claiming one application key. Verdicts come back
 /// in input order.
+///
+/// Transactions that failed for a missing input (`TxRule::MissingInput`) come back beside the
+/// verdicts, by position, for the orphan pool.
 fn run_admission(
     pool: &mut Pool,
     cfg: &MempoolConfig,
     cache: &SignatureCache,
     env: &TxEnv<'_>,
     items: Vec<Prepared>,
-) -> Vec<Result<Admitted, MempoolError>> {
+) -> (Vec<Result<Admitted, MempoolError>>, MissingInputs) {
     let n = items.len();
     let mut keys: Vec<Vec<AppKey>> = if n < 64 {
         items.iter().map(|p| app_keys(env.ctx.apps, env.ctx.params, &p.tx)).collect()
@@ -223,6 +298,7 @@ fn run_admission(
         }
     }
     let mut admitted_wtxids = Vec::new();
+    let mut missing = Vec::new();
     while !pending.is_empty() {
         let mut claimed: HashSet<OutPoint> = HashSet::new();
         let mut claimed_keys: HashSet<AppKey> = HashSet::new();
@@ -261,6 +337,10 @@ fn run_admission(
             let (txid, wtxid, size) = meta[i];
             undecided.remove(&txid);
             let verdict = match result {
+                Err(rule @ TxRule::MissingInput { .. }) => {
+                    missing.push((i, tx));
+                    Err(MempoolError::Consensus(rule))
+                }
                 Err(rule) => Err(MempoolError::Consensus(rule)),
                 Ok(v) => {
                     let keys = std::mem::take(&mut keys[i]);
@@ -285,22 +365,61 @@ fn run_admission(
         pending = wait;
     }
     cache.insert_many(admitted_wtxids);
-    verdicts
+    let verdicts = verdicts
         .into_iter()
         .map(|v| {
             v.expect("every transaction of the batch is judged: pending ones are judged before the loop ends")
         })
-        .collect()
+        .collect();
+    (verdicts, missing)
+}
+
+/// Holds `tx` (with its txid and size), refused with `err`, in the orphan pool if `err` is a
+/// missing input whose parents are unknown here: neither pooled nor `confirmed`. `origin` is
+/// its source and first arrival time. Gives back `err` if it is not held.
+fn hold_orphan(
+    w: &mut Writer,
+    env: &TxEnv<'_>,
+    (tx, txid, size): (Tx, Hash, u64),
+    err: MempoolError,
+    (source, arrived_ms): (OrphanSource, u64),
+    confirmed: &dyn Fn(&Hash) -> bool,
+) -> Result<HeldOrphan, MempoolError> {
+    let MempoolError::Consensus(TxRule::MissingInput { input, prev }) = err else { return Err(err) };
+    if !w.orphans.fits(size) {
+        return Err(err);
+    }
+    let mut parents: Vec<Hash> = tx
+        .inputs
+        .iter()
+        .filter(|i| w.pool.coin(&i.prev, env.view, env.height).is_none())
+        .map(|i| i.prev.txid)
+        .collect();
+    parents.sort_unstable();
+    parents.dedup();
+    if parents.is_empty() || parents.iter().any(|p| *p == txid || w.pool.contains(p) || confirmed(p)) {
+        return Err(err);
+    }
+    match w.orphans.hold(tx, txid, size, parents.clone(), source, arrived_ms) {
+        Some(evicted) => Ok(HeldOrphan { txid, input, prev, parents, evicted }),
+        None => Err(err),
+    }
 }
 
 impl Mempool {
     /// An empty pool for a chain hashing with `hash`.
     pub fn new(hash: HashKind, config: MempoolConfig) -> Mempool {
         let sig_cache = Arc::new(SignatureCache::new(config.sig_cache_capacity));
+        let orphans = OrphanPool::new(config.orphans.clone());
         Mempool {
             hash,
             config,
-            writer: Mutex::new(Writer { pool: Pool::new(0), counters: Counters::default(), version: 0 }),
+            writer: Mutex::new(Writer {
+                pool: Pool::new(0),
+                counters: Counters::default(),
+                version: 0,
+                orphans,
+            }),
             published: ArcSwap::from_pointee(Snapshot::default()),
             sig_cache,
         }
@@ -376,7 +495,18 @@ impl Mempool {
             sig_cache_len: self.sig_cache.len(),
             sig_cache_capacity: self.sig_cache.capacity(),
             version: s.version(),
+            orphans: self.orphan_stats(),
         }
+    }
+
+    /// The orphan pool's figures and totals (takes the writer's lock briefly).
+    pub fn orphan_stats(&self) -> OrphanStats {
+        self.lock().orphans.stats()
+    }
+
+    /// Is `txid` held in the orphan pool?
+    pub fn is_orphan(&self, txid: &Hash) -> bool {
+        self.lock().orphans.contains(txid)
     }
 
     /// A block body from the current snapshot: see [`Snapshot::template`].
@@ -400,7 +530,7 @@ impl Mempool {
         }
         let items = prepare(env.ctx.params.hash, txs);
         let mut w = self.lock();
-        let verdicts = run_admission(&mut w.pool, &self.config, &self.sig_cache, env, items);
+        let (verdicts, _) = run_admission(&mut w.pool, &self.config, &self.sig_cache, env, items);
         for v in &verdicts {
             match v {
                 Ok(a) => {
@@ -412,6 +542,160 @@ impl Mempool {
         }
         self.publish(&mut w);
         verdicts
+    }
+
+    /// Offers transactions, each with its source, at the validator's clock `now_ms`: judged
+    /// like [`Mempool::admit`], except that a transaction missing an input whose parent is
+    /// unknown here (neither pooled nor confirmed: `confirmed(txid)` says whether a
+    /// transaction is on the main chain) is held in the orphan pool instead of refused, and
+    /// orphans waiting for a transaction admitted here are offered again, their children after
+    /// them. A missing output of a pooled or confirmed transaction is spent or never existed:
+    /// spending it is refused. Orphans past their expiry leave first; a transaction held as an
+    /// orphan already is refused as known.
+    pub fn offer(
+        &self,
+        env: &TxEnv<'_>,
+        txs: Vec<(Tx, OrphanSource)>,
+        now_ms: u64,
+        confirmed: &dyn Fn(&Hash) -> bool,
+    ) -> Offered {
+        if txs.is_empty() {
+            return Offered::default();
+        }
+        let (txs, sources): (Vec<Tx>, Vec<OrphanSource>) = txs.into_iter().unzip();
+        let items = prepare(env.ctx.params.hash, txs);
+        let mut w = self.lock();
+        w.orphans.expire(now_ms);
+        let n = items.len();
+        let mut verdicts: Vec<Option<TxVerdict>> = (0..n).map(|_| None).collect();
+        let mut judged = Vec::with_capacity(n);
+        let mut at = Vec::with_capacity(n);
+        for (i, p) in items.into_iter().enumerate() {
+            if w.orphans.contains(&p.txid) {
+                verdicts[i] = Some(TxVerdict::Refused(MempoolError::AlreadyKnown { txid: p.txid }));
+            } else {
+                at.push((i, p.txid, p.size));
+                judged.push(p);
+            }
+        }
+        let (results, missing) = run_admission(&mut w.pool, &self.config, &self.sig_cache, env, judged);
+        let mut missing: HashMap<usize, Tx> = missing.into_iter().collect();
+        let mut admitted = Vec::new();
+        for (k, r) in results.into_iter().enumerate() {
+            let (i, txid, size) = at[k];
+            let v = match (r, missing.remove(&k)) {
+                (Ok(a), _) => {
+                    admitted.push(a.txid);
+                    TxVerdict::Admitted(a)
+                }
+                (Err(e), Some(tx)) => {
+                    match hold_orphan(&mut w, env, (tx, txid, size), e, (sources[i], now_ms), confirmed) {
+                        Ok(o) => {
+                            w.orphans.counters_mut().held += 1;
+                            TxVerdict::Orphan(o)
+                        }
+                        Err(e) => TxVerdict::Refused(e),
+                    }
+                }
+                (Err(e), None) => TxVerdict::Refused(e),
+            };
+            verdicts[i] = Some(v);
+        }
+        let verdicts: Vec<TxVerdict> = verdicts
+            .into_iter()
+            .map(|v| v.expect("every transaction offered has a verdict: known orphans or judged"))
+            .collect();
+        for v in &verdicts {
+            match v {
+                TxVerdict::Admitted(a) => {
+                    w.counters.admitted += 1;
+                    w.counters.evicted += a.evicted.len() as u64;
+                }
+                TxVerdict::Refused(e) => *w.counters.rejected.entry(e.reason()).or_default() += 1,
+                TxVerdict::Orphan(_) => {}
+            }
+        }
+        let released = self.release_orphans(&mut w, env, admitted, confirmed);
+        self.publish(&mut w);
+        Offered { verdicts, released }
+    }
+
+    /// Transactions `parents` joined the main chain (a block connected): the orphans waiting
+    /// for them are offered again, as [`Mempool::offer`] does for admitted parents. Returns
+    /// those admitted.
+    pub fn offer_orphans_of(
+        &self,
+        env: &TxEnv<'_>,
+        parents: &[Hash],
+        now_ms: u64,
+        confirmed: &dyn Fn(&Hash) -> bool,
+    ) -> Vec<Admitted> {
+        let mut w = self.lock();
+        let expired = w.orphans.expire(now_ms);
+        if w.orphans.is_empty() {
+            return Vec::new();
+        }
+        let released = self.release_orphans(&mut w, env, parents.to_vec(), confirmed);
+        if !released.is_empty() || !expired.is_empty() {
+            self.publish(&mut w);
+        }
+        released
+    }
+
+    /// Sends away orphans past their expiry at `now_ms`; returns how many left.
+    pub fn expire_orphans(&self, now_ms: u64) -> usize {
+        self.lock().orphans.expire(now_ms).len()
+    }
+
+    /// Sends away the orphans `source` brought (the peer left); returns how many.
+    pub fn forget_orphans_from(&self, source: OrphanSource) -> usize {
+        self.lock().orphans.forget_source(source)
+    }
+
+    /// Offers again, generation by generation, the orphans waiting for `parents` (txids just
+    /// admitted or confirmed); those still missing a parent are held again with their first
+    /// arrival time, so waiting never extends an orphan's expiry.
+    fn release_orphans(
+        &self,
+        w: &mut Writer,
+        env: &TxEnv<'_>,
+        parents: Vec<Hash>,
+        confirmed: &dyn Fn(&Hash) -> bool,
+    ) -> Vec<Admitted> {
+        let mut out = Vec::new();
+        let mut frontier = parents;
+        while !frontier.is_empty() && !w.orphans.is_empty() {
+            let released: Vec<Released> = w.orphans.release_children(&frontier);
+            frontier.clear();
+            if released.is_empty() {
+                break;
+            }
+            let origins: Vec<(OrphanSource, u64)> =
+                released.iter().map(|r| (r.source, r.arrived_ms)).collect();
+            let items = prepare(env.ctx.params.hash, released.into_iter().map(|r| r.tx).collect());
+            let meta: Vec<(Hash, u64)> = items.iter().map(|p| (p.txid, p.size)).collect();
+            let (results, missing) = run_admission(&mut w.pool, &self.config, &self.sig_cache, env, items);
+            let mut missing: HashMap<usize, Tx> = missing.into_iter().collect();
+            for (k, r) in results.into_iter().enumerate() {
+                let (txid, size) = meta[k];
+                match (r, missing.remove(&k)) {
+                    (Ok(a), _) => {
+                        frontier.push(a.txid);
+                        w.counters.admitted += 1;
+                        w.counters.evicted += a.evicted.len() as u64;
+                        w.orphans.counters_mut().admitted += 1;
+                        out.push(a);
+                    }
+                    (Err(e), Some(tx)) => {
+                        if hold_orphan(w, env, (tx, txid, size), e, origins[k], confirmed).is_err() {
+                            w.orphans.counters_mut().refused += 1;
+                        }
+                    }
+                    (Err(_), None) => w.orphans.counters_mut().refused += 1,
+                }
+            }
+        }
+        out
     }
 
     /// A block joined the main chain: the pooled transactions it confirms leave (their pooled
@@ -441,6 +725,9 @@ impl Mempool {
         for (tx, txid) in block.txs.iter().zip(&txids) {
             if tx.is_coinbase() {
                 continue;
+            }
+            if w.orphans.remove(txid) {
+                w.orphans.counters_mut().confirmed += 1;
             }
             if w.pool.remove(txid).is_some() {
                 // It held its keys alone: no other pooled transaction holds them.
@@ -495,7 +782,7 @@ impl Mempool {
             size: e.size,
         }));
         let mut fresh = Pool::new(w.pool.next_seq());
-        let verdicts = run_admission(&mut fresh, &self.config, &self.sig_cache, env, items);
+        let (verdicts, _) = run_admission(&mut fresh, &self.config, &self.sig_cache, env, items);
         let mut out = ReorgOutcome::default();
         let mut evicted = 0u64;
         for (k, v) in verdicts.into_iter().enumerate() {

@@ -96,6 +96,8 @@ pub struct Stats {
     pub sig_cache_capacity: usize,
     /// Snapshots published so far (one per writer call that changed something).
     pub version: u64,
+    /// The orphan pool.
+    pub orphans: crate::OrphanStats,
 }
 
 /// An immutable view of the pool at one moment.

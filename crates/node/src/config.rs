@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use scalechain_consensus::params::SigMode;
 use scalechain_consensus::VerifyMode;
+use scalechain_mempool::OrphanConfig;
 use scalechain_p2p::msg::Role;
 use scalechain_types::HashKind;
 
@@ -104,6 +105,16 @@ pub struct MempoolSection {
     pub dust_limit: u64,
     /// Longest chain of unconfirmed ancestors. Default 25.
     pub max_ancestors: usize,
+    /// Transactions whose parent is unknown held in the orphan pool until it comes, at most
+    /// (0: refuse them as `missing-input`). Default 5,000.
+    pub orphans: usize,
+    /// Bytes the orphan pool holds, at most. Default 10 MB.
+    pub orphan_bytes: u64,
+    /// Orphans one peer (or the API) may have in the pool, at most; its byte share is the
+    /// same fraction of `orphan_bytes`. Default 1,250.
+    pub orphans_per_peer: usize,
+    /// Seconds an orphan waits for its parent before it leaves. Default 600.
+    pub orphan_expiry_s: u64,
 }
 
 /// Mining settings.
@@ -181,6 +192,10 @@ impl Default for MempoolSection {
             max_fee_less_bytes: 8_000_000,
             dust_limit: 1,
             max_ancestors: 25,
+            orphans: 5_000,
+            orphan_bytes: 10_000_000,
+            orphans_per_peer: 1_250,
+            orphan_expiry_s: 600,
         }
     }
 }
@@ -188,6 +203,26 @@ impl Default for MempoolSection {
 impl Default for MinerSection {
     fn default() -> Self {
         MinerSection { threads: 1, pace: true, max_block_txs: 100_000, reward_key: None }
+    }
+}
+
+impl MempoolSection {
+    /// The orphan pool's limits these settings give.
+    pub fn orphan_config(&self) -> OrphanConfig {
+        let per_peer = self.orphans_per_peer.min(self.orphans);
+        let share = if self.orphans == 0 {
+            0
+        } else {
+            u64::try_from(u128::from(self.orphan_bytes) * per_peer as u128 / self.orphans as u128)
+                .unwrap_or(u64::MAX)
+        };
+        OrphanConfig {
+            max_txs: self.orphans,
+            max_bytes: self.orphan_bytes,
+            max_per_source: per_peer,
+            max_bytes_per_source: share,
+            expiry_ms: self.orphan_expiry_s.saturating_mul(1000),
+        }
     }
 }
 
@@ -238,6 +273,17 @@ mod tests {
         assert_eq!(c.role, Role::Miner);
         assert_eq!(c.miner.threads, 3);
         assert_eq!(c.mempool, MempoolSection::default());
+    }
+
+    #[test]
+    fn orphan_settings_give_the_pools_limits_and_a_proportional_byte_share() {
+        let o = MempoolSection::default().orphan_config();
+        assert_eq!(
+            (o.max_txs, o.max_bytes, o.max_per_source, o.max_bytes_per_source, o.expiry_ms),
+            (5_000, 10_000_000, 1_250, 2_500_000, 600_000)
+        );
+        let off = MempoolSection { orphans: 0, ..MempoolSection::default() }.orphan_config();
+        assert_eq!((off.max_txs, off.max_per_source, off.max_bytes_per_source), (0, 0, 0));
     }
 
     #[test]

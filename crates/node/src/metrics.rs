@@ -106,6 +106,16 @@ pub struct Metrics {
     pub api_requests: Counter,
     /// API requests answered with an error status.
     pub api_errors: Counter,
+    /// Transactions held in the orphan pool now.
+    pub orphans: Gauge,
+    /// Transactions taken in as orphans since start.
+    pub orphans_held: Gauge,
+    /// Orphans admitted once their parents came, since start.
+    pub orphans_admitted: Gauge,
+    /// Orphans that expired, since start.
+    pub orphans_expired: Gauge,
+    /// Orphans pushed out to make room, since start.
+    pub orphans_evicted: Gauge,
 }
 
 /// Builds the Prometheus text of `lines` (name, help, type, value).
@@ -194,6 +204,36 @@ impl Metrics {
             "counter",
             c(&self.api_errors),
         );
+        let g = |g: &Gauge| g.get() as f64;
+        e.value(
+            "orphans",
+            "Transactions waiting in the orphan pool for their parents.",
+            "gauge",
+            g(&self.orphans),
+        )
+        .value("orphans_held_total", "Transactions taken in as orphans.", "counter", g(&self.orphans_held))
+        .value(
+            "orphans_admitted_total",
+            "Orphans admitted once their parents came.",
+            "counter",
+            g(&self.orphans_admitted),
+        )
+        .value("orphans_expired_total", "Orphans that expired.", "counter", g(&self.orphans_expired))
+        .value(
+            "orphans_evicted_total",
+            "Orphans pushed out for room.",
+            "counter",
+            g(&self.orphans_evicted),
+        );
+    }
+
+    /// Mirrors the orphan pool's figures (its counters are the source of truth).
+    pub fn set_orphans(&self, s: &scalechain_mempool::OrphanStats) {
+        self.orphans.set(s.count as u64);
+        self.orphans_held.set(s.counters.held);
+        self.orphans_admitted.set(s.counters.admitted);
+        self.orphans_expired.set(s.counters.expired);
+        self.orphans_evicted.set(s.counters.evicted);
     }
 }
 

@@ -6,14 +6,15 @@
 //! queue (the reactor waiting stops it taking network events, and the swarm then stops reading
 //! its sockets). The verify stage drains whatever is queued, up to `max_batch` transactions,
 //! and admits it in one call (`Replica::admit_batches`: ledger checks and signature batches
-//! spread over the rayon pool). The verdicts go back to the API callers and, as one
+//! spread over the rayon pool; a transaction whose parent is unknown is held as an orphan, and
+//! orphans whose parents came are admitted and relayed). The verdicts go back to the API callers and, as one
 //! `Input::TxsDone`, to the peer protocol, which answers gossipsub and publishes what the API
 //! brought.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use scalechain_mempool::{Admitted, MempoolError};
+use scalechain_mempool::{Admitted, MempoolError, OrphanSource, TxVerdict};
 use scalechain_p2p::msg::MsgId;
 use scalechain_p2p::net::PeerId;
 use scalechain_p2p::protocol::{TxOrigin, TxsDone};
@@ -33,6 +34,24 @@ pub enum Source {
         /// The peer that forwarded it.
         peer: PeerId,
     },
+}
+
+impl Source {
+    /// Its share of the orphan pool: the peer's tag, or `None` for the API.
+    pub fn orphan_source(&self) -> OrphanSource {
+        match self {
+            Source::Api(_) => None,
+            Source::Gossip { peer, .. } => Some(orphan_tag(peer)),
+        }
+    }
+}
+
+/// The orphan pool's tag for a peer (a hash of its id, fixed for the process's life).
+pub fn orphan_tag(peer: &PeerId) -> u64 {
+    use std::hash::{Hash as _, Hasher as _};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    peer.hash(&mut h);
+    h.finish()
 }
 
 /// A batch of transactions entering the pipeline.
@@ -72,28 +91,34 @@ pub async fn run(
             shared.metrics.pipeline_wait.observe(now.duration_since(i.queued));
         }
         // Verify stage: everything queued in one admission call, off the async threads.
-        let batches: Vec<Vec<Tx>> = items.iter_mut().map(|i| std::mem::take(&mut i.txs)).collect();
+        let batches: Vec<(Vec<Tx>, OrphanSource)> =
+            items.iter_mut().map(|i| (std::mem::take(&mut i.txs), i.source.orphan_source())).collect();
         shared.metrics.txs_received.add(n as u64);
         let s = shared.clone();
         let t0 = Instant::now();
-        let Ok(outcomes) =
+        let Ok(admission) =
             tokio::task::spawn_blocking(move || s.replica.admit_batches(batches, now_ms())).await
         else {
             break;
         };
         shared.metrics.pipeline_verify.observe(t0.elapsed());
-        // Apply stage: verdicts back to their sources; the protocol relays what the API brought.
+        // Apply stage: verdicts back to their sources; the protocol relays what the API brought
+        // and the orphans that joined after their parents.
         let t1 = Instant::now();
         let mut round = Vec::with_capacity(items.len());
         let mut local = Vec::new();
-        for (item, o) in items.into_iter().zip(outcomes) {
+        shared.metrics.txs_admitted.add(admission.released.len() as u64);
+        for (item, o) in items.into_iter().zip(admission.batches) {
             let admitted = o.admitted.len() as u64;
             shared.metrics.txs_admitted.add(admitted);
-            shared.metrics.txs_rejected.add(o.verdicts.len() as u64 - admitted);
+            shared
+                .metrics
+                .txs_rejected
+                .add(o.verdicts.iter().filter(|v| v.refusal().is_some()).count() as u64);
             match item.source {
                 Source::Api(reply) => {
                     local.extend(o.admitted);
-                    let _ = reply.send(o.verdicts);
+                    let _ = reply.send(o.verdicts.into_iter().map(TxVerdict::into_result).collect());
                 }
                 Source::Gossip { id, peer } => round.push(TxsDone {
                     origin: TxOrigin::Gossip { source: peer, id },
@@ -105,6 +130,10 @@ pub async fn run(
         if !local.is_empty() {
             round.push(TxsDone { origin: TxOrigin::Local, admitted: local, invalid: false });
         }
+        if !admission.released.is_empty() {
+            round.push(TxsDone { origin: TxOrigin::Released, admitted: admission.released, invalid: false });
+        }
+        shared.metrics.set_orphans(&shared.mempool.orphan_stats());
         if !round.is_empty() && done.send(round).is_err() {
             break;
         }

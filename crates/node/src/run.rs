@@ -191,6 +191,7 @@ pub async fn run(
             max_fee_less_bytes: mp.max_fee_less_bytes,
             dust_limit: Amount::new(mp.dust_limit)
                 .map_err(|e| NodeError::Config(format!("mempool.dust_limit: {e}")))?,
+            orphans: mp.orphan_config(),
             ..MempoolConfig::default()
         },
     );
@@ -306,9 +307,9 @@ pub async fn run(
                 Some(e) => r.net_event(e).await,
                 None => break,
             },
-            Some(o) = done_rx.recv() => r.step(o.input()).await,
+            Some(o) = done_rx.recv() => r.block_done(o).await,
             Some(v) = verdict_rx.recv() => r.step(Input::TxsDone(v)).await,
-            _ = tick.tick() => r.step(Input::Tick).await,
+            _ = tick.tick() => r.tick().await,
             _ = &mut sigterm => break,
             _ = &mut stop => break,
         }
@@ -401,6 +402,24 @@ impl Reactor {
         self.step(input).await;
     }
 
+    /// A block worker outcome; orphans its block let in are relayed.
+    async fn block_done(&mut self, mut o: Outcome) {
+        let released = std::mem::take(&mut o.outcome.released);
+        self.step(o.input()).await;
+        if !released.is_empty() {
+            let done = TxsDone { origin: TxOrigin::Released, admitted: released, invalid: false };
+            self.step(Input::TxsDone(vec![done])).await;
+        }
+    }
+
+    /// The periodic tick: expired orphans leave, then the machine's tick.
+    async fn tick(&mut self) {
+        if self.shared.replica.expire_orphans(now_ms()) > 0 {
+            self.shared.metrics.set_orphans(&self.shared.mempool.orphan_stats());
+        }
+        self.step(Input::Tick).await;
+    }
+
     /// Steps the machine with the node's clock and carries out its outputs, in order.
     async fn step(&mut self, input: Input<PeerId>) {
         self.protocol.step(now_ms(), input, &self.shared.replica);
@@ -442,7 +461,7 @@ impl Reactor {
                 let source = match origin {
                     TxOrigin::Gossip { source, id } => Source::Gossip { id, peer: source },
                     // The machine submits only what gossip brought; the API submits directly.
-                    TxOrigin::Local => return,
+                    TxOrigin::Local | TxOrigin::Released => return,
                 };
                 // Waiting here is the back-pressure: the swarm stops being read meanwhile.
                 let wait = Duration::from_secs(3600);
@@ -490,6 +509,7 @@ impl Reactor {
             Event::Banned { .. } => self.shared.metrics.bans.add(1),
             Event::Disconnected { peer } => {
                 peers.remove(&peer);
+                self.shared.replica.forget_orphans_from(pipeline::orphan_tag(&peer));
             }
         }
     }

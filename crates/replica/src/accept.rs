@@ -3,7 +3,9 @@
 
 use scalechain_chain::{Accepted, ChainError, ChainStore};
 use scalechain_mempool::{Removed, ReorgOutcome};
-use scalechain_types::{Block, Hash};
+use std::sync::Arc;
+
+use scalechain_types::{Block, Hash, Tx};
 
 use crate::{BlockVerdict, Replica};
 
@@ -26,6 +28,9 @@ pub struct BlockOutcome {
     pub removed: Removed,
     /// What re-admitting a reorganisation's transactions did (empty without one).
     pub reorg: ReorgOutcome,
+    /// Orphan transactions admitted because the connected blocks confirmed their parents
+    /// (parents first). Nobody relayed them yet: the caller publishes them.
+    pub released: Vec<Arc<Tx>>,
 }
 
 impl BlockOutcome {
@@ -80,6 +85,7 @@ impl<S: ChainStore> Replica<S> {
             disconnected: 0,
             removed: Removed::default(),
             reorg: ReorgOutcome::default(),
+            released: Vec::new(),
         };
         if chain.tip() == old_tip {
             return out;
@@ -121,10 +127,17 @@ impl<S: ChainStore> Replica<S> {
             out.removed.conflicted.extend(r.conflicted);
             out.removed.expired.extend(r.expired);
         }
+        let env = chain.next_block_env(now_ms);
         if !left.is_empty() {
-            let env = chain.next_block_env(now_ms);
             out.reorg = self.mempool.reorg(&env, returned);
         }
+        // Orphans waiting for a transaction these blocks confirmed may join now.
+        let confirmed_txids: Vec<Hash> =
+            connected.iter().flat_map(|b| b.txs.iter().skip(1).map(|t| t.txid(self.params.hash))).collect();
+        let confirmed = |t: &Hash| chain.tx_location(t).ok().flatten().is_some();
+        let released = self.mempool.offer_orphans_of(&env, &confirmed_txids, now_ms, &confirmed);
+        out.released =
+            released.iter().filter_map(|a| self.mempool.get(&a.txid)).map(|e| e.tx.clone()).collect();
         out.connected = connected.len();
         out.disconnected = left.len();
         out.new_tip = Some((new_height, new_tip));

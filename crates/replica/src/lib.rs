@@ -9,8 +9,11 @@
 //!   reorganisation's, so admission never sees a tip and a mempool that disagree; the
 //!   [`BlockOutcome`] says what changed and maps to the protocol's [`BlockVerdict`];
 //! - [`Replica::admit_batches`]: the pipeline's verify stage — the batches drained at once are
-//!   admitted in one `Mempool::admit` call and the verdicts split back per batch;
-//! - [`Replica::block_template`] and [`solve`]: the miner's block and nonce search;
+//!   offered in one `Mempool::offer` call and the verdicts split back per batch; a transaction
+//!   whose parent is unknown is held as an orphan and admitted (and handed back to be relayed)
+//!   when the parent is admitted or confirmed;
+//! - [`Replica::block_template`] and [`solve`]: the miner's block and nonce search.
+//!
 //! Admission judges transactions in `Chain::next_block_env` (the next block on the tip, at
 //! the validator's clock).
 //!
@@ -29,7 +32,7 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use scalechain_chain::{Chain, ChainStore};
 use scalechain_consensus::{Params, TxRule};
-use scalechain_mempool::{Admitted, Mempool, MempoolConfig, MempoolError};
+use scalechain_mempool::{Admitted, Mempool, MempoolConfig, MempoolError, OrphanSource, TxVerdict};
 use scalechain_types::merkle::root_of_txs;
 use scalechain_types::{Block, Hash, HashKind, Header, Lock, Tx, TxOut};
 
@@ -55,13 +58,25 @@ pub struct Replica<S: ChainStore> {
 /// The pipeline's verdicts on one batch.
 #[derive(Debug)]
 pub struct BatchOutcome {
-    /// One verdict per transaction, in the batch's order.
-    pub verdicts: Vec<Result<Admitted, MempoolError>>,
+    /// One verdict per transaction, in the batch's order: admitted, held as an orphan, or
+    /// refused.
+    pub verdicts: Vec<TxVerdict>,
     /// The transactions the mempool took, in the batch's order.
     pub admitted: Vec<Arc<Tx>>,
     /// True if a transaction broke a consensus rule its sender must have known about (see
     /// [`punishable`]).
     pub invalid: bool,
+}
+
+/// What one verification round did: the verdicts per batch, and the orphans it admitted
+/// because their parents came in it.
+#[derive(Debug, Default)]
+pub struct Admission {
+    /// One outcome per batch, in the order given.
+    pub batches: Vec<BatchOutcome>,
+    /// Orphans (of earlier rounds or of this one) admitted after their parents, parents
+    /// first. Nobody relayed them yet: the caller publishes them.
+    pub released: Vec<Arc<Tx>>,
 }
 
 /// True if a refusal proves the transaction invalid whatever the sender knew: a consensus
@@ -102,26 +117,53 @@ impl<S: ChainStore> Replica<S> {
         self.mempool.admit(&c.next_block_env(now_ms), txs)
     }
 
-    /// The verify stage: every batch in one admission call (one parallel verification round),
-    /// the verdicts split back per batch.
-    pub fn admit_batches(&self, batches: Vec<Vec<Tx>>, now_ms: u64) -> Vec<BatchOutcome> {
-        let spans: Vec<usize> = batches.iter().map(Vec::len).collect();
-        let all: Vec<Tx> = batches.into_iter().flatten().collect();
-        let mut verdicts = self.admit(all, now_ms).into_iter();
-        spans
+    /// The verify stage: every batch in one admission call (one parallel verification round)
+    /// at the validator's clock `now_ms`, each batch with its source (a peer's tag, or `None`
+    /// for the API) for the orphan pool; the verdicts split back per batch. A transaction whose
+    /// parent is unknown is held as an orphan ([`Mempool::offer`]), and orphans whose parents
+    /// this round admitted are admitted after them.
+    pub fn admit_batches(&self, batches: Vec<(Vec<Tx>, OrphanSource)>, now_ms: u64) -> Admission {
+        let spans: Vec<usize> = batches.iter().map(|(b, _)| b.len()).collect();
+        let all: Vec<(Tx, OrphanSource)> =
+            batches.into_iter().flat_map(|(b, src)| b.into_iter().map(move |t| (t, src))).collect();
+        let offered = {
+            let c = self.chain.read();
+            let confirmed = |t: &Hash| c.tx_location(t).ok().flatten().is_some();
+            self.mempool.offer(&c.next_block_env(now_ms), all, now_ms, &confirmed)
+        };
+        let mut verdicts = offered.verdicts.into_iter();
+        let batches = spans
             .into_iter()
             .map(|n| {
-                let verdicts: Vec<_> = verdicts.by_ref().take(n).collect();
+                let verdicts: Vec<TxVerdict> = verdicts.by_ref().take(n).collect();
                 let admitted = verdicts
                     .iter()
-                    .flatten()
-                    .filter_map(|a| self.mempool.get(&a.txid))
+                    .filter_map(|v| match v {
+                        TxVerdict::Admitted(a) => self.mempool.get(&a.txid),
+                        _ => None,
+                    })
                     .map(|e| e.tx.clone())
                     .collect();
-                let invalid = verdicts.iter().any(|v| v.as_ref().is_err_and(punishable));
+                let invalid = verdicts.iter().any(|v| v.refusal().is_some_and(punishable));
                 BatchOutcome { verdicts, admitted, invalid }
             })
-            .collect()
+            .collect();
+        Admission { batches, released: self.pooled(offered.released.iter().map(|a| &a.txid)) }
+    }
+
+    /// The pooled transactions among `txids`, in that order.
+    fn pooled<'a>(&self, txids: impl Iterator<Item = &'a Hash>) -> Vec<Arc<Tx>> {
+        txids.filter_map(|t| self.mempool.get(t)).map(|e| e.tx.clone()).collect()
+    }
+
+    /// Orphans past their expiry at `now_ms` leave the orphan pool; returns how many.
+    pub fn expire_orphans(&self, now_ms: u64) -> usize {
+        self.mempool.expire_orphans(now_ms)
+    }
+
+    /// A peer left: the orphans it brought leave with it.
+    pub fn forget_orphans_from(&self, source: u64) -> usize {
+        self.mempool.forget_orphans_from(Some(source))
     }
 
     /// The next block on the tip, not yet solved: the mempool's template (at most

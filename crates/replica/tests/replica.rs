@@ -192,17 +192,19 @@ fn batches_are_admitted_together_and_split_back() {
     forged.inputs[0].witness.signature[5] ^= 1;
     let missing = transfer(4, 1000, Some(OutPoint { txid: Hash([0xee; 32]), index: 0 }));
     let batches = vec![
-        vec![transfer(1, 1000, None), transfer(2, 1000, None)],
-        vec![forged],
-        vec![missing, transfer(5, 1000, None)],
-        vec![],
+        (vec![transfer(1, 1000, None), transfer(2, 1000, None)], Some(1)),
+        (vec![forged], Some(2)),
+        (vec![missing, transfer(5, 1000, None)], Some(3)),
+        (vec![], None),
     ];
-    let out = r.admit_batches(batches, t0() + 10);
+    let out = r.admit_batches(batches, t0() + 10).batches;
     assert_eq!(out.len(), 4);
     assert_eq!((out[0].verdicts.len(), out[0].admitted.len(), out[0].invalid), (2, 2, false));
     assert_eq!((out[1].admitted.len(), out[1].invalid), (0, true));
-    // A missing input may be one the sender knows and we do not: refused, not punished.
-    assert!(matches!(out[2].verdicts[0], Err(MempoolError::Consensus(_))));
+    assert!(matches!(out[1].verdicts[0].refusal(), Some(MempoolError::Consensus(_))));
+    // A missing input may be one the sender knows and we do not: held as an orphan, not
+    // punished.
+    assert!(out[2].verdicts[0].is_orphan());
     assert_eq!((out[2].admitted.len(), out[2].invalid), (1, false));
     assert_eq!(*out[2].admitted[0], transfer(5, 1000, None));
     assert!(out[3].verdicts.is_empty());
@@ -211,6 +213,37 @@ fn batches_are_admitted_together_and_split_back() {
         r.pooled_txs(&[Hash([1; 32]), transfer(2, 1000, None).txid(HashKind::Sha256)]),
         vec![transfer(2, 1000, None)]
     );
+}
+
+/// A transfer spending output 0 of `parent` (premine output `i` sent back to key `i`).
+fn child_of(parent: &Tx, i: u64) -> Tx {
+    transfer(i, 2000, Some(OutPoint { txid: parent.txid(HashKind::Sha256), index: 0 }))
+}
+
+#[test]
+fn orphans_join_when_a_batch_admits_or_a_block_confirms_their_parent() {
+    let r = replica(1);
+    let (parent, child) = (transfer(1, 1000, None), child_of(&transfer(1, 1000, None), 1));
+    let now = t0() + 10;
+    let a = r.admit_batches(vec![(vec![child.clone()], Some(7))], now);
+    assert!(a.batches[0].verdicts[0].is_orphan());
+    assert!(a.batches[0].admitted.is_empty() && !a.batches[0].invalid && a.released.is_empty());
+    let a = r.admit_batches(vec![(vec![parent.clone()], None)], now);
+    assert_eq!(a.batches[0].admitted.len(), 1);
+    assert_eq!(a.released.iter().map(|t| (**t).clone()).collect::<Vec<_>>(), vec![child.clone()]);
+    assert_eq!(r.mempool.len(), 2);
+    // Now a parent the pool never saw comes in a block: its waiting child is admitted and
+    // handed back for relay.
+    let (parent2, child2) = (transfer(2, 1000, None), child_of(&transfer(2, 1000, None), 2));
+    assert!(r.admit_batches(vec![(vec![child2.clone()], Some(8))], now).batches[0].verdicts[0].is_orphan());
+    let other = replica(2);
+    admitted(&other, vec![parent2], now);
+    let b = mine(&other, t0() + 1000);
+    let o = r.accept_block(b, t0() + 1000);
+    assert_eq!(o.verdict(), BlockVerdict::Connected);
+    assert_eq!(o.released.iter().map(|t| (**t).clone()).collect::<Vec<_>>(), vec![child2.clone()]);
+    assert!(r.mempool.contains(&child2.txid(HashKind::Sha256)));
+    assert_eq!(r.mempool.orphan_stats().counters.admitted, 2);
 }
 
 #[test]

@@ -348,6 +348,7 @@ impl Sim {
                 if let (true, Some(Slot::Honest(n))) =
                     (current(&self.w, node, incarnation), self.nodes.get_mut(node.0 as usize))
                 {
+                    n.replica.expire_orphans(self.w.now);
                     n.step(scalechain_p2p::protocol::Input::Tick, &mut self.w);
                     let at = self.w.now + self.cfg.tick_ms;
                     self.w.schedule(at, Ev::Tick { node, incarnation });

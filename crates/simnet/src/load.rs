@@ -56,17 +56,34 @@ impl Load {
         picked.into_iter().filter_map(|i| self.transfer(i)).collect()
     }
 
+    /// The next `n` transfers (fewer when the premine runs out), each with a child spending
+    /// its output back to the same key: `(parents, children)`, child `k` spending parent `k`.
+    pub fn take_families(&mut self, n: usize) -> (Vec<Tx>, Vec<Tx>) {
+        let parents = self.take(n);
+        let children = parents
+            .iter()
+            .filter_map(|p| {
+                let i = p.inputs[0].prev.index;
+                let prev = OutPoint { txid: p.txid(self.params.hash), index: 0 };
+                self.spend(i, prev, p.outputs[0])
+            })
+            .collect();
+        (parents, children)
+    }
+
     fn transfer(&mut self, i: u32) -> Option<Tx> {
         let out = *self.params.premine.get(i as usize)?;
+        self.spend(i, OutPoint { txid: self.premine_txid, index: i }, out)
+    }
+
+    /// `prev` (holding `out`, locked to premine key `i`) back to the same key, less a fee.
+    fn spend(&mut self, i: u32, prev: OutPoint, out: TxOut) -> Option<Tx> {
         let fee = 1_000 + self.rng.next_u64() % 1_000;
         let key = devnet_premine_key(self.sig, u64::from(i));
         let mut tx = Tx {
             version: 1,
             kind: TxKind::TRANSFER,
-            inputs: vec![TxIn {
-                prev: OutPoint { txid: self.premine_txid, index: i },
-                witness: Witness { pubkey: key.public(), signature: [0; 64] },
-            }],
+            inputs: vec![TxIn { prev, witness: Witness { pubkey: key.public(), signature: [0; 64] } }],
             outputs: vec![TxOut {
                 value: Amount::new(out.value.get().checked_sub(fee)?).ok()?,
                 lock: out.lock,

@@ -157,9 +157,13 @@ impl Honest {
                 }
             }
             Output::Publish { topic, data } => {
+                // Gossipsub refuses to publish a payload whose id is in its duplicate cache.
                 let id = message_id(&data);
-                self.remember(id);
-                self.gossip(topic, id, &data, None, w);
+                if self.remember(id) {
+                    self.gossip(topic, id, &data, None, w);
+                } else {
+                    w.log(format!("{} publish dropped: duplicate {}", self.id, &id.to_string()[..8]));
+                }
             }
             Output::SubmitBlock { block, origin } => {
                 self.blocks.push((block, origin));
@@ -175,8 +179,14 @@ impl Honest {
                 w.refusals.remove(&(self.id, peer));
             }
             Output::Event(e) => {
-                if let Event::Penalised { peer, offence, .. } = e {
-                    w.penalties.push(Penalty { at_ms: w.now, by: self.id, peer, offence });
+                match e {
+                    Event::Penalised { peer, offence, .. } => {
+                        w.penalties.push(Penalty { at_ms: w.now, by: self.id, peer, offence })
+                    }
+                    Event::Disconnected { peer } => {
+                        self.replica.forget_orphans_from(u64::from(peer.0));
+                    }
+                    _ => {}
                 }
                 let line = format!("{} {e:?}", self.id);
                 w.log(line);
@@ -200,11 +210,14 @@ impl Honest {
         let items = std::mem::take(&mut self.pipeline);
         let (batches, origins): (Vec<Vec<Tx>>, Vec<TxOrigin<NodeId>>) = items.into_iter().unzip();
         let n: usize = batches.iter().map(Vec::len).sum();
-        let outcomes = self.replica.admit_batches(batches, w.now);
+        let tagged = batches.into_iter().zip(origins.iter().map(orphan_source)).collect();
+        let admission = self.replica.admit_batches(tagged, w.now);
         let mut round = Vec::new();
         let mut local = Vec::new();
-        let mut admitted = 0;
-        for (origin, o) in origins.into_iter().zip(outcomes) {
+        let mut admitted = admission.released.len();
+        let orphans: usize =
+            admission.batches.iter().map(|b| b.verdicts.iter().filter(|v| v.is_orphan()).count()).sum();
+        for (origin, o) in origins.into_iter().zip(admission.batches) {
             admitted += o.admitted.len();
             match origin {
                 TxOrigin::Local => {
@@ -219,7 +232,11 @@ impl Honest {
         if !local.is_empty() {
             round.push(TxsDone { origin: TxOrigin::Local, admitted: local, invalid: false });
         }
-        w.log(format!("{} admitted {admitted}/{n}", self.id));
+        // Orphans admitted after their parents: the machine relays them.
+        if !admission.released.is_empty() {
+            round.push(TxsDone { origin: TxOrigin::Released, admitted: admission.released, invalid: false });
+        }
+        w.log(format!("{} admitted {admitted}/{n} orphans {orphans}", self.id));
         if !round.is_empty() {
             self.step(Input::TxsDone(round), w);
         }
@@ -229,10 +246,11 @@ impl Honest {
     pub fn accept_blocks(&mut self, w: &mut World) {
         self.blocks_due = false;
         for (block, origin) in std::mem::take(&mut self.blocks) {
-            let o = self.replica.accept_block(block, w.now);
+            let mut o = self.replica.accept_block(block, w.now);
             w.disconnected_blocks += o.disconnected as u64;
             w.readmitted += o.reorg.returned.iter().filter(|v| v.is_ok()).count() as u64;
             let verdict = o.verdict();
+            let released = std::mem::take(&mut o.released);
             let line = format!(
                 "{} block {} {} {verdict:?} tip {:?}",
                 self.id,
@@ -242,6 +260,11 @@ impl Honest {
             );
             w.log(line);
             self.step(Input::BlockDone { hash: o.hash, height: o.height, origin, verdict }, w);
+            if !released.is_empty() {
+                w.log(format!("{} block released {} orphans", self.id, released.len()));
+                let done = TxsDone { origin: TxOrigin::Released, admitted: released, invalid: false };
+                self.step(Input::TxsDone(vec![done]), w);
+            }
         }
     }
 
@@ -255,6 +278,14 @@ impl Honest {
         w.log(format!("{} mined {} with {} txs", self.id, block.header.height, block.txs.len() - 1));
         let encoded = block.encode();
         self.carry(Output::SubmitBlock { block, origin: BlockOrigin::Local { encoded } }, w);
+    }
+}
+
+/// The orphan pool's share a batch counts against: the peer it came from, or the local API.
+fn orphan_source(origin: &TxOrigin<NodeId>) -> Option<u64> {
+    match origin {
+        TxOrigin::Gossip { source, .. } => Some(u64::from(source.0)),
+        TxOrigin::Local | TxOrigin::Released => None,
     }
 }
 

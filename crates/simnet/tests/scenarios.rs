@@ -278,3 +278,60 @@ fn the_same_seed_gives_the_same_history_and_another_seed_another() {
     assert_ne!(trace, other);
     assert_ne!(state, other_state);
 }
+
+/// True if every listed node holds every one of `txs` on its main chain.
+fn confirmed_everywhere(sim: &Sim, nodes: &[NodeId], txs: &[Tx]) -> bool {
+    nodes.iter().all(|&n| {
+        let c = sim.replica(n).unwrap().chain.read();
+        txs.iter().all(|t| c.tx_location(&t.txid(HashKind::Sha256)).ok().flatten().is_some())
+    })
+}
+
+#[test]
+fn children_arriving_before_their_parents_are_held_then_admitted_relayed_and_mined() {
+    let mut sim = Sim::new(SimConfig::devnet(61));
+    let miner = sim.add_node(Role::Miner);
+    let (p1, p2) = (sim.add_node(Role::Peer), sim.add_node(Role::Peer));
+    let (s1, s2) = (sim.add_scripted(), sim.add_scripted());
+    sim.connect_all();
+    sim.run_for(1_000);
+    let mut load = Load::new(&sim.config().params, sim.config().sig, 61);
+    // Over gossip, from two peers: first the children (from s1), then their parents (from s2),
+    // to p1 only.
+    let (parents, children) = load.take_families(10);
+    let kids = TxBatch(children.clone()).encode();
+    let kids_id = message_id(&kids).to_string()[..8].to_string();
+    assert!(sim.inject_gossip(s1, p1, Topic::Txs, kids));
+    sim.run_for(200);
+    let r1 = sim.replica(p1).unwrap();
+    assert_eq!(r1.mempool.orphan_stats().count, 10, "held, not refused");
+    assert!(r1.mempool.is_empty());
+    assert!(sim.inject_gossip(s2, p1, Topic::Txs, TxBatch(parents.clone()).encode()));
+    sim.run_for(200);
+    let r1 = sim.replica(p1).unwrap();
+    assert_eq!((r1.mempool.orphan_stats().count, r1.mempool.len()), (0, 20));
+    // Through the API, at two nodes: the parents at p2, their children at p1 at once, so p1
+    // has the children before gossip brings it the parents.
+    let (parents2, children2) = load.take_families(10);
+    sim.submit(p2, parents2.clone());
+    sim.submit(p1, children2.clone());
+    sim.run_for(5);
+    assert_eq!(sim.replica(p1).unwrap().mempool.orphan_stats().count, 10);
+    let all = [miner, p1, p2];
+    let txs: Vec<Tx> = [parents, children, parents2, children2].concat();
+    assert!(
+        sim.run_until(20_000, |s| confirmed_everywhere(s, &all, &txs)
+            && all.iter().all(|&n| s.replica(n).unwrap().mempool.is_empty())),
+        "not all mined:\n{}",
+        sim.state()
+    );
+    let st = sim.replica(p1).unwrap().mempool.orphan_stats();
+    assert_eq!((st.count, st.counters.held, st.counters.admitted), (0, 20, 20));
+    // An orphan is no offence, and the message holding them was not forwarded while they
+    // waited: p1 relayed them later, with their parents, in a message of its own.
+    assert!(sim.penalties().is_empty(), "{:?}", sim.penalties());
+    assert!(!sim.trace().iter().any(|l| l.contains(&format!(" {p1}->")) && l.contains(&kids_id)));
+    for n in [miner, p2] {
+        assert_eq!(sim.replica(n).unwrap().mempool.orphan_stats().counters.held, 0, "{n} got parents first");
+    }
+}

@@ -85,7 +85,7 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
             Input::BlockDone { hash, height, origin, verdict } => {
                 self.block_done(now_ms, hash, height, origin, verdict)
             }
-            Input::TxsDone(batches) => self.txs_done(now_ms, batches),
+            Input::TxsDone(batches) => self.txs_done(now_ms, batches, chain),
             Input::Tick => self.tick(now_ms, chain),
         }
     }
@@ -411,8 +411,10 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
         }
     }
 
-    fn txs_done(&mut self, now_ms: u64, batches: Vec<TxsDone<K>>) {
+    fn txs_done(&mut self, now_ms: u64, batches: Vec<TxsDone<K>>, chain: &impl ChainView) {
         let mut relay: Vec<Arc<Tx>> = Vec::new();
+        let mut released: Vec<Arc<Tx>> = Vec::new();
+        let mut from_gossip: Vec<Arc<Tx>> = Vec::new();
         for b in batches {
             match b.origin {
                 TxOrigin::Gossip { source, id } => {
@@ -427,9 +429,19 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
                     if b.invalid {
                         self.penalise(now_ms, &source, Offence::InvalidTx);
                     }
+                    from_gossip.extend(b.admitted);
                 }
                 TxOrigin::Local => relay.extend(b.admitted),
+                TxOrigin::Released => released.extend(b.admitted),
             }
+        }
+        if !released.is_empty() {
+            // The parents gossip brought this round go out again beside their children.
+            let kind = chain.hash_kind();
+            let spent: BTreeSet<Hash> =
+                released.iter().flat_map(|t| t.inputs.iter().map(|i| i.prev.txid)).collect();
+            relay.extend(from_gossip.into_iter().filter(|t| spent.contains(&t.txid(kind))));
+            relay.extend(released);
         }
         // What one verification round admitted from the API is published in as few messages
         // as the limits allow.

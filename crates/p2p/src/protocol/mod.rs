@@ -137,6 +137,11 @@ pub enum TxOrigin<K> {
     },
     /// This node's API: what is admitted is published.
     Local,
+    /// Orphans admitted once their parents came (never submitted as such: the pipeline or
+    /// the block worker hands them over). They are published together with the parents the
+    /// same round admitted, so the message is new to gossip: a peer that held the children
+    /// as orphans saw their own message already, and gossipsub drops a payload it has seen.
+    Released,
 }
 
 /// What the block worker did with a block.

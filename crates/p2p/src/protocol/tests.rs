@@ -596,3 +596,41 @@ fn the_same_inputs_give_the_same_outputs() {
         .iter()
         .any(|o| matches!(o, Output::Request { peer: 9, request: Request::GetHeaders { .. }, .. })));
 }
+
+#[test]
+fn released_orphans_are_published_with_the_parents_gossip_brought_in_the_same_round() {
+    let chain = Fake::new(0);
+    let mut p = machine(Role::Peer);
+    connect(&mut p, &chain, 1, Some(hello(CHAIN, 0, Role::Peer)));
+    out(&mut p);
+    let parent = Tx::coinbase(1, vec![]);
+    let unrelated = Tx::coinbase(2, vec![]);
+    let mut child = Tx::coinbase(3, vec![]);
+    child.inputs = vec![scalechain_types::TxIn {
+        prev: scalechain_types::OutPoint { txid: parent.txid(HashKind::Sha256), index: 0 },
+        witness: scalechain_types::Witness {
+            pubkey: scalechain_types::PubKey::from_slice(scalechain_types::Scheme::Ed25519, &[0; 32])
+                .unwrap(),
+            signature: [0; 64],
+        },
+    }];
+    let round = vec![
+        TxsDone {
+            origin: TxOrigin::Gossip { source: 1, id: MsgId([1; 20]) },
+            admitted: vec![Arc::new(unrelated.clone()), Arc::new(parent.clone())],
+            invalid: false,
+        },
+        TxsDone { origin: TxOrigin::Released, admitted: vec![Arc::new(child.clone())], invalid: false },
+    ];
+    p.step(0, Input::TxsDone(round), &chain);
+    let o = out(&mut p);
+    assert_eq!(o[0], Output::Validate { id: MsgId([1; 20]), source: 1, verdict: Verdict::Accept });
+    let published: Vec<Vec<Tx>> = o
+        .iter()
+        .filter_map(|x| match x {
+            Output::Publish { topic: Topic::Txs, data } => Some(TxBatch::decode(data).unwrap().0),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(published, vec![vec![parent, child]]);
+}
