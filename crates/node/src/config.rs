@@ -64,6 +64,11 @@ pub struct P2pSection {
     pub max_txs_per_message: usize,
     /// Inbound sync requests per second per peer (burst 4× this). Default 50.
     pub requests_per_s: f64,
+    /// Transactions fetched of a new peer's mempool after the handshake, at most (mempool
+    /// sync; 0 turns it off). Default 100,000.
+    pub mempool_sync_txs: usize,
+    /// Bytes of transactions fetched of a new peer's mempool, at most. Default 64 MiB.
+    pub mempool_sync_bytes: usize,
 }
 
 /// HTTP API settings.
@@ -166,6 +171,8 @@ impl Default for P2pSection {
             max_message_bytes: 16 << 20,
             max_txs_per_message: 2_000,
             requests_per_s: 50.0,
+            mempool_sync_txs: 100_000,
+            mempool_sync_bytes: 64 << 20,
         }
     }
 }

@@ -34,6 +34,11 @@ pub enum Source {
         /// The peer that forwarded it.
         peer: PeerId,
     },
+    /// Fetched from a peer's mempool after the handshake (mempool sync).
+    Pool {
+        /// The peer.
+        peer: PeerId,
+    },
 }
 
 impl Source {
@@ -41,7 +46,7 @@ impl Source {
     pub fn orphan_source(&self) -> OrphanSource {
         match self {
             Source::Api(_) => None,
-            Source::Gossip { peer, .. } => Some(orphan_tag(peer)),
+            Source::Gossip { peer, .. } | Source::Pool { peer } => Some(orphan_tag(peer)),
         }
     }
 }
@@ -122,6 +127,11 @@ pub async fn run(
                 }
                 Source::Gossip { id, peer } => round.push(TxsDone {
                     origin: TxOrigin::Gossip { source: peer, id },
+                    admitted: o.admitted,
+                    invalid: o.invalid,
+                }),
+                Source::Pool { peer } => round.push(TxsDone {
+                    origin: TxOrigin::Pool(peer),
                     admitted: o.admitted,
                     invalid: o.invalid,
                 }),

@@ -288,6 +288,8 @@ pub async fn run(
     protocol.requests_per_s = cfg.p2p.requests_per_s;
     protocol.max_message_bytes = cfg.p2p.max_message_bytes;
     protocol.max_txs_per_message = cfg.p2p.max_txs_per_message;
+    protocol.pool_sync.max_txs = cfg.p2p.mempool_sync_txs;
+    protocol.pool_sync.max_bytes = cfg.p2p.mempool_sync_bytes;
     let mut r = Reactor {
         shared: shared.clone(),
         protocol: Protocol::new(protocol),
@@ -460,6 +462,7 @@ impl Reactor {
             Output::SubmitTxs { txs, origin } => {
                 let source = match origin {
                     TxOrigin::Gossip { source, id } => Source::Gossip { id, peer: source },
+                    TxOrigin::Pool(peer) => Source::Pool { peer },
                     // The machine submits only what gossip brought; the API submits directly.
                     TxOrigin::Local | TxOrigin::Released => return,
                 };

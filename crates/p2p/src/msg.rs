@@ -19,6 +19,8 @@ pub const MAX_HEADERS: usize = 2_000;
 pub const MAX_BLOCKS_PER_REQUEST: usize = 16;
 /// Most transactions asked for in one request.
 pub const MAX_TXS_PER_REQUEST: usize = 4_096;
+/// Most txids in one `PoolTxids` response.
+pub const MAX_POOL_TXIDS: usize = 4_096;
 /// Largest request frame, bytes.
 pub const MAX_REQUEST_BYTES: usize = 1 << 20;
 /// Largest response frame, bytes (enough for `MAX_BLOCKS_PER_REQUEST` large blocks).
@@ -191,6 +193,14 @@ pub enum Request {
     GetBlocks(Vec<Hash>),
     /// Transactions by txid from the responder's mempool.
     GetTxs(Vec<Hash>),
+    /// A page of the responder's mempool inventory: its pooled txids from `from` on (inclusive,
+    /// ascending), at most `max` (capped at [`MAX_POOL_TXIDS`]).
+    GetPoolTxids {
+        /// The first txid of the page (all zeros for the first page).
+        from: Hash,
+        /// Most txids wanted.
+        max: u32,
+    },
 }
 
 /// A response of the sync protocol.
@@ -204,6 +214,8 @@ pub enum Response {
     Blocks(Vec<Block>),
     /// The transactions found.
     Txs(Vec<Tx>),
+    /// Pooled txids, ascending.
+    PoolTxids(Vec<Hash>),
     /// The request was refused (wrong chain, rate limit, malformed).
     Refused(String),
 }
@@ -228,6 +240,11 @@ impl Encode for Request {
                 out.push(3);
                 put_vec(out, h);
             }
+            Request::GetPoolTxids { from, max } => {
+                out.push(4);
+                from.encode_to(out);
+                out.extend_from_slice(&max.to_le_bytes());
+            }
         }
     }
 }
@@ -244,6 +261,11 @@ impl Decode for Request {
             }
             2 => Request::GetBlocks(bounded_vec(r, "get_blocks.hashes", MAX_BLOCKS_PER_REQUEST)?),
             3 => Request::GetTxs(bounded_vec(r, "get_txs.txids", MAX_TXS_PER_REQUEST)?),
+            4 => {
+                let from = r.hash("get_pool_txids.from")?;
+                let max = r.u32("get_pool_txids.max")?;
+                Request::GetPoolTxids { from, max }
+            }
             n => return Err(r.invalid("request.tag", format!("unknown request {n}"))),
         })
     }
@@ -272,6 +294,10 @@ impl Encode for Response {
                 out.push(4);
                 put_var_bytes(out, s.as_bytes());
             }
+            Response::PoolTxids(h) => {
+                out.push(5);
+                put_vec(out, h);
+            }
         }
     }
 }
@@ -285,6 +311,7 @@ impl Decode for Response {
             2 => Response::Blocks(bounded_vec(r, "blocks", MAX_BLOCKS_PER_REQUEST)?),
             3 => Response::Txs(bounded_vec(r, "txs", MAX_TXS_PER_REQUEST)?),
             4 => Response::Refused(string(r, "refused.reason", MAX_REASON)?),
+            5 => Response::PoolTxids(bounded_vec(r, "pool_txids", MAX_POOL_TXIDS)?),
             n => return Err(r.invalid("response.tag", format!("unknown response {n}"))),
         })
     }
@@ -431,11 +458,17 @@ mod tests {
             Request::GetHeaders { locator: vec![Hash([1; 32]), Hash([2; 32])], max: 100 },
             Request::GetBlocks(vec![Hash([5; 32])]),
             Request::GetTxs(vec![]),
+            Request::GetPoolTxids { from: Hash([6; 32]), max: 7 },
         ];
         for r in reqs {
             assert_eq!(Request::decode(&r.encode()).unwrap(), r);
         }
-        let resps = [Response::Hello(hello()), Response::Headers(vec![]), Response::Refused("no".into())];
+        let resps = [
+            Response::Hello(hello()),
+            Response::Headers(vec![]),
+            Response::Refused("no".into()),
+            Response::PoolTxids(vec![Hash([8; 32])]),
+        ];
         for r in resps {
             assert_eq!(Response::decode(&r.encode()).unwrap(), r);
         }

@@ -36,7 +36,13 @@ impl ChainView for Genesis {
     fn has_block(&self, h: &Hash) -> bool {
         *h == GENESIS
     }
-    fn pooled_txs(&self, _: &[Hash]) -> Vec<Tx> {
+    fn pooled_txs(&self, _: &[Hash], _: usize) -> Vec<Tx> {
+        Vec::new()
+    }
+    fn has_tx(&self, _: &Hash) -> bool {
+        false
+    }
+    fn pool_txids(&self, _: &Hash, _: usize) -> Vec<Hash> {
         Vec::new()
     }
 }

@@ -41,12 +41,26 @@ impl<S: ChainStore> ChainView for Replica<S> {
         self.chain.read().tree().contains(hash)
     }
 
-    fn pooled_txs(&self, txids: &[Hash]) -> Vec<Tx> {
+    fn pooled_txs(&self, txids: &[Hash], max_bytes: usize) -> Vec<Tx> {
+        let mut bytes = 0u64;
+        let max = u64::try_from(max_bytes).unwrap_or(u64::MAX);
         txids
             .iter()
             .take(MAX_TXS_PER_REQUEST)
             .filter_map(|t| self.mempool.get(t))
+            .take_while(|e| {
+                bytes = bytes.saturating_add(e.size);
+                bytes <= max
+            })
             .map(|e| (*e.tx).clone())
             .collect()
+    }
+
+    fn has_tx(&self, txid: &Hash) -> bool {
+        self.mempool.contains(txid)
+    }
+
+    fn pool_txids(&self, from: &Hash, max: usize) -> Vec<Hash> {
+        self.mempool.snapshot().iter_from(from).take(max).map(|e| e.txid).collect()
     }
 }

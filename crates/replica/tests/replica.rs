@@ -209,10 +209,17 @@ fn batches_are_admitted_together_and_split_back() {
     assert_eq!(*out[2].admitted[0], transfer(5, 1000, None));
     assert!(out[3].verdicts.is_empty());
     assert_eq!(r.mempool.len(), 3);
-    assert_eq!(
-        r.pooled_txs(&[Hash([1; 32]), transfer(2, 1000, None).txid(HashKind::Sha256)]),
-        vec![transfer(2, 1000, None)]
-    );
+    let (t1, t2) = (transfer(1, 1000, None), transfer(2, 1000, None));
+    let ids = [Hash([1; 32]), t2.txid(HashKind::Sha256), t1.txid(HashKind::Sha256)];
+    assert_eq!(r.pooled_txs(&ids, usize::MAX), vec![t2.clone(), t1.clone()]);
+    // The byte cap stops the answer before it is passed.
+    assert_eq!(r.pooled_txs(&ids, t2.encoded_len() + t1.encoded_len() - 1), vec![t2.clone()]);
+    // The inventory: pooled txids from a txid on, ascending.
+    let mut all: Vec<Hash> = r.mempool.snapshot().iter().map(|e| e.txid).collect();
+    all.sort();
+    assert_eq!(r.pool_txids(&Hash([0; 32]), 10), all);
+    assert_eq!(r.pool_txids(&all[1], 1), vec![all[1]]);
+    assert!(r.has_tx(&all[0]) && !r.has_tx(&Hash([1; 32])));
 }
 
 /// A transfer spending output 0 of `parent` (premine output `i` sent back to key `i`).

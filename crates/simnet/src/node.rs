@@ -284,7 +284,7 @@ impl Honest {
 /// The orphan pool's share a batch counts against: the peer it came from, or the local API.
 fn orphan_source(origin: &TxOrigin<NodeId>) -> Option<u64> {
     match origin {
-        TxOrigin::Gossip { source, .. } => Some(u64::from(source.0)),
+        TxOrigin::Gossip { source, .. } | TxOrigin::Pool(source) => Some(u64::from(source.0)),
         TxOrigin::Local | TxOrigin::Released => None,
     }
 }

@@ -335,3 +335,33 @@ fn children_arriving_before_their_parents_are_held_then_admitted_relayed_and_min
         assert_eq!(sim.replica(n).unwrap().mempool.orphan_stats().counters.held, 0, "{n} got parents first");
     }
 }
+
+#[test]
+fn transactions_admitted_while_the_only_miner_is_down_are_mined_once_it_is_back() {
+    let mut sim = Sim::new(SimConfig::devnet(71));
+    let boot = sim.add_node(Role::Bootstrap);
+    let miner = sim.add_node(Role::Miner);
+    let (p1, p2) = (sim.add_node(Role::Peer), sim.add_node(Role::Peer));
+    sim.connect_all();
+    sim.run_for(1_000);
+    let mut load = Load::new(&sim.config().params, sim.config().sig, 71);
+    drive_load(&mut sim, &mut load, &[p1, p2], 10, 4);
+    let all = [miner, p1, p2];
+    assert!(sim.run_until(20_000, |s| settled(s, &all)), "not settled:\n{}", sim.state());
+    // The miner stops (its mempool is lost with its process); the peers keep admitting.
+    sim.stop(miner);
+    drive_load(&mut sim, &mut load, &[p1, p2], 25, 6);
+    sim.run_for(2_000);
+    let waiting = sim.replica(p1).unwrap().mempool.len();
+    assert_eq!(waiting, 300, "every transaction reached both peers and none was mined");
+    // Back, it fetches the peers' mempools after the handshakes and mines them all.
+    sim.start(miner);
+    assert!(sim.replica(miner).unwrap().mempool.is_empty());
+    sim.connect_all();
+    assert!(sim.run_until(20_000, |s| settled(s, &all)), "not settled:\n{}", sim.state());
+    assert_eq!(sim.accepted().len(), 380);
+    assert!(requests_from(&sim, miner, 4) >= 1, "the miner asked for an inventory");
+    assert!(requests_from(&sim, miner, 3) >= 1, "and for the transactions it lacked");
+    assert_eq!(requests_from(&sim, boot, 4), 0, "a bootstrap node fetches no mempool");
+    assert!(sim.penalties().is_empty(), "{:?}", sim.penalties());
+}

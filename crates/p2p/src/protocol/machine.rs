@@ -6,13 +6,14 @@ use std::sync::Arc;
 use scalechain_types::codec::Decode;
 use scalechain_types::{Block, Hash, Tx};
 
+use super::pool::{Next as PoolNext, PoolSync};
 use super::{
     BlockOrigin, BlockVerdict, ChainView, Config, Event, Input, MsgId, Output, Topic, TxOrigin, TxsDone,
-    Verdict,
+    Verdict, BLOCKS_RESPONSE_BYTES,
 };
 use crate::msg::{
     decode_tx_batch, encode_tx_batch, group_for_batches, refused, Hello, Request, Response, Role,
-    MAX_HEADERS, PROTOCOL_VERSION,
+    MAX_HEADERS, MAX_POOL_TXIDS, PROTOCOL_VERSION,
 };
 use crate::score::{Offence, PeerBook, RateLimit, Standing};
 use crate::sync::{Action, SyncState};
@@ -30,6 +31,10 @@ pub struct Peer {
     pub score: i32,
     /// Its inbound request budget.
     limit: RateLimit,
+    /// Its mempool being fetched (after the handshake).
+    pool: Option<PoolSync>,
+    /// Mempool sync was started with it (once per connection).
+    pool_started: bool,
 }
 
 /// What an outbound request was, for when its answer comes.
@@ -38,6 +43,13 @@ enum Asked {
     Hello,
     Headers,
     Blocks(Vec<Hash>),
+    /// An inventory page of the peer's mempool.
+    PoolTxids {
+        from: Hash,
+        max: usize,
+    },
+    /// Transactions of the peer's mempool.
+    Txs(Vec<Hash>),
 }
 
 /// The peer protocol of one node (see the module documentation).
@@ -50,6 +62,8 @@ pub struct Protocol<K> {
     asked: BTreeMap<u64, (K, Asked)>,
     next_tag: u64,
     outbox: VecDeque<Output<K>>,
+    /// Txids asked of some peer by mempool sync and not answered yet.
+    pool_inflight: BTreeSet<Hash>,
 }
 
 impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
@@ -65,6 +79,7 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
             asked: BTreeMap::new(),
             next_tag: 1,
             outbox: VecDeque::new(),
+            pool_inflight: BTreeSet::new(),
         }
     }
 
@@ -172,7 +187,9 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
         let per_s = self.cfg.requests_per_s;
         let limit = RateLimit::new(per_s, per_s * 4.0, now_ms);
         let score = self.book.score(&peer, now_ms);
-        self.peers.insert(peer.clone(), Peer { addr: addr.clone(), role: None, height: 0, score, limit });
+        let p =
+            Peer { addr: addr.clone(), role: None, height: 0, score, limit, pool: None, pool_started: false };
+        self.peers.insert(peer.clone(), p);
         self.event(Event::Connected { peer: peer.clone(), addr });
         let hello = self.hello(chain);
         self.request(peer, Request::Hello(hello), Asked::Hello);
@@ -181,21 +198,80 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
     fn disconnected(&mut self, peer: K) {
         self.sync.peer_gone(&peer);
         // Answers from a peer that left never come: forget what we asked it.
+        for (p, a) in self.asked.values() {
+            if *p == peer {
+                if let Asked::Txs(hashes) = a {
+                    for h in hashes {
+                        self.pool_inflight.remove(h);
+                    }
+                }
+            }
+        }
         self.asked.retain(|_, (p, _)| *p != peer);
         if self.peers.remove(&peer).is_some() {
             self.event(Event::Disconnected { peer });
         }
     }
 
-    /// The handshake checks out: learn the peer's role and tip.
-    fn learn(&mut self, peer: &K, h: &Hello) {
+    /// The handshake checks out: learn the peer's role and tip, and start fetching its
+    /// mempool (neither side a bootstrap node, once per connection).
+    fn learn(&mut self, now_ms: u64, peer: &K, h: &Hello, chain: &impl ChainView) {
         self.sync.peer_tip(peer.clone(), h.tip_height);
         let height = self.sync.peer_height(peer).unwrap_or(h.tip_height);
+        let pool_sync =
+            self.cfg.role != Role::Bootstrap && h.role != Role::Bootstrap && self.cfg.pool_sync.max_txs > 0;
+        let mut start = false;
         if let Some(p) = self.peers.get_mut(peer) {
             p.role = Some(h.role);
             p.height = height;
+            if pool_sync && !p.pool_started {
+                p.pool_started = true;
+                p.pool = Some(PoolSync::new());
+                start = true;
+            }
         }
         self.event(Event::Handshake { peer: peer.clone(), role: h.role, height });
+        if start {
+            self.pool_step(now_ms, peer, chain);
+        }
+    }
+
+    /// Sends the peer's next mempool-sync request, if one is due.
+    fn pool_step(&mut self, now_ms: u64, peer: &K, chain: &impl ChainView) {
+        let cfg = self.cfg.pool_sync;
+        let Some(p) = self.peers.get_mut(peer) else { return };
+        let Some(s) = p.pool.as_mut() else { return };
+        let next = s.next(&cfg, now_ms, &self.pool_inflight, |h| chain.has_tx(h));
+        match &next {
+            PoolNext::Wait => return,
+            PoolNext::Done => {
+                p.pool = None;
+                return;
+            }
+            PoolNext::Inventory(_) | PoolNext::Txs(_) => {
+                s.busy = true;
+                s.last_ms = Some(now_ms);
+            }
+        }
+        match next {
+            PoolNext::Inventory(from) => {
+                let max = MAX_POOL_TXIDS;
+                let request = Request::GetPoolTxids { from, max: max as u32 };
+                self.request(peer.clone(), request, Asked::PoolTxids { from, max });
+            }
+            PoolNext::Txs(hashes) => {
+                self.pool_inflight.extend(hashes.iter().copied());
+                self.request(peer.clone(), Request::GetTxs(hashes.clone()), Asked::Txs(hashes));
+            }
+            PoolNext::Wait | PoolNext::Done => {}
+        }
+    }
+
+    /// Stops fetching the peer's mempool.
+    fn pool_stop(&mut self, peer: &K) {
+        if let Some(p) = self.peers.get_mut(peer) {
+            p.pool = None;
+        }
     }
 
     fn same_chain(h: &Hello, chain: &impl ChainView) -> bool {
@@ -275,7 +351,7 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
                 if Self::same_chain(&h, chain) {
                     let ours = self.hello(chain);
                     self.respond(id, Response::Hello(ours));
-                    self.learn(&peer, &h);
+                    self.learn(now_ms, &peer, &h, chain);
                 } else {
                     // The refusal goes out before the ban; the reactor bans only once it is written.
                     self.respond(id, refused("wrong chain"));
@@ -289,8 +365,12 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
             }
             Request::GetBlocks(hashes) => self.push(Output::ServeBlocks { id, hashes }),
             Request::GetTxs(txids) => {
-                let txs = chain.pooled_txs(&txids);
+                let txs = chain.pooled_txs(&txids, BLOCKS_RESPONSE_BYTES);
                 self.respond(id, Response::Txs(txs));
+            }
+            Request::GetPoolTxids { from, max } => {
+                let n = usize::try_from(max).unwrap_or(usize::MAX).min(MAX_POOL_TXIDS);
+                self.respond(id, Response::PoolTxids(chain.pool_txids(&from, n)));
             }
         }
     }
@@ -309,7 +389,7 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
         match (asked, response) {
             (Asked::Hello, Response::Hello(h)) => {
                 if Self::same_chain(&h, chain) {
-                    self.learn(&peer, &h);
+                    self.learn(now_ms, &peer, &h, chain);
                 } else {
                     self.penalise(now_ms, &peer, Offence::WrongChain);
                 }
@@ -340,6 +420,52 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
                     self.penalise(now_ms, &peer, Offence::Malformed);
                 }
             }
+            (Asked::PoolTxids { from, max }, Response::PoolTxids(txids)) => {
+                let cfg = self.cfg.pool_sync;
+                let ok = match self.peers.get_mut(&peer).and_then(|p| p.pool.as_mut()) {
+                    Some(s) => s.on_inventory(&cfg, from, max, &txids, |h| chain.has_tx(h)),
+                    None => true,
+                };
+                if ok {
+                    self.pool_step(now_ms, &peer, chain);
+                } else {
+                    self.pool_stop(&peer);
+                    self.penalise(now_ms, &peer, Offence::Malformed);
+                }
+            }
+            (Asked::Txs(asked), Response::Txs(txs)) => {
+                for h in &asked {
+                    self.pool_inflight.remove(h);
+                }
+                let kind = chain.hash_kind();
+                let wanted: BTreeSet<Hash> = asked.iter().copied().collect();
+                let mut delivered = BTreeSet::new();
+                let mut bytes = 0usize;
+                let mut unasked = false;
+                let mut keep = Vec::with_capacity(txs.len());
+                for tx in txs {
+                    let h = tx.txid(kind);
+                    if !wanted.contains(&h) || !delivered.insert(h) {
+                        unasked = true;
+                        continue;
+                    }
+                    bytes = bytes.saturating_add(tx.encoded_len());
+                    keep.push(tx);
+                }
+                if let Some(s) = self.peers.get_mut(&peer).and_then(|p| p.pool.as_mut()) {
+                    s.busy = false;
+                    s.bytes = s.bytes.saturating_add(bytes);
+                }
+                if !keep.is_empty() {
+                    self.push(Output::SubmitTxs { txs: keep, origin: TxOrigin::Pool(peer.clone()) });
+                }
+                if unasked {
+                    self.pool_stop(&peer);
+                    self.penalise(now_ms, &peer, Offence::Malformed);
+                } else {
+                    self.pool_step(now_ms, &peer, chain);
+                }
+            }
             (asked, Response::Refused(why)) => {
                 tracing::debug!("{peer:?} refused: {why}");
                 self.abandon(&peer, &asked);
@@ -358,6 +484,13 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
             Asked::Hello => {}
             Asked::Headers => self.sync.header_failed(peer),
             Asked::Blocks(hashes) => self.sync.on_blocks_answer(peer, hashes, &BTreeSet::new()),
+            Asked::PoolTxids { .. } => self.pool_stop(peer),
+            Asked::Txs(hashes) => {
+                for h in hashes {
+                    self.pool_inflight.remove(h);
+                }
+                self.pool_stop(peer);
+            }
         }
     }
 
@@ -433,6 +566,11 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
                 }
                 TxOrigin::Local => relay.extend(b.admitted),
                 TxOrigin::Released => released.extend(b.admitted),
+                TxOrigin::Pool(source) => {
+                    if b.invalid {
+                        self.penalise(now_ms, &source, Offence::InvalidTx);
+                    }
+                }
             }
         }
         if !released.is_empty() {
@@ -473,6 +611,16 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
                 let (peer, request) = action.into_request();
                 self.request(peer, request, asked);
             }
+        }
+        // Mempool sync waiting for its pace.
+        let syncing: Vec<K> = self
+            .peers
+            .iter()
+            .filter(|(_, p)| p.pool.as_ref().is_some_and(|s| !s.busy))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in syncing {
+            self.pool_step(now_ms, &k, chain);
         }
         let mut changed = Vec::new();
         for (k, p) in self.peers.iter_mut() {

@@ -19,6 +19,7 @@
 //! the relay of locally admitted transactions in batches and of the local miner's blocks.
 
 mod machine;
+mod pool;
 #[cfg(test)]
 mod tests;
 
@@ -31,6 +32,7 @@ use crate::msg::{Request, Response, Role, MAX_BLOCKS_PER_REQUEST, MAX_RESPONSE_B
 use crate::score::Offence;
 use crate::sync::SyncConfig;
 pub use machine::{Peer, Protocol};
+pub use pool::{successor, PoolSyncConfig};
 
 /// A gossip topic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -69,6 +71,8 @@ pub struct Config {
     pub sync: SyncConfig,
     /// Most peers the score book remembers.
     pub book_entries: usize,
+    /// What is fetched of a new peer's mempool after the handshake.
+    pub pool_sync: PoolSyncConfig,
 }
 
 impl Config {
@@ -82,6 +86,7 @@ impl Config {
             max_txs_per_message: 2_000,
             sync: SyncConfig::default(),
             book_entries: 4096,
+            pool_sync: PoolSyncConfig::default(),
         }
     }
 }
@@ -102,8 +107,13 @@ pub trait ChainView {
     fn headers_after(&self, locator: &[Hash], max: usize) -> Vec<Header>;
     /// True if the block is known (stored, on any branch).
     fn has_block(&self, hash: &Hash) -> bool;
-    /// The mempool's transactions among `txids`, in that order.
-    fn pooled_txs(&self, txids: &[Hash]) -> Vec<Tx>;
+    /// The mempool's transactions among `txids`, in that order, stopping before their
+    /// encodings pass `max_bytes`.
+    fn pooled_txs(&self, txids: &[Hash], max_bytes: usize) -> Vec<Tx>;
+    /// True if the mempool holds `txid`.
+    fn has_tx(&self, txid: &Hash) -> bool;
+    /// At most `max` pooled txids from `from` on (inclusive), ascending.
+    fn pool_txids(&self, from: &Hash, max: usize) -> Vec<Hash>;
 }
 
 /// Where a block submitted to the block worker came from.
@@ -137,6 +147,10 @@ pub enum TxOrigin<K> {
     },
     /// This node's API: what is admitted is published.
     Local,
+    /// Fetched from this peer's mempool after the handshake (mempool sync): no gossip
+    /// verdict, not relayed; a transaction breaking a consensus rule costs the peer
+    /// `invalid-tx`.
+    Pool(K),
     /// Orphans admitted once their parents came (never submitted as such: the pipeline or
     /// the block worker hands them over). They are published together with the parents the
     /// same round admitted, so the message is new to gossip: a peer that held the children

@@ -70,11 +70,26 @@ impl ChainView for Fake {
     fn has_block(&self, hash: &Hash) -> bool {
         self.hashes.contains(hash)
     }
-    fn pooled_txs(&self, txids: &[Hash]) -> Vec<Tx> {
+    fn pooled_txs(&self, txids: &[Hash], max_bytes: usize) -> Vec<Tx> {
+        let mut bytes = 0;
         txids
             .iter()
             .filter_map(|id| self.pool.iter().find(|t| t.txid(HashKind::Sha256) == *id).cloned())
+            .take_while(|t| {
+                bytes += t.encoded_len();
+                bytes <= max_bytes
+            })
             .collect()
+    }
+    fn has_tx(&self, txid: &Hash) -> bool {
+        self.pool.iter().any(|t| t.txid(HashKind::Sha256) == *txid)
+    }
+    fn pool_txids(&self, from: &Hash, max: usize) -> Vec<Hash> {
+        let mut ids: Vec<Hash> =
+            self.pool.iter().map(|t| t.txid(HashKind::Sha256)).filter(|h| h >= from).collect();
+        ids.sort();
+        ids.truncate(max);
+        ids
     }
 }
 
@@ -633,4 +648,116 @@ fn released_orphans_are_published_with_the_parents_gossip_brought_in_the_same_ro
         })
         .collect();
     assert_eq!(published, vec![vec![parent, child]]);
+}
+
+fn requests(o: &[Output<u32>]) -> Vec<(u32, u64, Request)> {
+    o.iter()
+        .filter_map(|x| match x {
+            Output::Request { peer, tag, request } => Some((*peer, *tag, request.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_new_peers_mempool_is_fetched_page_by_page_and_only_what_is_missing() {
+    let (a, b, c) = (Tx::coinbase(1, vec![]), Tx::coinbase(2, vec![]), Tx::coinbase(3, vec![]));
+    let id = |t: &Tx| t.txid(HashKind::Sha256);
+    let mut chain = Fake::new(0);
+    chain.pool.push(b.clone());
+    let mut p = machine(Role::Miner);
+    // After the handshake: the first inventory page.
+    let o = connect(&mut p, &chain, 1, Some(hello(CHAIN, 0, Role::Peer)));
+    let r = requests(&o);
+    let [_, (1, tag, Request::GetPoolTxids { from, max })] = &r[..] else { panic!("{r:?}") };
+    assert_eq!((*from, *max as usize), (Hash([0; 32]), crate::msg::MAX_POOL_TXIDS));
+    let mut inv = vec![id(&a), id(&b), id(&c)];
+    inv.sort();
+    p.step(10, Input::Response { peer: 1, tag: *tag, data: Response::PoolTxids(inv).encode() }, &chain);
+    // Paced: nothing until 50 ms after the last request; then the two missing ones (b is here).
+    assert!(requests(&out(&mut p)).is_empty());
+    p.step(60, Input::Tick, &chain);
+    let r = requests(&out(&mut p));
+    let [(1, tag, Request::GetTxs(asked))] = &r[..] else { panic!("{r:?}") };
+    let mut want = vec![id(&a), id(&c)];
+    want.sort();
+    assert_eq!(asked, &want);
+    // A second peer offering the same: those in flight are not asked again, so it has nothing
+    // to give.
+    let o = connect(&mut p, &chain, 2, Some(hello(CHAIN, 0, Role::Peer)));
+    let (_, tag2, _) = requests(&o)[1].clone();
+    p.step(
+        70,
+        Input::Response { peer: 2, tag: tag2, data: Response::PoolTxids(want.clone()).encode() },
+        &chain,
+    );
+    p.step(200, Input::Tick, &chain);
+    assert!(requests(&out(&mut p)).iter().all(|(peer, _, _)| *peer != 2));
+    // The answer goes to the pipeline as fetched from peer 1, and the sync is over (a short
+    // page ended the inventory).
+    p.step(
+        210,
+        Input::Response { peer: 1, tag: *tag, data: Response::Txs(vec![a.clone(), c.clone()]).encode() },
+        &chain,
+    );
+    let o = out(&mut p);
+    assert_eq!(o, vec![Output::SubmitTxs { txs: vec![a.clone(), c.clone()], origin: TxOrigin::Pool(1) }]);
+    p.step(400, Input::Tick, &chain);
+    assert!(requests(&out(&mut p)).is_empty());
+    // What it fetched is judged like gossip, without a gossip verdict or a relay; an invalid
+    // transaction costs the peer.
+    let done = TxsDone { origin: TxOrigin::Pool(1), admitted: vec![], invalid: true };
+    p.step(410, Input::TxsDone(vec![done]), &chain);
+    assert_eq!(
+        out(&mut p),
+        vec![Output::Event(Event::Penalised { peer: 1, offence: Offence::InvalidTx, score: -20 })]
+    );
+}
+
+#[test]
+fn mempool_sync_refuses_unasked_answers_and_skips_bootstrap_nodes() {
+    let (a, x) = (Tx::coinbase(1, vec![]), Tx::coinbase(9, vec![]));
+    let chain = Fake::new(0);
+    let mut p = machine(Role::Peer);
+    let o = connect(&mut p, &chain, 1, Some(hello(CHAIN, 0, Role::Peer)));
+    let (_, tag, _) = requests(&o)[1].clone();
+    let inv = Response::PoolTxids(vec![a.txid(HashKind::Sha256)]).encode();
+    p.step(0, Input::Response { peer: 1, tag, data: inv }, &chain);
+    p.step(100, Input::Tick, &chain);
+    let (_, tag, _) = requests(&out(&mut p))[0].clone();
+    // A transaction nobody asked for: malformed, and the sync with it stops.
+    p.step(110, Input::Response { peer: 1, tag, data: Response::Txs(vec![x]).encode() }, &chain);
+    assert_eq!(penalties(&out(&mut p)), vec![(Offence::Malformed, -50)]);
+    // An inventory out of order is malformed too.
+    let o = connect(&mut p, &chain, 2, Some(hello(CHAIN, 0, Role::Peer)));
+    let (_, tag, _) = requests(&o)[1].clone();
+    let bad = Response::PoolTxids(vec![Hash([9; 32]), Hash([8; 32])]).encode();
+    p.step(120, Input::Response { peer: 2, tag, data: bad }, &chain);
+    assert_eq!(penalties(&out(&mut p)), vec![(Offence::Malformed, -50)]);
+    // A bootstrap node has no mempool: not asked; and a bootstrap node asks nobody.
+    let o = connect(&mut p, &chain, 3, Some(hello(CHAIN, 0, Role::Bootstrap)));
+    assert_eq!(requests(&o).len(), 1);
+    let mut boot = machine(Role::Bootstrap);
+    let o = connect(&mut boot, &chain, 1, Some(hello(CHAIN, 0, Role::Miner)));
+    assert_eq!(requests(&o).len(), 1);
+}
+
+#[test]
+fn the_inventory_is_served_in_pages() {
+    let mut chain = Fake::new(0);
+    chain.pool = (0..5).map(|i| Tx::coinbase(i, vec![])).collect();
+    let mut ids: Vec<Hash> = chain.pool.iter().map(|t| t.txid(HashKind::Sha256)).collect();
+    ids.sort();
+    let mut p = machine(Role::Peer);
+    connect(&mut p, &chain, 1, None);
+    let req = Request::GetPoolTxids { from: ids[1], max: 2 };
+    p.step(0, Input::Request { peer: 1, id: 1, data: req.encode() }, &chain);
+    assert_eq!(
+        out(&mut p),
+        vec![Output::Respond { id: 1, response: Response::PoolTxids(ids[1..3].to_vec()) }]
+    );
+    // Past the page limit, the limit applies.
+    let req = Request::GetPoolTxids { from: Hash([0; 32]), max: u32::MAX };
+    p.step(0, Input::Request { peer: 1, id: 2, data: req.encode() }, &chain);
+    assert_eq!(out(&mut p), vec![Output::Respond { id: 2, response: Response::PoolTxids(ids) }]);
 }
