@@ -85,6 +85,16 @@ pub struct ApiSection {
     pub max_body_bytes: usize,
     /// Transactions per submission, at most. Default 10,000.
     pub max_txs_per_request: usize,
+    /// Connections served at once, at most (never more than half the process's open-file
+    /// limit); past it new connections wait in the listen backlog. Default 512.
+    pub max_connections: usize,
+    /// Seconds a client has to send a request's headers (and to start the next request on an
+    /// idle connection) before the connection is closed. Default 10.
+    pub header_timeout_s: u64,
+    /// Seconds a request body may send nothing before the request fails (400). Default 10.
+    pub body_timeout_s: u64,
+    /// Seconds a request may take in all before it is answered 408 (`timeout`). Default 60.
+    pub request_timeout_s: u64,
 }
 
 /// Transaction pipeline and mempool settings.
@@ -184,6 +194,10 @@ impl Default for ApiSection {
             token: None,
             max_body_bytes: 32 << 20,
             max_txs_per_request: 10_000,
+            max_connections: 512,
+            header_timeout_s: 10,
+            body_timeout_s: 10,
+            request_timeout_s: 60,
         }
     }
 }

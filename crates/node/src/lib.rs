@@ -7,6 +7,7 @@
 //! - [`blocks`]: the block worker, the chain's only writer;
 //! - [`miner`]: the miner thread (template and nonce search are the replica's);
 //! - [`api`]: the HTTP API and its OpenAPI document;
+//! - [`serve`]: serving the API within connection, header, body and request limits;
 //! - [`metrics`]: the Prometheus exposition;
 //! - [`run`](mod@run): start-up, the reactor that drives the peer protocol, and shutdown.
 //!
@@ -21,6 +22,7 @@ pub mod metrics;
 pub mod miner;
 pub mod pipeline;
 pub mod run;
+pub mod serve;
 pub mod state;
 
 pub use config::NodeConfig;

@@ -106,6 +106,10 @@ pub struct Metrics {
     pub api_requests: Counter,
     /// API requests answered with an error status.
     pub api_errors: Counter,
+    /// API connections open now.
+    pub api_connections: Gauge,
+    /// Failed accepts on the API socket (too many open files and the like).
+    pub api_accept_errors: Counter,
     /// Transactions held in the orphan pool now.
     pub orphans: Gauge,
     /// Transactions taken in as orphans since start.
@@ -205,6 +209,12 @@ impl Metrics {
             c(&self.api_errors),
         );
         let g = |g: &Gauge| g.get() as f64;
+        e.value("api_connections", "API connections open.", "gauge", g(&self.api_connections)).value(
+            "api_accept_errors_total",
+            "Failed accepts on the API socket.",
+            "counter",
+            c(&self.api_accept_errors),
+        );
         e.value(
             "orphans",
             "Transactions waiting in the orphan pool for their parents.",

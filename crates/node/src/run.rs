@@ -35,6 +35,7 @@ use crate::config::NodeConfig;
 use crate::metrics::Metrics;
 use crate::miner;
 use crate::pipeline::{self, Source};
+use crate::serve::{self, ServeLimits};
 use crate::state::{now_ms, PeerInfo, Shared};
 
 /// Errors that stop a node from starting.
@@ -253,6 +254,8 @@ pub async fn run(
         );
     }
     // API.
+    let (api_stop, _) = tokio::sync::watch::channel(false);
+    let mut api_task = None;
     let api_addr = match cfg.api_addr().map_err(NodeError::Config)? {
         None => None,
         Some(addr) => {
@@ -277,9 +280,22 @@ pub async fn run(
                 .map_err(|e| NodeError::Config(format!("api.listen {addr}: {e}")))?;
             let bound = listener.local_addr().map_err(|e| NodeError::Config(e.to_string()))?;
             let app = api::router(ApiState { shared: shared.clone(), pipeline: pipe_tx.clone(), token });
-            tokio::spawn(async move {
-                let _ = axum::serve(listener, app).await;
-            });
+            let a = &cfg.api;
+            let limits = ServeLimits {
+                header_timeout: Duration::from_secs(a.header_timeout_s.max(1)),
+                body_timeout: Duration::from_secs(a.body_timeout_s.max(1)),
+                request_timeout: Duration::from_secs(a.request_timeout_s.max(1)),
+                max_connections: serve::connection_cap(a.max_connections),
+            };
+            if limits.max_connections < a.max_connections {
+                tracing::warn!(
+                    "api.max_connections {} is more than half the open-file limit: serving {} at most",
+                    a.max_connections,
+                    limits.max_connections
+                );
+            }
+            api_task =
+                Some(tokio::spawn(serve::serve(listener, app, limits, shared.clone(), api_stop.subscribe())));
             Some(bound)
         }
     };
@@ -323,6 +339,11 @@ pub async fn run(
     drop(pipe_tx);
     if let Some(m) = miner_thread {
         let _ = tokio::task::spawn_blocking(move || m.join()).await;
+    }
+    // The API finishes the requests it is answering (within their time-out) and lets go.
+    let _ = api_stop.send(true);
+    if let Some(t) = api_task {
+        let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
     }
     let _ = std::fs::remove_file(shared.cfg.data_dir.join("node.json"));
     Ok(())

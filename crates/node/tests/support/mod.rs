@@ -1,0 +1,144 @@
+//! Nodes run in this test process: start one on a data directory, stop it (its data directory
+//! kept, so it can start again), and talk to its API.
+#![allow(dead_code, clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use scalechain_consensus::params::{devnet_premine_key, SigMode};
+use scalechain_consensus::{genesis_block, Apps, Params};
+use scalechain_node::{NodeConfig, NodeInfo};
+use scalechain_p2p::msg::Role;
+use scalechain_types::codec::Encode;
+use scalechain_types::{Amount, HashKind, OutPoint, Tx, TxIn, TxKind, TxOut, Witness};
+
+/// A node running in this process.
+pub struct Node {
+    /// What it wrote to `node.json`.
+    pub info: NodeInfo,
+    /// Its data directory.
+    pub dir: PathBuf,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Node {
+    /// `http://host:port` of its API.
+    pub fn api(&self) -> String {
+        format!("http://{}", self.info.api.clone().unwrap())
+    }
+
+    /// Its first peer-to-peer address (with `/p2p/<id>`).
+    pub fn p2p(&self) -> String {
+        self.info.p2p[0].clone()
+    }
+}
+
+/// Starts a node of `role` on `dir` (API on a free loopback port), joining through
+/// `bootstrap`, with `tweak` applied to its settings; returns once it is up.
+pub async fn start(
+    dir: &Path,
+    role: Role,
+    bootstrap: &[String],
+    tweak: impl FnOnce(&mut NodeConfig),
+) -> Node {
+    let mut cfg = NodeConfig { data_dir: dir.to_path_buf(), role, ..NodeConfig::default() };
+    cfg.api.listen = "127.0.0.1:0".into();
+    cfg.p2p.bootstrap = bootstrap.to_vec();
+    tweak(&mut cfg);
+    let path = dir.join("node.json");
+    let _ = std::fs::remove_file(&path);
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        scalechain_node::run(cfg, Apps::none(), false, async {
+            let _ = rx.await;
+        })
+        .await
+        .unwrap();
+    });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let info: NodeInfo = loop {
+        if let Ok(t) = std::fs::read_to_string(&path) {
+            if let Ok(i) = serde_json::from_str(&t) {
+                break i;
+            }
+        }
+        assert!(Instant::now() < deadline, "node did not start");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    Node { info, dir: dir.to_path_buf(), stop: Some(tx), task }
+}
+
+/// Stops a node and waits until it is down.
+pub async fn stop(mut n: Node) -> PathBuf {
+    let _ = n.stop.take().unwrap().send(());
+    tokio::time::timeout(Duration::from_secs(30), &mut n.task).await.unwrap().unwrap();
+    n.dir
+}
+
+/// `GET base+path` as JSON.
+pub async fn get(base: &str, path: &str) -> serde_json::Value {
+    let r = reqwest::get(format!("{base}{path}")).await.unwrap();
+    r.json().await.unwrap()
+}
+
+/// `POST base+path` with a JSON body, as JSON.
+pub async fn post(base: &str, path: &str, body: serde_json::Value) -> serde_json::Value {
+    let r = reqwest::Client::new().post(format!("{base}{path}")).json(&body).send().await.unwrap();
+    r.json().await.unwrap()
+}
+
+/// Polls `check` every 100 ms until it holds; false after `within`.
+pub async fn eventually<F, Fut>(within: Duration, mut check: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + within;
+    loop {
+        if check().await {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The peer ids a node's `/peers` lists.
+pub async fn peer_ids(n: &Node) -> Vec<String> {
+    let v = get(&n.api(), "/peers").await;
+    v.as_array().unwrap().iter().map(|p| p["peer_id"].as_str().unwrap().to_string()).collect()
+}
+
+/// Its tip height.
+pub async fn height(n: &Node) -> u64 {
+    get(&n.api(), "/status").await["height"].as_u64().unwrap()
+}
+
+/// Transfers of premine outputs `range` back to their keys (devnet: SHA-256, Ed25519), hex.
+pub fn transfers(range: std::ops::Range<u32>) -> Vec<(String, String)> {
+    let p = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
+    let genesis = genesis_block(&p);
+    let chain_id = genesis.hash(p.hash);
+    let premine = genesis.txs[0].txid(p.hash);
+    range
+        .map(|i| {
+            let key = devnet_premine_key(SigMode::Ed25519, u64::from(i));
+            let out = p.premine[i as usize];
+            let mut tx = Tx {
+                version: 1,
+                kind: TxKind::TRANSFER,
+                inputs: vec![TxIn {
+                    prev: OutPoint { txid: premine, index: i },
+                    witness: Witness { pubkey: key.public(), signature: [0; 64] },
+                }],
+                outputs: vec![TxOut { value: Amount::new(out.value.get() - 2_000).unwrap(), lock: out.lock }],
+                data: vec![],
+            };
+            tx.sign_inputs_with(p.hash, &chain_id, &key);
+            (tx.txid(p.hash).to_string(), hex::encode(tx.encode()))
+        })
+        .collect()
+}
