@@ -56,8 +56,16 @@ pub struct P2pSection {
     pub listen: Vec<String>,
     /// Nodes to join through (multiaddrs ending in `/p2p/<peer id>`). Default none.
     pub bootstrap: Vec<String>,
-    /// Most established connections. Default 64.
+    /// Most connected peers (established connections: this plus 16 of room, in which a
+    /// newcomer connects while an idle or low-scored peer is evicted for it). Default 64.
     pub max_connections: u32,
+    /// Seconds a connection may take to be set up (noise and yamux) and then to complete the
+    /// handshake (`Hello`); past either it is closed. Default 5.
+    pub handshake_timeout_s: u64,
+    /// Inbound connections one IP address may have being set up at once. Default 16.
+    pub max_pending_per_ip: u32,
+    /// Established inbound connections one IP address may have. Default 32.
+    pub max_connections_per_ip: u32,
     /// Largest gossip message in bytes. Default 16 MiB.
     pub max_message_bytes: usize,
     /// Transactions per gossip message, at most. Default 2,000.
@@ -178,6 +186,9 @@ impl Default for P2pSection {
             listen: vec!["/ip4/127.0.0.1/tcp/0".into()],
             bootstrap: vec![],
             max_connections: 64,
+            handshake_timeout_s: 5,
+            max_pending_per_ip: 16,
+            max_connections_per_ip: 32,
             max_message_bytes: 16 << 20,
             max_txs_per_message: 2_000,
             requests_per_s: 50.0,

@@ -5,6 +5,7 @@
 //!   peers, metrics);
 //! - [`pipeline`]: seed 000's receive → buffer → verify → apply pipeline for transactions;
 //! - [`blocks`]: the block worker, the chain's only writer;
+//! - [`known`]: the persisted peer book (`DATA_DIR/peers.json`), dialled again at start;
 //! - [`miner`]: the miner thread (template and nonce search are the replica's);
 //! - [`api`]: the HTTP API and its OpenAPI document;
 //! - [`serve`]: serving the API within connection, header, body and request limits;
@@ -18,6 +19,7 @@
 pub mod api;
 pub mod blocks;
 pub mod config;
+pub mod known;
 pub mod metrics;
 pub mod miner;
 pub mod pipeline;

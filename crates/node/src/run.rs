@@ -18,7 +18,7 @@ use scalechain_chain::{Chain, ChainError, DiskStore};
 use scalechain_consensus::{Apps, Params, VerifyConfig};
 use scalechain_mempool::MempoolConfig;
 use scalechain_p2p::msg::ProtocolNames;
-use scalechain_p2p::net::{self, Command, Multiaddr, NetConfig, NetEvent, PeerId};
+use scalechain_p2p::net::{self, Command, Multiaddr, NetConfig, NetEvent, NetLimits, PeerId};
 use scalechain_p2p::protocol::{
     blocks_response, Config as ProtocolConfig, Event, Input, Output, Protocol, TxOrigin, TxsDone,
     BLOCKS_RESPONSE_BYTES,
@@ -32,6 +32,7 @@ use tokio::sync::mpsc;
 use crate::api::{self, ApiState};
 use crate::blocks::{self, BlockJob, Outcome};
 use crate::config::NodeConfig;
+use crate::known::KnownPeers;
 use crate::metrics::Metrics;
 use crate::miner;
 use crate::pipeline::{self, Source};
@@ -213,7 +214,22 @@ pub async fn run(
         agent: agent.clone(),
         gossip: cfg.role != scalechain_p2p::msg::Role::Bootstrap,
     };
-    let mut netw = net::start(net_cfg).await?;
+    let limits = NetLimits {
+        handshake_timeout: Duration::from_secs(cfg.p2p.handshake_timeout_s.max(1)),
+        max_pending_per_ip: cfg.p2p.max_pending_per_ip.max(1),
+        max_inbound_per_ip: cfg.p2p.max_connections_per_ip.max(1),
+        ..NetLimits::default()
+    };
+    let mut netw = net::start_with(net_cfg, limits).await?;
+    // The peers a previous run knew: dialled again (the bootstrap nodes are dialled besides).
+    let known_path = cfg.data_dir.join("peers.json");
+    let known = KnownPeers::load(&known_path).unwrap_or_else(|e| {
+        tracing::warn!("{e}; starting with an empty peer book");
+        KnownPeers::new()
+    });
+    for addr in known.to_dial(now_ms(), DIAL_KNOWN) {
+        let _ = netw.commands.send(Command::Dial(addr)).await;
+    }
     let tip = replica.tip();
     let (tip_tx, _) = tokio::sync::watch::channel(tip);
     let shared = Arc::new(Shared {
@@ -306,9 +322,19 @@ pub async fn run(
     protocol.max_txs_per_message = cfg.p2p.max_txs_per_message;
     protocol.pool_sync.max_txs = cfg.p2p.mempool_sync_txs;
     protocol.pool_sync.max_bytes = cfg.p2p.mempool_sync_bytes;
+    protocol.max_peers = cfg.p2p.max_connections as usize;
+    protocol.hello_timeout_ms = cfg.p2p.handshake_timeout_s.max(1).saturating_mul(1000);
+    let mut protocol = Protocol::new(protocol);
+    let now = now_ms();
+    for (peer, k) in known.iter() {
+        protocol.restore_peer(peer, k.score, k.banned_until_ms, now);
+    }
     let mut r = Reactor {
         shared: shared.clone(),
-        protocol: Protocol::new(protocol),
+        protocol,
+        known,
+        known_path,
+        known_saved: Instant::now(),
         net: netw.commands.clone(),
         pipeline: pipe_tx.clone(),
         blocks: block_tx.clone(),
@@ -334,6 +360,7 @@ pub async fn run(
     }
     tracing::info!("stopping");
     shared.stopping.store(true, Ordering::Relaxed);
+    r.save_known();
     drop(r);
     drop(block_tx);
     drop(pipe_tx);
@@ -371,10 +398,19 @@ async fn shutdown_signal() {
     }
 }
 
+/// Peers of the book dialled at start (the most recently seen).
+const DIAL_KNOWN: usize = 16;
+/// Least time between two writes of the peer book.
+const SAVE_KNOWN_EVERY: Duration = Duration::from_secs(10);
+
 /// The IO half of the peer protocol.
 struct Reactor {
     shared: Arc<Shared>,
     protocol: Protocol<PeerId>,
+    /// The persisted peer book and where it lives.
+    known: KnownPeers,
+    known_path: PathBuf,
+    known_saved: Instant,
     net: mpsc::Sender<Command>,
     pipeline: mpsc::Sender<pipeline::Inbound>,
     blocks: mpsc::Sender<BlockJob>,
@@ -415,7 +451,13 @@ impl Reactor {
                 self.write_info();
                 return;
             }
-            NetEvent::Connected { peer, addr } => Input::Connected { peer, addr: addr.to_string() },
+            NetEvent::Connected { peer, addr, inbound } => {
+                Input::Connected { peer, addr: addr.to_string(), inbound }
+            }
+            NetEvent::Identified { peer, listen } => {
+                self.known.listens(peer, &listen, now_ms());
+                return;
+            }
             NetEvent::Disconnected(peer) => Input::Disconnected { peer },
             NetEvent::Gossip { topic, id, source, data } => Input::Gossip { topic, id, source, data },
             NetEvent::Request { peer, id, data } => Input::Request { peer, id, data },
@@ -435,8 +477,22 @@ impl Reactor {
         }
     }
 
-    /// The periodic tick: expired orphans leave, then the machine's tick.
+    /// Writes the peer book if it changed.
+    fn save_known(&mut self) {
+        if self.known.is_dirty() {
+            if let Err(e) = self.known.save(&self.known_path) {
+                tracing::warn!("writing the peer book {}: {e}", self.known_path.display());
+            }
+            self.known_saved = Instant::now();
+        }
+    }
+
+    /// The periodic tick: expired orphans leave, the peer book is written if it changed (at
+    /// most every 10 s), then the machine's tick.
     async fn tick(&mut self) {
+        if self.known_saved.elapsed() >= SAVE_KNOWN_EVERY {
+            self.save_known();
+        }
         if self.shared.replica.expire_orphans(now_ms()) > 0 {
             self.shared.metrics.set_orphans(&self.shared.mempool.orphan_stats());
         }
@@ -498,6 +554,10 @@ impl Reactor {
                 self.send(Command::Ban(peer)).await
             }
             Output::Unban { peer } => self.send(Command::Unban(peer)).await,
+            Output::Disconnect { peer, reason } => {
+                tracing::debug!("disconnecting peer {peer}: {reason}");
+                self.send(Command::Disconnect(peer)).await
+            }
             Output::Event(e) => self.event(e),
         }
     }
@@ -507,6 +567,7 @@ impl Reactor {
         let mut peers = self.shared.peers.write();
         match e {
             Event::Connected { peer, addr } => {
+                self.known.seen(&peer, now_ms());
                 peers.insert(
                     peer,
                     PeerInfo { peer_id: peer.to_string(), addr, role: None, height: 0, score: 0 },
@@ -524,14 +585,19 @@ impl Reactor {
                 }
             }
             Event::Penalised { peer, offence, score } => {
+                self.known.scored(peer, score, now_ms());
                 self.shared.metrics.penalties.add(1);
                 tracing::info!("peer {peer}: {} (score {score})", offence.name());
                 if let Some(p) = peers.get_mut(&peer) {
                     p.score = score;
                 }
             }
-            Event::Banned { .. } => self.shared.metrics.bans.add(1),
+            Event::Banned { peer, until_ms } => {
+                self.known.banned(peer, until_ms, now_ms());
+                self.shared.metrics.bans.add(1)
+            }
             Event::Disconnected { peer } => {
+                self.known.seen(&peer, now_ms());
                 peers.remove(&peer);
                 self.shared.replica.forget_orphans_from(pipeline::orphan_tag(&peer));
             }

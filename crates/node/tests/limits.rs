@@ -1,6 +1,7 @@
-//! Resources a client could pin: hundreds of API clients that never finish their headers do
-//! not keep `/status` from answering and are closed after the header time-out, at most the
-//! configured number at a time.
+//! Resources a client or a peer could pin: hundreds of API clients that never finish their
+//! headers do not keep `/status` from answering and are closed after the header time-out; a
+//! flood of idle TCP connections to the peer-to-peer port does not keep a new node from
+//! connecting and syncing.
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -9,9 +10,9 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use scalechain_p2p::msg::Role;
-use support::{get, start, stop};
+use support::{eventually, get, height, start, stop};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::net::{TcpSocket, TcpStream};
 
 /// A client that sends the start of a request and never ends its headers.
 async fn slow_client(addr: SocketAddr) -> TcpStream {
@@ -96,4 +97,57 @@ async fn more_slow_clients_than_the_cap_wait_their_turn_and_the_api_survives() {
     assert!(early < 150, "{early} of 200 closed in the first 1.5 s: more than 50 were served at once");
     assert!(get(&n.api(), "/status").await["height"].is_u64());
     stop(n).await;
+}
+
+/// Opens `n` TCP connections from 127.0.0.2 to `to` that never say anything, and opens them
+/// again as the node closes them, until the task is dropped.
+fn idle_flood(to: SocketAddr, n: usize) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let open = || async move {
+            let sock = TcpSocket::new_v4().ok()?;
+            sock.bind("127.0.0.2:0".parse().ok()?).ok()?;
+            sock.connect(to).await.ok()
+        };
+        let mut held: Vec<TcpStream> = Vec::new();
+        loop {
+            // Keep only the connections the node has not closed.
+            let mut alive = Vec::with_capacity(held.len());
+            for mut s in held.drain(..) {
+                let mut b = [0u8; 1];
+                match tokio::time::timeout(Duration::from_millis(1), s.read(&mut b)).await {
+                    Ok(Ok(0)) | Ok(Err(_)) => {}
+                    _ => alive.push(s),
+                }
+            }
+            held = alive;
+            while held.len() < n {
+                match open().await {
+                    Some(s) => held.push(s),
+                    None => break,
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_connections_flooding_a_node_do_not_keep_a_newcomer_out() {
+    let (dm, dp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let m = start(dm.path(), Role::Miner, &[], |_| {}).await;
+    assert!(eventually(Duration::from_secs(15), || async { height(&m).await >= 2 }).await);
+    let port = m.p2p().split('/').nth(4).unwrap().parse::<u16>().unwrap();
+    // More idle connections than the node's 64 connection slots, kept up all along.
+    let flood = idle_flood(SocketAddr::from(([127, 0, 0, 1], port)), 150);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let t0 = Instant::now();
+    let p = start(dp.path(), Role::Peer, &[m.p2p()], |_| {}).await;
+    let target = height(&m).await;
+    let synced = eventually(Duration::from_secs(5), || async { height(&p).await >= target }).await;
+    let took = t0.elapsed();
+    flood.abort();
+    assert!(synced, "the newcomer did not sync within 5 s under the flood");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    stop(p).await;
+    stop(m).await;
 }

@@ -15,6 +15,13 @@
 //! Back-pressure: the event channel is bounded; when the node falls behind, the swarm task
 //! waits on it and stops reading from its sockets.
 //!
+//! Idle connections: the noise and yamux upgrade of a connection must finish within
+//! [`NetLimits::handshake_timeout`]; one IP address may hold only so many connections being set
+//! up and so many established inbound ones ([`NetLimits`]); the established limit is
+//! `max_connections` plus [`NetLimits::extra_connections`] of room, in which a newcomer
+//! connects while the protocol machine (which keeps `max_connections` peers) evicts an idle
+//! peer for it ([`Command::Disconnect`]).
+//!
 //! Bans wait for answers: a [`Command::Ban`] for a peer that still has an inbound request
 //! being answered takes effect once that answer is written (or failed), or after
 //! [`BAN_GRACE`] — so a peer refused for another chain reads why before it is cut off.
@@ -38,7 +45,10 @@ pub use libp2p::{Multiaddr, PeerId};
 use tokio::sync::mpsc;
 
 use crate::msg::{message_id, MsgId, ProtocolNames, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES};
+
+mod gate;
 pub use crate::protocol::{Topic, Verdict};
+pub use gate::ip_of;
 
 /// Longest a ban waits for the answers to the peer's requests to be written.
 pub const BAN_GRACE: Duration = Duration::from_secs(2);
@@ -65,6 +75,33 @@ pub struct NetConfig {
     /// Subscribe to the transaction and block topics. A bootstrap node (seed 000's peer server)
     /// does not: it answers discovery and handshakes, and never validates or relays gossip.
     pub gossip: bool,
+}
+
+/// Limits against connections that take a slot and do nothing with it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NetLimits {
+    /// Longest the transport upgrade (noise, then yamux) of a connection may take.
+    pub handshake_timeout: Duration,
+    /// Most inbound connections from one IP address being set up at once.
+    pub max_pending_per_ip: u32,
+    /// Most established inbound connections from one IP address.
+    pub max_inbound_per_ip: u32,
+    /// Established connections allowed past `NetConfig::max_connections`: room in which a
+    /// newcomer connects while the node evicts a peer for it.
+    pub extra_connections: u32,
+}
+
+impl Default for NetLimits {
+    /// 5 s to set a connection up, 16 pending and 32 established inbound connections per IP
+    /// address, 16 connections of room.
+    fn default() -> Self {
+        NetLimits {
+            handshake_timeout: Duration::from_secs(5),
+            max_pending_per_ip: 16,
+            max_inbound_per_ip: 32,
+            extra_connections: 16,
+        }
+    }
 }
 
 /// What the node asks of the network task.
@@ -107,6 +144,8 @@ pub enum Command {
     Ban(PeerId),
     /// Accept the peer again.
     Unban(PeerId),
+    /// Close every connection to the peer (no ban: it may connect again).
+    Disconnect(PeerId),
     /// Dial an address.
     Dial(Multiaddr),
 }
@@ -122,6 +161,15 @@ pub enum NetEvent {
         peer: PeerId,
         /// Its address.
         addr: Multiaddr,
+        /// True if the peer dialled us.
+        inbound: bool,
+    },
+    /// A peer told us (through identify) the addresses it listens on.
+    Identified {
+        /// The peer.
+        peer: PeerId,
+        /// Its listen addresses, at most 16.
+        listen: Vec<Multiaddr>,
     },
     /// The last connection to a peer closed.
     Disconnected(PeerId),
@@ -281,6 +329,7 @@ impl request_response::Codec for SyncCodec {
 #[derive(NetworkBehaviour)]
 struct Behaviour {
     limits: connection_limits::Behaviour,
+    gate: gate::Gate,
     blocked: allow_block_list::Behaviour<allow_block_list::BlockedPeers>,
     gossipsub: gossipsub::Behaviour,
     sync: request_response::Behaviour<SyncCodec>,
@@ -308,8 +357,14 @@ fn gossip_config(max_bytes: usize) -> Result<gossipsub::Config, NetError> {
         .map_err(|e| NetError::Config(e.to_string()))
 }
 
-/// Starts the network task on the current tokio runtime; returns once it listens.
+/// Starts the network task on the current tokio runtime with the default [`NetLimits`];
+/// returns once it listens.
 pub async fn start(cfg: NetConfig) -> Result<Net, NetError> {
+    start_with(cfg, NetLimits::default()).await
+}
+
+/// Starts the network task on the current tokio runtime; returns once it listens.
+pub async fn start_with(cfg: NetConfig, net_limits: NetLimits) -> Result<Net, NetError> {
     let key =
         identity::Keypair::ed25519_from_bytes(cfg.key_seed).map_err(|e| NetError::Config(e.to_string()))?;
     let peer_id = key.public().to_peer_id();
@@ -346,14 +401,19 @@ pub async fn start(cfg: NetConfig) -> Result<Net, NetError> {
             kad.set_mode(Some(kad::Mode::Server));
             let limits = connection_limits::Behaviour::new(
                 connection_limits::ConnectionLimits::default()
-                    .with_max_established(Some(max_conn))
-                    .with_max_pending_incoming(Some(max_conn))
+                    .with_max_established(Some(max_conn.saturating_add(net_limits.extra_connections)))
+                    .with_max_pending_incoming(Some(max_conn.saturating_mul(2)))
                     .with_max_established_per_peer(Some(2)),
             );
-            Ok(Behaviour { limits, blocked: Default::default(), gossipsub, sync, identify, kad })
+            let gate = gate::Gate::new(
+                net_limits.max_pending_per_ip as usize,
+                net_limits.max_inbound_per_ip as usize,
+            );
+            Ok(Behaviour { limits, gate, blocked: Default::default(), gossipsub, sync, identify, kad })
         })
         .map_err(|e| NetError::Config(e.to_string()))?
         .with_swarm_config(|c| c.with_idle_connection_timeout(Duration::from_secs(3600)))
+        .with_connection_timeout(net_limits.handshake_timeout)
         .build();
     let txs = IdentTopic::new(cfg.names.txs_topic.clone());
     let blocks = IdentTopic::new(cfg.names.blocks_topic.clone());
@@ -391,6 +451,29 @@ pub async fn start(cfg: NetConfig) -> Result<Net, NetError> {
     };
     tokio::spawn(task.run(cmd_rx));
     Ok(Net { commands: cmd_tx, events: evt_rx, peer_id, stats })
+}
+
+/// `addr` without its `/p2p/<id>` parts.
+pub fn strip_peer(addr: &Multiaddr) -> Multiaddr {
+    addr.iter().filter(|p| !matches!(p, libp2p::multiaddr::Protocol::P2p(_))).collect()
+}
+
+/// `addr` with `/p2p/<peer>` appended.
+pub fn with_peer(addr: Multiaddr, peer: PeerId) -> Multiaddr {
+    addr.with(libp2p::multiaddr::Protocol::P2p(peer))
+}
+
+/// The TCP port of an address, if it has one.
+pub fn tcp_port(addr: &Multiaddr) -> Option<u16> {
+    addr.iter().find_map(|p| match p {
+        libp2p::multiaddr::Protocol::Tcp(port) => Some(port),
+        _ => None,
+    })
+}
+
+/// The peer id of a node whose identity key has this 32-byte ed25519 seed.
+pub fn peer_id_of_seed(seed: [u8; 32]) -> Option<PeerId> {
+    identity::Keypair::ed25519_from_bytes(seed).ok().map(|k| k.public().to_peer_id())
 }
 
 /// The peer id at the end of a `/p2p/<id>` multiaddr.
@@ -520,6 +603,9 @@ impl Task {
                 self.bans.remove(&peer);
                 b.blocked.unblock_peer(peer);
             }
+            Command::Disconnect(peer) => {
+                let _ = self.swarm.disconnect_peer_id(peer);
+            }
             Command::Dial(addr) => {
                 let _ = self.swarm.dial(addr);
             }
@@ -547,7 +633,8 @@ impl Task {
                 if num_established.get() == 1 {
                     self.stats.peers.fetch_add(1, Ordering::Relaxed);
                     let addr = endpoint.get_remote_address().clone();
-                    return self.emit(NetEvent::Connected { peer: peer_id, addr }).await;
+                    let inbound = endpoint.is_listener();
+                    return self.emit(NetEvent::Connected { peer: peer_id, addr, inbound }).await;
                 }
                 true
             }
@@ -566,10 +653,11 @@ impl Task {
                 ..
             })) => {
                 let kad = &mut self.swarm.behaviour_mut().kad;
-                for a in info.listen_addrs {
-                    kad.add_address(&peer_id, a);
+                let listen: Vec<Multiaddr> = info.listen_addrs.into_iter().take(16).collect();
+                for a in &listen {
+                    kad.add_address(&peer_id, a.clone());
                 }
-                true
+                self.emit(NetEvent::Identified { peer: peer_id, listen }).await
             }
             SwarmEvent::Behaviour(BehaviourEvent::Kad(kad::Event::RoutingUpdated {
                 peer,

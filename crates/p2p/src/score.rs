@@ -131,6 +131,22 @@ impl<K: Ord + Clone> PeerBook<K> {
         }
     }
 
+    /// Takes back what a previous run knew of a peer (the node's persisted peer book): a ban
+    /// that lasts past `now_ms`, or else a score below 0 (counted from `now_ms`, so it
+    /// recovers from here).
+    pub fn restore(&mut self, peer: &K, score: i32, banned_until_ms: Option<u64>, now_ms: u64) {
+        if let Some(until) = banned_until_ms.filter(|u| *u > now_ms) {
+            if self.banned.contains_key(peer) || self.banned.len() < self.max_entries {
+                self.banned.insert(peer.clone(), until);
+            }
+            return;
+        }
+        if score < 0 && (self.scores.contains_key(peer) || self.scores.len() < self.max_entries) {
+            let score = score.max(1 - BAN_SCORE);
+            self.scores.insert(peer.clone(), Entry { score, updated_ms: now_ms });
+        }
+    }
+
     /// Forgets expired bans and returns their peers, in key order (the caller lets them in
     /// again).
     pub fn expire(&mut self, now_ms: u64) -> Vec<K> {
@@ -230,6 +246,20 @@ mod tests {
         }
         assert_eq!(b.banned.len(), 3);
         assert!(b.is_banned(&9, 9) && !b.is_banned(&0, 9));
+    }
+
+    #[test]
+    fn restored_bans_and_scores_count_from_now() {
+        let mut b = PeerBook::new(2);
+        b.restore(&1, -100, Some(500), 100);
+        assert!(b.is_banned(&1, 499) && !b.is_banned(&1, 500));
+        // An expired ban is not restored; a score is, short of a ban, recovering from now.
+        b.restore(&2, -250, Some(50), 100);
+        assert!(!b.is_banned(&2, 100));
+        assert_eq!(b.score(&2, 100), -99);
+        assert_eq!(b.score(&2, 1_100), -98);
+        b.restore(&3, 0, None, 100);
+        assert_eq!(b.score(&3, 100), 0);
     }
 
     #[test]

@@ -80,6 +80,9 @@ fn body() -> impl Strategy<Value = Vec<u8>> {
         Just(Request::GetBlocks(vec![GENESIS]).encode()),
         Just(Response::Headers(vec![]).encode()),
         Just(Response::Blocks(vec![]).encode()),
+        Just(Request::GetPoolTxids { from: Hash([0; 32]), max: 3 }.encode()),
+        Just(Response::PoolTxids(vec![Hash([5; 32]), Hash([6; 32])]).encode()),
+        Just(Response::Txs(vec![Tx::coinbase(1, vec![])]).encode()),
         Just(TxBatch(vec![Tx::coinbase(1, vec![])]).encode()),
         (1u64..100).prop_map(|h| block(h).encode()),
     ]
@@ -112,7 +115,10 @@ fn step() -> impl Strategy<Value = Step> {
 proptest! {
     #[test]
     fn any_input_sequence_is_handled_and_every_request_answered_once(steps in proptest::collection::vec(step(), 1..80)) {
-        let mut p: Protocol<u8> = Protocol::new(Config::new(Role::Peer, "prop"));
+        // Room for three peers of the four, so newcomers evict.
+        let mut cfg = Config::new(Role::Peer, "prop");
+        cfg.max_peers = 3;
+        let mut p: Protocol<u8> = Protocol::new(cfg);
         let mut now = 0u64;
         let mut next_id = 0u64;
         let mut answers: BTreeMap<u64, usize> = BTreeMap::new();
@@ -121,7 +127,7 @@ proptest! {
         let mut penalised = std::collections::BTreeSet::new();
         for s in steps {
             let input = match s {
-                Step::Connect(k) => { connected.insert(k); Input::Connected { peer: k, addr: String::new() } }
+                Step::Connect(k) => { connected.insert(k); Input::Connected { peer: k, addr: String::new(), inbound: k % 2 == 0 } }
                 Step::Disconnect(k) => { connected.remove(&k); Input::Disconnected { peer: k } }
                 Step::Gossip(k, blocks, data) => {
                     let topic = if blocks { Topic::Blocks } else { Topic::Txs };
@@ -154,6 +160,7 @@ proptest! {
                     }
                     Output::Event(Event::Penalised { peer, .. }) => { penalised.insert(peer); }
                     Output::Ban { peer, .. } => prop_assert!(penalised.contains(&peer)),
+                    Output::Disconnect { peer, .. } => prop_assert!(connected.contains(&peer), "dropped {peer}, not connected"),
                     _ => {}
                 }
             }

@@ -178,6 +178,10 @@ impl Honest {
             Output::Unban { peer } => {
                 w.refusals.remove(&(self.id, peer));
             }
+            Output::Disconnect { peer, reason } => {
+                w.log(format!("{} drops {peer}: {reason}", self.id));
+                w.disconnect(self.id, peer);
+            }
             Output::Event(e) => {
                 match e {
                     Event::Penalised { peer, offence, .. } => {

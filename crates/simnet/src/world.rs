@@ -293,8 +293,9 @@ impl World {
         self.next_epoch += 1;
         self.links.insert(pair(a, b), Link { epoch, closing: false });
         self.log(format!("connect {a} {b}"));
-        for (node, incarnation, peer) in [(a, ia, b), (b, ib, a)] {
-            let input = Input::Connected { peer, addr: format!("sim/{peer}") };
+        // `a` dialled `b`.
+        for (node, incarnation, peer, inbound) in [(a, ia, b, false), (b, ib, a, true)] {
+            let input = Input::Connected { peer, addr: format!("sim/{peer}"), inbound };
             self.schedule(now, Ev::Input { node, incarnation, input });
         }
         true

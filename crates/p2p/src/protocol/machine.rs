@@ -31,6 +31,12 @@ pub struct Peer {
     pub score: i32,
     /// Its inbound request budget.
     limit: RateLimit,
+    /// True if it dialled us.
+    pub inbound: bool,
+    /// The caller's clock when it connected.
+    pub connected_ms: u64,
+    /// A disconnection was asked for (evicted or timed out): it no longer counts.
+    closing: bool,
     /// Its mempool being fetched (after the handshake).
     pool: Option<PoolSync>,
     /// Mempool sync was started with it (once per connection).
@@ -91,7 +97,7 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
     /// Takes one input at the caller's clock `now_ms`; the outputs wait in the outbox.
     pub fn step(&mut self, now_ms: u64, input: Input<K>, chain: &impl ChainView) {
         match input {
-            Input::Connected { peer, addr } => self.connected(now_ms, peer, addr, chain),
+            Input::Connected { peer, addr, inbound } => self.connected(now_ms, peer, addr, inbound, chain),
             Input::Disconnected { peer } => self.disconnected(peer),
             Input::Gossip { topic, id, source, data } => self.gossip(now_ms, topic, id, source, &data),
             Input::Request { peer, id, data } => self.serve(now_ms, peer, id, &data, chain),
@@ -123,6 +129,12 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
     /// True while the peer is banned.
     pub fn is_banned(&self, peer: &K, now_ms: u64) -> bool {
         self.book.is_banned(peer, now_ms)
+    }
+
+    /// Takes back what a previous run knew of a peer: its ban, if it lasts past `now_ms`, or
+    /// its score (see [`PeerBook::restore`]).
+    pub fn restore_peer(&mut self, peer: &K, score: i32, banned_until_ms: Option<u64>, now_ms: u64) {
+        self.book.restore(peer, score, banned_until_ms, now_ms);
     }
 
     /// Blocks that sync is fetching or has queued.
@@ -179,7 +191,7 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
         }
     }
 
-    fn connected(&mut self, now_ms: u64, peer: K, addr: String, chain: &impl ChainView) {
+    fn connected(&mut self, now_ms: u64, peer: K, addr: String, inbound: bool, chain: &impl ChainView) {
         if let Some(until_ms) = self.book.banned_until(&peer, now_ms) {
             self.push(Output::Ban { peer, until_ms });
             return;
@@ -187,12 +199,57 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
         let per_s = self.cfg.requests_per_s;
         let limit = RateLimit::new(per_s, per_s * 4.0, now_ms);
         let score = self.book.score(&peer, now_ms);
-        let p =
-            Peer { addr: addr.clone(), role: None, height: 0, score, limit, pool: None, pool_started: false };
+        let p = Peer {
+            addr: addr.clone(),
+            role: None,
+            height: 0,
+            score,
+            limit,
+            inbound,
+            connected_ms: now_ms,
+            closing: false,
+            pool: None,
+            pool_started: false,
+        };
         self.peers.insert(peer.clone(), p);
         self.event(Event::Connected { peer: peer.clone(), addr });
-        let hello = self.hello(chain);
-        self.request(peer, Request::Hello(hello), Asked::Hello);
+        if self.make_room(now_ms, &peer) {
+            let hello = self.hello(chain);
+            self.request(peer, Request::Hello(hello), Asked::Hello);
+        }
+    }
+
+    /// Keeps at most `max_peers` peers counting the newcomer: past it, evicts the peer that has
+    /// waited longest without completing the handshake, else the inbound peer with the lowest
+    /// score below 0 (ties: the latest to connect), else turns the newcomer away. False if the
+    /// newcomer itself goes.
+    fn make_room(&mut self, now_ms: u64, newcomer: &K) -> bool {
+        let open = self.peers.values().filter(|p| !p.closing).count();
+        if open <= self.cfg.max_peers {
+            return true;
+        }
+        let victim = {
+            let others = || self.peers.iter().filter(|(k, p)| !p.closing && *k != newcomer);
+            let idle = others().filter(|(_, p)| p.role.is_none()).min_by_key(|(_, p)| p.connected_ms);
+            let worst = || {
+                others()
+                    .filter(|(k, p)| p.inbound && self.book.score(k, now_ms) < 0)
+                    .min_by_key(|(k, p)| (self.book.score(k, now_ms), std::cmp::Reverse(p.connected_ms)))
+            };
+            idle.or_else(worst).map(|(k, _)| k.clone()).unwrap_or_else(|| newcomer.clone())
+        };
+        self.disconnect(&victim, "evicted for a newcomer");
+        victim != *newcomer
+    }
+
+    fn disconnect(&mut self, peer: &K, reason: &'static str) {
+        if let Some(p) = self.peers.get_mut(peer) {
+            if !p.closing {
+                p.closing = true;
+                tracing::debug!("disconnecting {peer:?}: {reason}");
+                self.push(Output::Disconnect { peer: peer.clone(), reason });
+            }
+        }
     }
 
     fn disconnected(&mut self, peer: K) {
@@ -597,6 +654,19 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
     fn tick(&mut self, now_ms: u64, chain: &impl ChainView) {
         for peer in self.book.expire(now_ms) {
             self.push(Output::Unban { peer });
+        }
+        // Connections that never completed the handshake are closed.
+        let timeout = self.cfg.hello_timeout_ms;
+        let silent: Vec<K> = self
+            .peers
+            .iter()
+            .filter(|(_, p)| {
+                p.role.is_none() && !p.closing && now_ms.saturating_sub(p.connected_ms) >= timeout
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in silent {
+            self.disconnect(&k, "handshake timeout");
         }
         // Seed 000's peer server (the bootstrap role) answers discovery only: it fetches no
         // chain, so it never plans a request (it still learns its peers' tips from their

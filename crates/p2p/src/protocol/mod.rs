@@ -73,6 +73,13 @@ pub struct Config {
     pub book_entries: usize,
     /// What is fetched of a new peer's mempool after the handshake.
     pub pool_sync: PoolSyncConfig,
+    /// Most connected peers: past it, a newcomer makes room by the eviction of the idlest
+    /// peer that has not completed the handshake, else of the lowest-scored inbound peer below
+    /// 0, else it is turned away itself.
+    pub max_peers: usize,
+    /// A peer whose handshake (its `Hello` or its answer to ours) has not come this long after
+    /// it connected is disconnected, ms.
+    pub hello_timeout_ms: u64,
 }
 
 impl Config {
@@ -87,6 +94,8 @@ impl Config {
             sync: SyncConfig::default(),
             book_entries: 4096,
             pool_sync: PoolSyncConfig::default(),
+            max_peers: 64,
+            hello_timeout_ms: 5_000,
         }
     }
 }
@@ -199,6 +208,8 @@ pub enum Input<K> {
         peer: K,
         /// Its address, for display.
         addr: String,
+        /// True if the peer dialled us.
+        inbound: bool,
     },
     /// The last connection to a peer closed.
     Disconnected {
@@ -329,6 +340,14 @@ pub enum Output<K> {
     Unban {
         /// The peer.
         peer: K,
+    },
+    /// Close the connections to the peer (no ban: it may come back). An
+    /// [`Input::Disconnected`] follows.
+    Disconnect {
+        /// The peer.
+        peer: K,
+        /// Why, for logs: `handshake timeout` or `evicted for a newcomer`.
+        reason: &'static str,
     },
     /// Something to record (metrics, the node's peer list, logs).
     Event(Event<K>),

@@ -138,7 +138,7 @@ fn refusal(o: &Output<u32>) -> Option<&str> {
 
 /// Connects peer `k` and answers its handshake request with `h`; returns the outputs.
 fn connect(p: &mut Protocol<u32>, chain: &Fake, k: u32, h: Option<Hello>) -> Vec<Output<u32>> {
-    p.step(0, Input::Connected { peer: k, addr: format!("addr{k}") }, chain);
+    p.step(0, Input::Connected { peer: k, addr: format!("addr{k}"), inbound: true }, chain);
     let mut o = out(p);
     let tag = match &o[..] {
         [Output::Event(Event::Connected { peer, .. }), Output::Request { peer: to, tag, request: Request::Hello(ours) }] =>
@@ -496,7 +496,7 @@ fn banned_peers_are_refused_on_connect_until_the_ban_ends() {
     assert_eq!(out(&mut p), vec![Output::Event(Event::Disconnected { peer: 1 })]);
     assert_eq!(p.peers().count(), 0);
     // It comes back: banned again at once, no handshake.
-    p.step(20, Input::Connected { peer: 1, addr: "a".into() }, &chain);
+    p.step(20, Input::Connected { peer: 1, addr: "a".into(), inbound: true }, &chain);
     assert_eq!(out(&mut p), vec![Output::Ban { peer: 1, until_ms: 10 + BAN_MS }]);
     // Requests that were queued before the ban are refused without another penalty.
     p.step(21, Input::Request { peer: 1, id: 3, data: Request::GetTxs(vec![]).encode() }, &chain);
@@ -569,7 +569,7 @@ fn failures_and_bad_answers_requeue_sync_work() {
 fn an_answer_of_the_wrong_kind_is_malformed_and_a_refusal_is_not() {
     let chain = Fake::new(0);
     let mut p = machine(Role::Peer);
-    p.step(0, Input::Connected { peer: 1, addr: "a".into() }, &chain);
+    p.step(0, Input::Connected { peer: 1, addr: "a".into(), inbound: true }, &chain);
     let o = out(&mut p);
     let Output::Request { tag, .. } = &o[1] else { panic!("{o:?}") };
     p.step(
@@ -578,7 +578,7 @@ fn an_answer_of_the_wrong_kind_is_malformed_and_a_refusal_is_not() {
         &chain,
     );
     assert!(out(&mut p).is_empty());
-    p.step(0, Input::Connected { peer: 2, addr: "b".into() }, &chain);
+    p.step(0, Input::Connected { peer: 2, addr: "b".into(), inbound: false }, &chain);
     let o = out(&mut p);
     let Output::Request { tag, .. } = &o[1] else { panic!("{o:?}") };
     // From the wrong peer: dropped; from the right one, a Headers answer to a Hello: malformed.
@@ -760,4 +760,64 @@ fn the_inventory_is_served_in_pages() {
     let req = Request::GetPoolTxids { from: Hash([0; 32]), max: u32::MAX };
     p.step(0, Input::Request { peer: 1, id: 2, data: req.encode() }, &chain);
     assert_eq!(out(&mut p), vec![Output::Respond { id: 2, response: Response::PoolTxids(ids) }]);
+}
+
+fn disconnects(o: &[Output<u32>]) -> Vec<(u32, &'static str)> {
+    o.iter()
+        .filter_map(|x| match x {
+            Output::Disconnect { peer, reason } => Some((*peer, *reason)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn silent_peers_time_out_and_a_full_node_makes_room_for_newcomers() {
+    let chain = Fake::new(0);
+    let mut cfg = Config::new(Role::Peer, "test");
+    cfg.max_peers = 2;
+    cfg.hello_timeout_ms = 1_000;
+    let mut p = Protocol::new(cfg);
+    let join = |p: &mut Protocol<u32>, now: u64, k: u32| {
+        p.step(now, Input::Connected { peer: k, addr: format!("a{k}"), inbound: true }, &chain);
+        p.drain().collect::<Vec<_>>()
+    };
+    let answer = |p: &mut Protocol<u32>, now: u64, o: &[Output<u32>], k: u32| {
+        let (_, tag, _) = requests(o).into_iter().find(|(peer, _, _)| *peer == k).unwrap();
+        let data = Response::Hello(hello(CHAIN, 0, Role::Bootstrap)).encode();
+        p.step(now, Input::Response { peer: k, tag, data }, &chain);
+        p.drain().collect::<Vec<_>>()
+    };
+    join(&mut p, 0, 1); // never answers
+    let o = join(&mut p, 0, 2);
+    answer(&mut p, 0, &o, 2);
+    // Full: the newcomer 3 takes the place of 1, idle longest without a handshake.
+    let o = join(&mut p, 10, 3);
+    assert_eq!(disconnects(&o), vec![(1, "evicted for a newcomer")]);
+    assert_eq!(requests(&o).len(), 1, "3 gets our Hello");
+    // 3 does not answer either: closed once the handshake time-out passed, not before; 1 is
+    // not asked twice.
+    p.step(1_009, Input::Tick, &chain);
+    assert!(disconnects(&out(&mut p)).is_empty());
+    p.step(1_010, Input::Tick, &chain);
+    assert_eq!(disconnects(&out(&mut p)), vec![(3, "handshake timeout")]);
+    for k in [1, 3] {
+        p.step(1_011, Input::Disconnected { peer: k }, &chain);
+    }
+    out(&mut p);
+    // With everyone handshaked, the inbound peer with the lowest score below 0 goes.
+    let o = join(&mut p, 1_100, 4);
+    answer(&mut p, 1_100, &o, 4);
+    p.step(1_200, Input::Request { peer: 2, id: 1, data: vec![0xee] }, &chain);
+    assert_eq!(penalties(&out(&mut p)), vec![(Offence::Malformed, -50)]);
+    let o = join(&mut p, 1_300, 5);
+    assert_eq!(disconnects(&o), vec![(2, "evicted for a newcomer")]);
+    answer(&mut p, 1_300, &o, 5);
+    p.step(1_301, Input::Disconnected { peer: 2 }, &chain);
+    out(&mut p);
+    // Everyone handshaked and in good standing: the newcomer is turned away, unasked.
+    let o = join(&mut p, 1_400, 6);
+    assert_eq!(disconnects(&o), vec![(6, "evicted for a newcomer")]);
+    assert!(requests(&o).is_empty());
+    assert_eq!(p.peers().filter(|(_, x)| x.role.is_some()).count(), 2);
 }

@@ -1,0 +1,69 @@
+//! Nodes that restart: one finds its old peers again from its persisted peer book, without a
+//! bootstrap node; a miner that restarts mines the transactions its peer admitted meanwhile.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::time::Duration;
+
+use scalechain_node::known::KnownPeers;
+use scalechain_p2p::msg::Role;
+use support::{eventually, get, height, peer_ids, post, start, stop, transfers};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_restarted_without_bootstrap_reconnects_to_its_old_peers() {
+    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = start(da.path(), Role::Peer, &[], |_| {}).await;
+    let b = start(db.path(), Role::Peer, &[a.p2p()], |_| {}).await;
+    let a_id = a.info.peer_id.clone();
+    assert!(eventually(Duration::from_secs(10), || async { peer_ids(&b).await.contains(&a_id) }).await);
+    // Stopping writes the book: A is in it with the address it listens on.
+    let dir = stop(b).await;
+    let book = KnownPeers::load(&dir.join("peers.json")).unwrap();
+    let (_, known) = book.iter().find(|(k, _)| k.to_string() == a_id).expect("A is in B's peer book");
+    let a_addr = a.p2p();
+    assert!(known.addrs.iter().any(|x| a_addr.starts_with(x.as_str())), "{known:?} {a_addr}");
+    // No bootstrap this time: B dials what its book knows.
+    let b = start(&dir, Role::Peer, &[], |_| {}).await;
+    assert!(
+        eventually(Duration::from_secs(5), || async { peer_ids(&b).await.contains(&a_id) }).await,
+        "B did not find A again"
+    );
+    stop(b).await;
+    // A corrupt book is reported and ignored: the node starts with an empty one.
+    std::fs::write(dir.join("peers.json"), b"{ not a book").unwrap();
+    let b = start(&dir, Role::Peer, &[], |_| {}).await;
+    assert!(peer_ids(&b).await.is_empty());
+    stop(b).await;
+    stop(a).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transactions_admitted_while_the_miner_restarts_are_mined_once_it_is_back() {
+    let (dm, dp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let m = start(dm.path(), Role::Miner, &[], |_| {}).await;
+    let p = start(dp.path(), Role::Peer, &[m.p2p()], |_| {}).await;
+    assert!(eventually(Duration::from_secs(15), || async { height(&p).await >= 1 }).await);
+    // The miner goes down; the peer admits transfers meanwhile.
+    let dir = stop(m).await;
+    let txs = transfers(0..60);
+    let body = serde_json::json!({ "txs": txs.iter().map(|(_, h)| h.clone()).collect::<Vec<_>>() });
+    let v = post(&p.api(), "/txs", body).await;
+    assert_eq!(v["accepted"], 60, "{v}");
+    // Back (the address of its peer given again, as an operator would): it fetches the
+    // peer's mempool after the handshake and mines all of it.
+    let m = start(&dir, Role::Miner, &[p.p2p()], |_| {}).await;
+    let api = p.api();
+    let mined = eventually(Duration::from_secs(30), || async {
+        for (txid, _) in &txs {
+            if get(&api, &format!("/txs/{txid}")).await["status"] != "confirmed" {
+                return false;
+            }
+        }
+        true
+    })
+    .await;
+    assert!(mined, "{} of 60 transfers still pooled at the peer", get(&api, "/mempool").await["count"]);
+    stop(m).await;
+    stop(p).await;
+}
