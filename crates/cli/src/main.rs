@@ -393,24 +393,47 @@ fn import(dir: &Path, file: &Path) -> Result<(), Fail> {
     let store = DiskStore::open(dir)?;
     let mut chain = Chain::open_or_init(store, &params, Apps::none(), verify_config(VerifyMode::Parallel)?)?;
     let start = Instant::now();
-    let (mut connected, mut known, mut side, mut orphans, mut txs) = (0u64, 0u64, 0u64, 0u64, 0u64);
+    let (mut connected, mut known, mut side, mut txs) = (0u64, 0u64, 0u64, 0u64);
+    // Blocks whose parent was unknown when they came: (height, hash, parent).
+    let mut orphans = Vec::new();
     for block in blocks {
         txs += block.txs.len() as u64;
+        let (height, hash, parent) = (block.header.height, block.hash(params.hash), block.header.prev_hash);
         match chain.accept_block(block, now_ms())? {
             Accepted::Connected(r) => connected += r.connected.len() as u64,
             Accepted::Duplicate => known += 1,
             Accepted::SideBranch => side += 1,
-            Accepted::Orphan => orphans += 1,
+            Accepted::Orphan => orphans.push((height, hash, parent)),
         }
     }
+    // An orphan whose parent came later in the file joined the block tree then.
+    let seen = orphans.len();
+    orphans.retain(|(_, hash, _)| !chain.tree().contains(hash));
     println!(
-        "imported in {:.2}s: {connected} connected, {side} on side branches, {known} already known, {} orphans left ({orphans} seen), {txs} transactions; tip {} at height {}",
+        "imported in {:.2}s: {connected} connected, {side} on side branches, {known} already known, {} orphans left ({seen} seen), {txs} transactions; tip {} at height {}",
         start.elapsed().as_secs_f64(),
-        chain.orphan_count(),
+        orphans.len(),
         chain.tip(),
         chain.tip_height()
     );
-    Ok(())
+    if orphans.is_empty() {
+        return Ok(());
+    }
+    let unconnected: std::collections::HashSet<_> = orphans.iter().map(|(_, hash, _)| *hash).collect();
+    let list: Vec<String> = orphans
+        .iter()
+        .map(|(h, hash, parent)| {
+            if unconnected.contains(parent) {
+                format!("block {h} {hash}: its parent {parent} did not connect either")
+            } else {
+                format!("block {h} {hash}: its parent {parent} is neither in the store nor in the file")
+            }
+        })
+        .collect();
+    Err(Fail(
+        1,
+        format!("{} block(s) of {} did not connect:\n  {}", orphans.len(), file.display(), list.join("\n  ")),
+    ))
 }
 
 fn study(
