@@ -20,7 +20,6 @@ use scalechain_p2p::score::{Offence, PeerBook, RateLimit, Verdict as ScoreVerdic
 use scalechain_p2p::sync::{fork_point, locator, Action, SyncConfig, SyncState};
 use scalechain_types::codec::Decode;
 use scalechain_types::{Amount, Block, Hash, Lock, SecretKey};
-use serde::Serialize;
 use tokio::sync::mpsc;
 
 use crate::api::{self, ApiState};
@@ -59,21 +58,7 @@ fn io(what: &'static str, path: &Path, e: impl std::fmt::Display) -> NodeError {
     NodeError::Io { what, path: path.to_path_buf(), reason: e.to_string() }
 }
 
-/// What `node.json` in the data directory says once the node is up (read by `devnet` and
-/// scripts).
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
-pub struct NodeInfo {
-    /// libp2p peer id.
-    pub peer_id: String,
-    /// P2P addresses with `/p2p/<peer id>`.
-    pub p2p: Vec<String>,
-    /// API address (`host:port`), if the API is on.
-    pub api: Option<String>,
-    /// Role.
-    pub role: String,
-    /// Process id.
-    pub pid: u32,
-}
+pub use scalechain_client::NodeInfo;
 
 fn random32() -> Result<[u8; 32], NodeError> {
     let mut b = [0u8; 32];
