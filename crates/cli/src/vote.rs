@@ -284,7 +284,11 @@ impl Api {
         if let Some(t) = &o.api_token {
             b = b.token(t.clone());
         }
-        let client = b.build_blocking().map_err(|e| Fail(2, format!("--api: {e}")))?;
+        let client = b.build_blocking().map_err(|e| match e {
+            ClientError::BadToken(_) => Fail(2, format!("--api-token: {e}")),
+            ClientError::BadUrl { .. } => Fail(2, format!("--api: {e}")),
+            e => Fail(2, e.to_string()),
+        })?;
         Ok(Api { client })
     }
 

@@ -1,7 +1,7 @@
 //! The local-network launcher: `scalechain node` processes (a bootstrap node, peers, miners)
 //! with temporary or given data directories and OS-chosen ports, each waited for until it is
 //! up (its `node.json`, written by the process the launcher started), with its API clients and
-//! its log; and any extra processes a experiment needs, tracked the same way.
+//! its log; and any extra processes an experiment needs, tracked the same way.
 //!
 //! - The executable is a parameter: the CLI passes `std::env::current_exe()`, tests
 //!   `env!("CARGO_BIN_EXE_scalechain")`.
