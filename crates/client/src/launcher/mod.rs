@@ -14,7 +14,9 @@
 //! - Stopping — [`Launcher::stop`], dropping the launcher, or Ctrl-C / SIGTERM through
 //!   [`crate::interrupt`], which every wait checks — sends SIGTERM to every process, waits at
 //!   most the stop time-out for all of them, then SIGKILLs the rest: no process outlives the
-//!   launcher. A temporary base directory is removed after that; a given one is kept.
+//!   launcher. A temporary base directory is removed after that; a given one is kept. (A
+//!   launcher killed with SIGKILL cannot stop anything: tying the children's lives to it would
+//!   take an unsafe pre-exec hook, which the workspace forbids.)
 //! - Single nodes can be stopped, killed and restarted on the same data directory.
 
 mod process;
