@@ -10,7 +10,8 @@
 //!   [`BlockOutcome`] says what changed and maps to the protocol's [`BlockVerdict`];
 //! - [`Replica::admit_batches`]: the pipeline's verify stage — the batches drained at once are
 //!   admitted in one `Mempool::admit` call and the verdicts split back per batch;
-//! - [`Replica::block_template`] and [`solve`]: the miner's block and nonce search;
+//! - [`Replica::block_template`] and [`solve`]: the miner's block and nonce search.
+//!
 //! Admission judges transactions in `Chain::next_block_env` (the next block on the tip, at
 //! the validator's clock).
 //!
