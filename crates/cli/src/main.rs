@@ -62,7 +62,8 @@ enum Cmd {
     /// Rerun a seed experiment on this machine: writes DIR/<experiment>.csv, DIR/<experiment>.svg
     /// and appends a section to DIR/report.md (see docs/STUDY.md).
     Study {
-        /// tx-throughput, block-validation, speedup, hash, components, utxo-memory, voting, or all.
+        /// tx-throughput, block-validation, speedup, hash, components, utxo-memory, voting, all, or
+        /// replot (draw the figures again from the CSVs in --out, without measuring).
         experiment: String,
         /// Output directory.
         #[arg(long, default_value = "study")]
@@ -446,6 +447,20 @@ fn study(
     seed: u64,
 ) -> Result<(), Fail> {
     use scalechain_study::{Experiment, Opts};
+    if experiment == "replot" {
+        // Figures drawn again from the CSVs a run left in `out`, without measuring again.
+        let mut drawn = 0;
+        for exp in Experiment::ALL {
+            if scalechain_study::replot(exp, &out).map_err(|e| Fail(1, format!("{}: {e}", exp.name())))? {
+                println!("{}: {}", exp.name(), out.join(format!("{}.svg", exp.name())).display());
+                drawn += 1;
+            }
+        }
+        if drawn == 0 {
+            return Err(Fail(1, format!("{} holds no CSV of any experiment", out.display())));
+        }
+        return Ok(());
+    }
     let list: Vec<Experiment> = if experiment == "all" {
         Experiment::ALL.to_vec()
     } else {
