@@ -30,6 +30,7 @@ pub struct ParamsJson {
 
 /// A header as exported.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct HeaderJson {
     /// Version.
@@ -37,12 +38,15 @@ pub struct HeaderJson {
     /// Height.
     pub height: u64,
     /// Parent hash.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, pattern = "^[0-9a-f]{64}$"))]
     pub prev_hash: Hash,
     /// Merkle root.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, pattern = "^[0-9a-f]{64}$"))]
     pub merkle_root: Hash,
     /// Time, ms since the Unix epoch.
     pub time: u64,
     /// Target, 64 hex digits, big-endian.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, pattern = "^[0-9a-f]{64}$"))]
     pub target: Target,
     /// Nonce.
     pub nonce: u64,
@@ -50,13 +54,16 @@ pub struct HeaderJson {
 
 /// An input as exported.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct InputJson {
     /// Txid of the spent output.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, pattern = "^[0-9a-f]{64}$"))]
     pub txid: Hash,
     /// Its index.
     pub index: u32,
     /// Signature scheme.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "ed25519"))]
     pub scheme: Scheme,
     /// Public key, hex.
     pub pubkey: String,
@@ -66,23 +73,30 @@ pub struct InputJson {
 
 /// An output as exported.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct OutputJson {
     /// Value (a JSON integer).
+    #[cfg_attr(feature = "openapi", schema(value_type = u64))]
     pub value: Amount,
     /// Scheme of the lock.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "ed25519"))]
     pub scheme: Scheme,
     /// `H(pubkey)`.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, pattern = "^[0-9a-f]{64}$"))]
     pub pubkey_hash: Hash,
 }
 
 /// A transaction as exported.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct TxJson {
     /// Txid.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, pattern = "^[0-9a-f]{64}$"))]
     pub txid: Hash,
     /// Wtxid.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, pattern = "^[0-9a-f]{64}$"))]
     pub wtxid: Hash,
     /// `coinbase`, `transfer` or `app:<n>`.
     pub kind: String,
@@ -98,9 +112,11 @@ pub struct TxJson {
 
 /// A block as exported.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct BlockJson {
     /// Block hash.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, pattern = "^[0-9a-f]{64}$"))]
     pub hash: Hash,
     /// Canonical header encoding, hex (authoritative).
     pub raw: String,

@@ -62,7 +62,8 @@ enum Cmd {
     /// Rerun a seed experiment on this machine: writes DIR/<experiment>.csv, DIR/<experiment>.svg
     /// and appends a section to DIR/report.md (see docs/STUDY.md).
     Study {
-        /// tx-throughput, block-validation, speedup, hash, components, utxo-memory, voting, or all.
+        /// tx-throughput, block-validation, speedup, hash, components, utxo-memory, voting, all, or
+        /// replot (draw the figures again from the CSVs in --out, without measuring).
         experiment: String,
         /// Output directory.
         #[arg(long, default_value = "study")]
@@ -393,24 +394,47 @@ fn import(dir: &Path, file: &Path) -> Result<(), Fail> {
     let store = DiskStore::open(dir)?;
     let mut chain = Chain::open_or_init(store, &params, Apps::none(), verify_config(VerifyMode::Parallel)?)?;
     let start = Instant::now();
-    let (mut connected, mut known, mut side, mut orphans, mut txs) = (0u64, 0u64, 0u64, 0u64, 0u64);
+    let (mut connected, mut known, mut side, mut txs) = (0u64, 0u64, 0u64, 0u64);
+    // Blocks whose parent was unknown when they came: (height, hash, parent).
+    let mut orphans = Vec::new();
     for block in blocks {
         txs += block.txs.len() as u64;
+        let (height, hash, parent) = (block.header.height, block.hash(params.hash), block.header.prev_hash);
         match chain.accept_block(block, now_ms())? {
             Accepted::Connected(r) => connected += r.connected.len() as u64,
             Accepted::Duplicate => known += 1,
             Accepted::SideBranch => side += 1,
-            Accepted::Orphan => orphans += 1,
+            Accepted::Orphan => orphans.push((height, hash, parent)),
         }
     }
+    // An orphan whose parent came later in the file joined the block tree then.
+    let seen = orphans.len();
+    orphans.retain(|(_, hash, _)| !chain.tree().contains(hash));
     println!(
-        "imported in {:.2}s: {connected} connected, {side} on side branches, {known} already known, {} orphans left ({orphans} seen), {txs} transactions; tip {} at height {}",
+        "imported in {:.2}s: {connected} connected, {side} on side branches, {known} already known, {} orphans left ({seen} seen), {txs} transactions; tip {} at height {}",
         start.elapsed().as_secs_f64(),
-        chain.orphan_count(),
+        orphans.len(),
         chain.tip(),
         chain.tip_height()
     );
-    Ok(())
+    if orphans.is_empty() {
+        return Ok(());
+    }
+    let unconnected: std::collections::HashSet<_> = orphans.iter().map(|(_, hash, _)| *hash).collect();
+    let list: Vec<String> = orphans
+        .iter()
+        .map(|(h, hash, parent)| {
+            if unconnected.contains(parent) {
+                format!("block {h} {hash}: its parent {parent} did not connect either")
+            } else {
+                format!("block {h} {hash}: its parent {parent} is neither in the store nor in the file")
+            }
+        })
+        .collect();
+    Err(Fail(
+        1,
+        format!("{} block(s) of {} did not connect:\n  {}", orphans.len(), file.display(), list.join("\n  ")),
+    ))
 }
 
 fn study(
@@ -423,6 +447,20 @@ fn study(
     seed: u64,
 ) -> Result<(), Fail> {
     use scalechain_study::{Experiment, Opts};
+    if experiment == "replot" {
+        // Figures drawn again from the CSVs a run left in `out`, without measuring again.
+        let mut drawn = 0;
+        for exp in Experiment::ALL {
+            if scalechain_study::replot(exp, &out).map_err(|e| Fail(1, format!("{}: {e}", exp.name())))? {
+                println!("{}: {}", exp.name(), out.join(format!("{}.svg", exp.name())).display());
+                drawn += 1;
+            }
+        }
+        if drawn == 0 {
+            return Err(Fail(1, format!("{} holds no CSV of any experiment", out.display())));
+        }
+        return Ok(());
+    }
     let list: Vec<Experiment> = if experiment == "all" {
         Experiment::ALL.to_vec()
     } else {

@@ -12,22 +12,22 @@
 //! prints `error: ...` on standard error and the shell goes on.
 //!
 //! `load` offers generated transfers at a fixed rate from a background thread, in rounds of up
-//! to 10 s: the devnet premine keys' coins are split (devnet's `prepare`), the split is waited
-//! for, the pre-signed transfers are submitted every 100 ms, and the round's transfers are
-//! waited for before the next round spends the keys' coins again.
+//! to 10 s (`scalechain_study::load::rounds`, the load generator devnet uses): the devnet
+//! premine keys' coins are split, the split is waited for, the pre-signed transfers are
+//! submitted every 100 ms, and the round's transfers are waited for before the next round
+//! spends the keys' coins again.
 //!
 //! `save` fetches the main chain block by block (checking that each block's parent is the one
 //! before it, and starting again if the chain moved) into the JSON document
 //! `scalechain chain export --format json` writes, checks that it reads back, and writes it;
 //! `scalechain chain import` loads it. `dot` writes the same blocks as a Graphviz picture.
 
-use std::collections::HashSet;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use rustyline::completion::Completer;
@@ -39,13 +39,13 @@ use rustyline::validate::Validator;
 use rustyline::{Context, Editor, Helper};
 
 use scalechain_chain::export::{dot, parse_chain_json, BlockJson, ChainJson, ImportError, ParamsJson};
+use scalechain_client::types::BlockId;
+use scalechain_client::{ClientBuilder, ClientError};
 use scalechain_consensus::genesis_block;
-use scalechain_consensus::params::{devnet_premine_key, DEVNET_PREMINE_OUTPUTS};
-use scalechain_node::api::{BlockTxids, MempoolJson, Status, Tip};
-use scalechain_types::{Hash, Lock, Tx};
+use scalechain_study::load::rounds::{self, RoundStats};
+use scalechain_types::{Hash, Lock};
 use scalechain_wallet::{encode_address, AddressHrp};
 
-use crate::devnet::{prepare, Fund};
 use crate::wallet::{self, Api, ApiOpts, BalanceArgs, ChainInfo, SendArgs, WalletError, WalletOpts};
 use crate::Fail;
 
@@ -135,6 +135,8 @@ enum LoadCmd {
 enum ShellError {
     #[error(transparent)]
     Wallet(#[from] WalletError),
+    #[error(transparent)]
+    Client(#[from] ClientError),
     #[error("{0}")]
     Usage(String),
     #[error("writing {path}: {source}")]
@@ -152,34 +154,30 @@ enum Flow {
     Quit,
 }
 
-/// Load counters shared with the load thread.
+/// The load thread's counters, and whether it has finished.
 #[derive(Default)]
 struct LoadStats {
-    offered: AtomicU64,
-    accepted: AtomicU64,
-    refused: AtomicU64,
-    confirmed: AtomicU64,
-    rounds: AtomicU64,
+    rounds: RoundStats,
     finished: AtomicBool,
-    note: Mutex<String>,
 }
 
 impl LoadStats {
     fn set_note(&self, s: String) {
-        *self.note.lock().unwrap_or_else(|e| e.into_inner()) = s;
+        self.rounds.set_note(s);
     }
 
     fn text(&self, tps: u64, started: Instant) -> String {
-        let note = self.note.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let note = self.rounds.note();
+        let (offered, accepted, refused) = self.rounds.counters.get();
         format!(
             "load at {tps} tx/s for {:.1} s{}: {} offered, {} accepted, {} refused, {} confirmed, {} rounds{}{}\n",
             started.elapsed().as_secs_f64(),
             if self.finished.load(Ordering::Relaxed) { " (finished)" } else { "" },
-            self.offered.load(Ordering::Relaxed),
-            self.accepted.load(Ordering::Relaxed),
-            self.refused.load(Ordering::Relaxed),
-            self.confirmed.load(Ordering::Relaxed),
-            self.rounds.load(Ordering::Relaxed),
+            offered,
+            accepted,
+            refused,
+            self.rounds.confirmed.load(Ordering::Relaxed),
+            self.rounds.rounds.load(Ordering::Relaxed),
             if note.is_empty() { "" } else { "; " },
             note
         )
@@ -208,15 +206,16 @@ impl Load {
 
 struct Shell {
     wallet: WalletOpts,
-    api_opts: ApiOpts,
+    /// The client settings, for the load thread's own client.
+    builder: ClientBuilder,
     api: Api,
     load: Option<Load>,
 }
 
 /// Runs `scalechain shell`.
 pub fn run(a: ShellArgs) -> Result<(), Fail> {
-    let api = Api::new(&a.api)?;
-    let mut sh = Shell { wallet: a.wallet.clone(), api_opts: a.api.clone(), api, load: None };
+    let api = a.api.client()?;
+    let mut sh = Shell { wallet: a.wallet.clone(), builder: a.api.builder(), api, load: None };
     let result = if std::io::stdin().is_terminal() {
         let history = a.history.clone().or_else(|| {
             std::env::var_os("HOME")
@@ -325,7 +324,7 @@ impl Shell {
     fn exec(&mut self, cmd: Line, out: &mut String) -> Result<Flow, ShellError> {
         match cmd {
             Line::Status => {
-                let s: Status = self.api.get("/status")?;
+                let s = self.api.status()?;
                 out.push_str(&format!(
                     "chain {}\nrole {}  peer {}\nheight {}  tip {}\npeers {}  orphans {}\nmempool {} txs, {} bytes\nuptime {:.1} s\n",
                     s.chain_id, s.role, s.peer_id, s.height, s.tip, s.peers, s.orphans, s.mempool_txs,
@@ -336,40 +335,33 @@ impl Shell {
                 }
             }
             Line::Peers => {
-                let peers: Vec<serde_json::Value> = self.api.get("/peers")?;
+                let peers = self.api.peers()?;
                 out.push_str(&format!("{} peers\n", peers.len()));
                 for p in &peers {
-                    let s = |k: &str| {
-                        p.get(k).map_or("?".to_string(), |v| v.as_str().map_or(v.to_string(), str::to_string))
-                    };
                     out.push_str(&format!(
                         "  {}  {}  role {}  height {}  score {}\n",
-                        s("peer_id"),
-                        s("addr"),
-                        s("role"),
-                        s("height"),
-                        s("score")
+                        p.peer_id,
+                        p.addr,
+                        p.role.as_deref().unwrap_or("null"),
+                        p.height,
+                        p.score
                     ));
                 }
             }
             Line::Tip => {
-                let t: Tip = self.api.get("/tip")?;
+                let t = self.api.tip()?;
                 out.push_str(&format!("height {}  hash {}\n", t.height, t.hash));
             }
             Line::Block { id } => {
-                if id.parse::<u64>().is_err() && id.parse::<Hash>().is_err() {
-                    return Err(ShellError::Usage(format!(
-                        "block {id:?}: give a height or a block hash (64 lowercase hex digits)"
-                    )));
-                }
-                let b: BlockJson = self.api.get(&format!("/blocks/{id}"))?;
+                let id: BlockId = id.parse().map_err(|e| ShellError::Usage(format!("block {e}")))?;
+                let b = self.api.block(id)?;
                 block_text(&b, out);
             }
             Line::Tx { txid } => {
-                txid.parse::<Hash>().map_err(|e| {
+                let id = txid.parse::<Hash>().map_err(|e| {
                     ShellError::Usage(format!("tx {txid:?}: a txid is 64 lowercase hex digits ({e})"))
                 })?;
-                let t: wallet::TxStatusJson = self.api.get(&format!("/txs/{txid}"))?;
+                let t = self.api.tx(&id)?;
                 match t.height {
                     Some(h) => out.push_str(&format!("{} {} at height {h}\n", t.tx.txid, t.status)),
                     None => out.push_str(&format!("{} {}\n", t.tx.txid, t.status)),
@@ -385,7 +377,7 @@ impl Shell {
                 }
             }
             Line::Mempool => {
-                let m: MempoolJson = self.api.get("/mempool?limit=20")?;
+                let m = self.api.mempool(Some(20))?;
                 out.push_str(&format!(
                     "{} txs, {} bytes; since start {} admitted, {} evicted, refused {:?}\n",
                     m.count, m.bytes, m.admitted, m.evicted, m.rejected
@@ -476,11 +468,11 @@ impl Shell {
                 }
                 let stop = Arc::new(AtomicBool::new(false));
                 let stats = Arc::new(LoadStats::default());
-                let (opts, st, sp) = (self.api_opts.clone(), stats.clone(), stop.clone());
+                let (builder, st, sp) = (self.builder.clone(), stats.clone(), stop.clone());
                 let handle = std::thread::Builder::new()
                     .name("load".into())
                     .spawn(move || {
-                        if let Err(e) = drive_load(&opts, tps, seconds, &sp, &st) {
+                        if let Err(e) = drive_load(&builder, tps, seconds, &sp, &st) {
                             st.set_note(format!("stopped: {e}"));
                         }
                         st.finished.store(true, Ordering::Relaxed);
@@ -541,18 +533,17 @@ fn fetch_chain(api: &Api) -> Result<(ChainInfo, Vec<BlockJson>), ShellError> {
     const ATTEMPTS: u32 = 3;
     let chain = wallet::chain_info(api)?;
     'attempt: for _ in 0..ATTEMPTS {
-        let tip: Tip = api.get("/tip")?;
+        let tip = api.tip()?;
         let mut blocks: Vec<BlockJson> = Vec::with_capacity(tip.height.min(100_000) as usize + 1);
         for h in 0..=tip.height {
-            let path = format!("/blocks/{h}");
-            let b: BlockJson = match api.get(&path) {
+            let b = match api.block(BlockId::Height(h)) {
                 Ok(b) => b,
-                Err(WalletError::Api { status: 404, .. }) => continue 'attempt,
+                Err(e) if e.is_not_found() => continue 'attempt,
                 Err(e) => return Err(e.into()),
             };
             if b.header.height != h {
                 return Err(WalletError::BadResponse {
-                    url: format!("{}{path}", api.base()),
+                    url: format!("{}/blocks/{h}", api.base()),
                     detail: format!("the block has height {}", b.header.height),
                 }
                 .into());
@@ -567,156 +558,29 @@ fn fetch_chain(api: &Api) -> Result<(ChainInfo, Vec<BlockJson>), ShellError> {
     Err(ShellError::Moving(ATTEMPTS))
 }
 
-/// Transfers a round plans per premine key.
-const LOAD_TXS_PER_KEY: usize = 200;
-/// Longest round of load.
-const LOAD_ROUND: Duration = Duration::from_secs(10);
-/// Most coins of one key a split spends.
-const MAX_FUND_COINS: usize = 1_000;
-/// How long a round waits for its split, and then for its transfers, to be confirmed.
-const CONFIRM_WAIT: Duration = Duration::from_secs(30);
-
-/// The load thread: rounds until the time is up, `stop` is set, or something fails.
+/// The load thread: its own runtime and client (a client's connections belong to one
+/// runtime), the node's chain recognised, then the rounds until the time is up, `stop` is set,
+/// or something fails.
 fn drive_load(
-    opts: &ApiOpts,
+    builder: &ClientBuilder,
     tps: u64,
     seconds: Option<u64>,
     stop: &AtomicBool,
     stats: &LoadStats,
 ) -> Result<(), ShellError> {
-    let api = Api::new(opts)?;
-    let chain = wallet::chain_info(&api)?;
-    let kind = chain.params.hash;
-    let end = seconds.map(|s| Instant::now() + Duration::from_secs(s));
-    while !stop.load(Ordering::Relaxed) {
-        let round = end.map_or(LOAD_ROUND, |e| e.saturating_duration_since(Instant::now()).min(LOAD_ROUND));
-        if round.is_zero() {
-            break;
-        }
-        let total = ((tps as f64 * round.as_secs_f64()).ceil() as usize).max(1);
-        let keys = total.div_ceil(LOAD_TXS_PER_KEY).clamp(4, DEVNET_PREMINE_OUTPUTS as usize);
-        let tip: Tip = api.get("/tip")?;
-        let funds = load_funds(&api, &chain, keys, tip.height)?;
-        if funds.is_empty() {
-            return Err(ShellError::Load(format!("premine keys 0..{keys} hold no spendable coins")));
-        }
-        let (splits, load) = prepare(kind, &chain.chain_id, &funds, total);
-        if splits.is_empty() {
-            return Err(ShellError::Load(format!(
-                "premine keys 0..{keys} hold too little to fund {total} transfers"
-            )));
-        }
-        let verdicts = api.submit(&splits)?;
-        let mut funded = HashSet::new();
-        for (t, v) in splits.iter().zip(&verdicts.results) {
-            if v.accepted {
-                funded.insert(t.txid(kind));
-            } else {
-                stats.set_note(format!(
-                    "a funding transaction was refused: {}: {}",
-                    v.reason.clone().unwrap_or_default(),
-                    v.detail.clone().unwrap_or_default()
-                ));
-            }
-        }
-        if funded.is_empty() {
-            return Err(ShellError::Load("every funding transaction was refused".into()));
-        }
-        let load: Vec<Tx> = load
-            .into_iter()
-            .filter(|t| t.inputs.first().is_some_and(|i| funded.contains(&i.prev.txid)))
-            .collect();
-        let (left, height) = wait_confirmed(&api, funded, tip.height, CONFIRM_WAIT, stop)?;
-        if stop.load(Ordering::Relaxed) {
-            break;
-        }
-        if !left.is_empty() {
-            return Err(ShellError::Load(format!(
-                "{} funding transactions not confirmed within {CONFIRM_WAIT:?}",
-                left.len()
-            )));
-        }
-        // The offer: every 100 ms, the transfers due by then.
-        let t0 = Instant::now();
-        let mut next = 0usize;
-        let mut sent = HashSet::new();
-        while next < load.len() && !stop.load(Ordering::Relaxed) {
-            std::thread::sleep(Duration::from_millis(100));
-            let due = ((t0.elapsed().as_secs_f64() * tps as f64) as usize).min(load.len());
-            while next < due {
-                let hi = due.min(next + 5_000);
-                let chunk = &load[next..hi];
-                stats.offered.fetch_add(chunk.len() as u64, Ordering::Relaxed);
-                let r = api.submit(chunk)?;
-                for (t, v) in chunk.iter().zip(&r.results) {
-                    if v.accepted {
-                        sent.insert(t.txid(kind));
-                    } else {
-                        stats.refused.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-                stats.accepted.fetch_add(r.accepted as u64, Ordering::Relaxed);
-                next = hi;
-            }
-        }
-        let offered = sent.len();
-        // The next round spends these keys' coins again: let this round's transfers settle.
-        let (left, _) = wait_confirmed(&api, sent, height, CONFIRM_WAIT, stop)?;
-        stats.confirmed.fetch_add((offered - left.len()) as u64, Ordering::Relaxed);
-        stats.rounds.fetch_add(1, Ordering::Relaxed);
-    }
-    Ok(())
-}
-
-/// The spendable coins of premine keys `0..keys` (at most [`MAX_FUND_COINS`] each, largest
-/// first).
-fn load_funds(api: &Api, chain: &ChainInfo, keys: usize, tip: u64) -> Result<Vec<Fund>, ShellError> {
-    let kind = chain.params.hash;
-    let mut funds = Vec::with_capacity(keys);
-    for i in 0..keys {
-        let key = devnet_premine_key(chain.sig, i as u64);
-        let pk = key.public();
-        let lock = Lock { scheme: pk.scheme(), pubkey_hash: pk.hash(kind) };
-        let mut coins: Vec<_> = wallet::coins_of(api, &lock)?
-            .into_iter()
-            .filter(|c| c.spendable(&chain.params, tip) && c.out.value.get() > 0)
-            .collect();
-        coins.sort_by(|a, b| b.out.value.cmp(&a.out.value).then(a.outpoint.cmp(&b.outpoint)));
-        coins.truncate(MAX_FUND_COINS);
-        if !coins.is_empty() {
-            funds.push(Fund { key, coins: coins.into_iter().map(|c| (c.outpoint, c.out)).collect() });
-        }
-    }
-    Ok(funds)
-}
-
-/// Follows the main chain from `from` until every txid of `ids` is in a block, `timeout`
-/// passes or `stop` is set; returns the txids still unconfirmed and the height reached.
-fn wait_confirmed(
-    api: &Api,
-    mut ids: HashSet<Hash>,
-    from: u64,
-    timeout: Duration,
-    stop: &AtomicBool,
-) -> Result<(HashSet<Hash>, u64), ShellError> {
-    let deadline = Instant::now() + timeout;
-    let mut h = from;
-    while !ids.is_empty() && Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
-        let tip: Tip = api.get("/tip")?;
-        while h < tip.height {
-            let b: BlockTxids = api.get(&format!("/blocks/{}/txids", h + 1))?;
-            for t in &b.txids {
-                if let Ok(id) = t.parse::<Hash>() {
-                    ids.remove(&id);
-                }
-            }
-            h += 1;
-        }
-        if !ids.is_empty() {
-            std::thread::sleep(Duration::from_millis(200));
-        }
-    }
-    Ok((ids, h))
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| ShellError::Load(format!("starting the load's runtime: {e}")))?;
+    let node = builder.build()?;
+    rt.block_on(async {
+        let s = node.status().await?;
+        let (params, sig) = wallet::identify(&s.chain_id).ok_or(WalletError::UnknownChain(s.chain_id))?;
+        let chain = rounds::Chain { params, sig, chain_id: s.chain_id };
+        rounds::run(&node, &chain, tps, seconds, &stats.rounds, stop)
+            .await
+            .map_err(|e| ShellError::Load(e.to_string()))
+    })
 }
 
 /// Tab completion of command names (and of `load`'s subcommands).

@@ -20,7 +20,8 @@ use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 use serde_json::{json, Value};
 
-use scalechain_types::codec::Encode;
+use scalechain_client::types::AppRange;
+use scalechain_client::{blocking, ClientBuilder, ClientError};
 use scalechain_types::{Hash, HashKind, Scheme, SecretKey};
 use scalechain_voting::app::{
     ballots_prefix, check_ballot, election_key, CastBallot, Election, Message, SchemeKey, VOTE_KIND,
@@ -265,77 +266,43 @@ fn pk32(k: &SecretKey) -> [u8; 32] {
 
 /// The node's HTTP API.
 struct Api {
-    base: String,
-    token: Option<String>,
-    rt: tokio::runtime::Runtime,
-    client: reqwest::Client,
+    client: blocking::Client,
+}
+
+/// A failed API call: 2 when the node could not be reached or answered something that is not
+/// the API's (as for bad usage and IO), 1 when it answered with an error.
+fn api_fail(e: ClientError) -> Fail {
+    match e {
+        ClientError::Api { .. } => Fail(1, e.to_string()),
+        e => Fail(2, e.to_string()),
+    }
 }
 
 impl Api {
     fn new(o: &NodeOpts) -> Result<Api, Fail> {
-        let base = if o.api.starts_with("http://") || o.api.starts_with("https://") {
-            o.api.trim_end_matches('/').to_string()
-        } else {
-            format!("http://{}", o.api.trim_end_matches('/'))
-        };
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| Fail(2, format!("starting the runtime: {e}")))?;
-        let client = reqwest::Client::builder()
-            .timeout(std::time::Duration::from_secs(60))
-            .build()
-            .map_err(|e| Fail(2, format!("HTTP client: {e}")))?;
-        Ok(Api { base, token: o.api_token.clone(), rt, client })
-    }
-
-    /// The JSON answer, or the node's JSON error as `Err((status, message))`.
-    fn call(&self, req: reqwest::RequestBuilder, what: &str) -> Result<Result<Value, (u16, String)>, Fail> {
-        self.rt.block_on(async {
-            let r = req.send().await.map_err(|e| Fail(2, format!("{what}: {e}")))?;
-            let status = r.status();
-            let v: Value = r.json().await.map_err(|e| Fail(2, format!("{what}: answer is not JSON: {e}")))?;
-            if status.is_success() {
-                Ok(Ok(v))
-            } else {
-                let msg = format!(
-                    "{} ({}): {}",
-                    v["error"].as_str().unwrap_or("error"),
-                    status.as_u16(),
-                    v["message"].as_str().unwrap_or("")
-                );
-                Ok(Err((status.as_u16(), msg)))
-            }
-        })
-    }
-
-    fn get(&self, path: &str) -> Result<Result<Value, (u16, String)>, Fail> {
-        let what = format!("GET {}{path}", self.base);
-        self.call(self.client.get(format!("{}{path}", self.base)), &what)
-    }
-
-    fn get_ok(&self, path: &str) -> Result<Value, Fail> {
-        self.get(path)?.map_err(|(_, m)| Fail(1, format!("GET {path}: {m}")))
+        let mut b = ClientBuilder::new(o.api.clone());
+        if let Some(t) = &o.api_token {
+            b = b.token(t.clone());
+        }
+        let client = b.build_blocking().map_err(|e| match e {
+            ClientError::BadToken(_) => Fail(2, format!("--api-token: {e}")),
+            ClientError::BadUrl { .. } => Fail(2, format!("--api: {e}")),
+            e => Fail(2, e.to_string()),
+        })?;
+        Ok(Api { client })
     }
 
     /// Submits one transaction; its txid, or the node's refusal as a failure (exit 1).
     fn submit(&self, tx: &scalechain_types::Tx) -> Result<String, Fail> {
-        let mut req = self
-            .client
-            .post(format!("{}/txs", self.base))
-            .json(&json!({ "txs": [hex::encode(tx.encode())] }));
-        if let Some(t) = &self.token {
-            req = req.bearer_auth(t);
+        let r = self.client.submit(std::slice::from_ref(tx)).map_err(api_fail)?;
+        let v = r.results.first().ok_or_else(|| Fail(2, "POST /txs: no verdict".into()))?;
+        if v.accepted {
+            return v
+                .txid
+                .map(|t| t.to_string())
+                .ok_or_else(|| Fail(2, "POST /txs: no txid in the verdict".into()));
         }
-        let v = self.call(req, "POST /txs")?.map_err(|(_, m)| Fail(1, format!("POST /txs: {m}")))?;
-        let r = &v["results"][0];
-        if r["accepted"].as_bool() == Some(true) {
-            return r["txid"]
-                .as_str()
-                .map(str::to_string)
-                .ok_or_else(|| Fail(2, format!("POST /txs: no txid in {v}")));
-        }
-        let reason = r["reason"].as_str().unwrap_or("refused");
+        let reason = v.reason.as_deref().unwrap_or("refused");
         let hint = if reason == "fee-less-full" || reason == "low-fee" {
             " (vote transactions carry no fee: the node holds them within mempool.max_fee_less_bytes)"
         } else {
@@ -345,23 +312,22 @@ impl Api {
             1,
             format!(
                 "the node refused the transaction: {reason}: {}{hint}",
-                r["detail"].as_str().unwrap_or("")
+                v.detail.as_deref().unwrap_or("")
             ),
         ))
     }
 
     /// The published election `id` (checked to hash to `id` under `kind`).
     fn election(&self, kind: HashKind, id: &Hash) -> Result<Election, Fail> {
-        let path = format!("/apps/{}/state/{}", VOTE_KIND.0, hex::encode(election_key(id)));
-        let v = match self.get(&path)? {
-            Ok(v) => v,
-            Err((404, _)) => {
+        let entry = match self.client.app_value(VOTE_KIND.0, &election_key(id)) {
+            Ok(e) => e,
+            Err(e) if e.is_not_found() => {
                 return Err(Fail(1, format!("election {id} is not published on this node's chain")))
             }
-            Err((_, m)) => return Err(Fail(1, format!("GET {path}: {m}"))),
+            Err(e) => return Err(api_fail(e)),
         };
-        let bytes = hex::decode(v["value"].as_str().unwrap_or(""))
-            .map_err(|_| Fail(2, format!("GET {path}: the value is not hex")))?;
+        let bytes =
+            entry.value_bytes().map_err(|_| Fail(2, format!("election {id}: the value is not hex")))?;
         let e = Election::decode(&bytes).map_err(|e| Fail(2, format!("election {id}: {e}")))?;
         if e.id(kind) != *id {
             return Err(usage(format!(
@@ -376,33 +342,27 @@ impl Api {
     fn ballots(&self, id: &Hash) -> Result<(Vec<StoredBallot>, u64), Fail> {
         let prefix = ballots_prefix(id);
         // The state key inside the namespace: drop the kind byte.
-        let inner = hex::encode(&prefix[1..]);
+        let mut range = AppRange { prefix: prefix[1..].to_vec(), after: None, limit: Some(PAGE) };
         let mut out = Vec::new();
-        let mut after: Option<String> = None;
         let mut height = u64::MAX;
         loop {
-            let mut path = format!("/apps/{}/state?prefix={inner}&limit={PAGE}", VOTE_KIND.0);
-            if let Some(a) = &after {
-                path.push_str(&format!("&after={a}"));
-            }
-            let v = self.get_ok(&path)?;
-            height = height.min(v["height"].as_u64().unwrap_or(0));
-            let entries =
-                v["entries"].as_array().ok_or_else(|| Fail(2, format!("GET {path}: no entries")))?;
-            for e in entries {
-                let key = e["key"].as_str().unwrap_or("");
-                let k =
-                    hex::decode(key).map_err(|_| Fail(2, format!("GET {path}: key {key:?} is not hex")))?;
+            let page = self.client.app_range(VOTE_KIND.0, &range).map_err(api_fail)?;
+            height = height.min(page.height);
+            for e in &page.entries {
+                let k = e
+                    .key_bytes()
+                    .map_err(|_| Fail(2, format!("ballots of {id}: key {:?} is not hex", e.key)))?;
                 let voter: [u8; 32] = k
                     .get(prefix.len() - 1..)
                     .and_then(|v| v.try_into().ok())
-                    .ok_or_else(|| Fail(2, format!("GET {path}: key {key} is not a ballot's")))?;
-                let ballot = hex::decode(e["value"].as_str().unwrap_or(""))
-                    .map_err(|_| Fail(2, format!("GET {path}: the ballot of {key} is not hex")))?;
+                    .ok_or_else(|| Fail(2, format!("ballots of {id}: key {} is not a ballot's", e.key)))?;
+                let ballot = e
+                    .value_bytes()
+                    .map_err(|_| Fail(2, format!("ballots of {id}: the ballot of {} is not hex", e.key)))?;
                 out.push(StoredBallot { voter: Hash(voter), ballot });
-                after = Some(key.to_string());
+                range.after = Some(k);
             }
-            if v["more"].as_bool() != Some(true) || entries.is_empty() {
+            if !page.more || page.entries.is_empty() {
                 break;
             }
         }
@@ -449,7 +409,7 @@ fn election(
         return Err(usage(format!("{} already holds EA keys; use another directory", dir.display())));
     }
     let api = Api::new(node)?;
-    let tip = api.get_ok("/status")?["height"].as_u64().unwrap_or(0);
+    let tip = api.client.status().map_err(api_fail)?.height;
     if end <= tip {
         return Err(usage(format!("the window ends at height {end}, but the chain is at {tip} already")));
     }

@@ -19,18 +19,15 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use clap::{Args, Subcommand};
-use serde::de::DeserializeOwned;
-use serde::Deserialize;
 
-use scalechain_chain::export::TxJson;
+use scalechain_client::types::{Owner, TxState};
+use scalechain_client::{blocking, ClientBuilder, ClientError};
 use scalechain_consensus::params::SigMode;
 use scalechain_consensus::Params;
-use scalechain_node::api::{MempoolJson, Status, SubmitResult, UtxoJson};
 use scalechain_node::NodeConfig;
-use scalechain_types::codec::{Decode, Encode};
+use scalechain_types::codec::Decode;
 use scalechain_types::{Amount, Hash, HashKind, Lock, OutPoint, Scheme, Tx, TxOut};
 use scalechain_wallet::{
     balance, build_transfer, encode_address, parse_address, AddressError, AddressHrp, BalanceError,
@@ -208,46 +205,17 @@ pub enum WalletError {
     /// The wallet holds no key.
     #[error("the wallet {0} holds no key: run `scalechain wallet address --new`")]
     NoKeys(PathBuf),
-    /// `--api` is not a URL.
-    #[error("--api {input:?}: {reason}")]
-    BadUrl {
-        /// The text given.
-        input: String,
-        /// Why it is not usable.
-        reason: String,
-    },
-    /// The token file could not be read.
-    #[error("API token file {path}: {reason}")]
-    TokenFile {
-        /// The file.
-        path: PathBuf,
+    /// `--api`, `--token` or `--token-file` is unusable.
+    #[error("{flag}: {source}")]
+    ApiOption {
+        /// Which option.
+        flag: &'static str,
         /// Why.
-        reason: String,
+        source: ClientError,
     },
-    /// Nothing answered at the API address.
-    #[error("the node's API at {url} is unreachable: {detail}")]
-    Unreachable {
-        /// The URL requested.
-        url: String,
-        /// The client's error.
-        detail: String,
-    },
-    /// The API answered with an error status.
-    #[error("{method} {url}: HTTP {status} {code}: {message}{hint}")]
-    Api {
-        /// GET or POST.
-        method: &'static str,
-        /// The URL.
-        url: String,
-        /// HTTP status.
-        status: u16,
-        /// The API's error code (`bad-request`, `not-found`, ...).
-        code: String,
-        /// The API's message.
-        message: String,
-        /// What to do about it, if known.
-        hint: &'static str,
-    },
+    /// Talking to the node failed, or it answered with an error (its code and message).
+    #[error(transparent)]
+    Client(#[from] ClientError),
     /// The API's answer is not what it documents.
     #[error("{url}: unexpected answer from the node: {detail}")]
     BadResponse {
@@ -291,12 +259,12 @@ impl WalletError {
         match self {
             WalletError::Keystore(KeystoreError::WrongPassphrase { .. })
             | WalletError::Build { .. }
-            | WalletError::Api { .. }
             | WalletError::BadResponse { .. }
             | WalletError::Refused { .. }
             | WalletError::UnknownChain(_)
             | WalletError::HashMismatch { .. }
             | WalletError::Balance(_) => 1,
+            WalletError::Client(e) if !e.is_connection() => 1,
             _ => 2,
         }
     }
@@ -312,164 +280,33 @@ impl From<WalletError> for Fail {
     }
 }
 
-/// The API's error body.
-#[derive(Deserialize)]
-struct ApiErrorBody {
-    error: String,
-    message: String,
-}
-
-/// `GET /txs/{txid}`.
-#[derive(Deserialize)]
-pub(crate) struct TxStatusJson {
-    /// `mempool` or `confirmed`.
-    pub status: String,
-    /// Height of the confirming block.
-    pub height: Option<u64>,
-    /// The transaction.
-    pub tx: TxJson,
-}
-
-/// A blocking client of a node's API.
-pub(crate) struct Api {
-    rt: tokio::runtime::Runtime,
-    client: reqwest::Client,
-    base: String,
-    token: Option<String>,
-}
+/// The blocking client of a node's API.
+pub(crate) type Api = blocking::Client;
 
 /// The default API URL: the node's default listen address.
 pub(crate) fn default_api() -> String {
     format!("http://{}", NodeConfig::default().api.listen)
 }
 
-fn read_token(path: &Path) -> Result<String, WalletError> {
-    let err = |reason: String| WalletError::TokenFile { path: path.to_path_buf(), reason };
-    let meta = std::fs::metadata(path).map_err(|e| err(e.to_string()))?;
-    if meta.len() > 4096 {
-        return Err(err(format!("{} bytes; a token file holds one short line", meta.len())));
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
-    let token = text.lines().next().unwrap_or("").trim().to_string();
-    if token.is_empty() {
-        return Err(err("the first line is empty".into()));
-    }
-    Ok(token)
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        let t = c.to_string();
-        if !s.contains(&t) {
-            s.push_str(": ");
-            s.push_str(&t);
+impl ApiOpts {
+    /// The client settings these options give (`--api`, or the node's default address; the
+    /// token of `--token` or `--token-file`).
+    pub fn builder(&self) -> ClientBuilder {
+        let b = ClientBuilder::new(self.api.clone().unwrap_or_else(default_api));
+        match (&self.token, &self.token_file) {
+            (Some(t), _) => b.token(t.clone()),
+            (None, Some(p)) => b.token_file(p.clone()),
+            (None, None) => b,
         }
-        cur = c.source();
-    }
-    s
-}
-
-impl Api {
-    /// A client for the node of `opts`.
-    pub fn new(opts: &ApiOpts) -> Result<Api, WalletError> {
-        let given = opts.api.clone().unwrap_or_else(default_api);
-        let with_scheme = if given.contains("://") { given.clone() } else { format!("http://{given}") };
-        let bad = |reason: String| WalletError::BadUrl { input: given.clone(), reason };
-        let url = reqwest::Url::parse(&with_scheme).map_err(|e| bad(e.to_string()))?;
-        if url.scheme() != "http" && url.scheme() != "https" {
-            return Err(bad(format!("scheme {:?} is not http or https", url.scheme())));
-        }
-        if url.host_str().is_none() {
-            return Err(bad("no host".into()));
-        }
-        let base = with_scheme.trim_end_matches('/').to_string();
-        let token = match (&opts.token, &opts.token_file) {
-            (Some(t), _) if t.trim().is_empty() => {
-                return Err(WalletError::BadUrl { input: "--token".into(), reason: "empty token".into() })
-            }
-            (Some(t), _) => Some(t.trim().to_string()),
-            (None, Some(p)) => Some(read_token(p)?),
-            (None, None) => None,
-        };
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| bad(format!("starting the HTTP runtime: {e}")))?;
-        let client = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(5))
-            .timeout(Duration::from_secs(60))
-            .build()
-            .map_err(|e| bad(format!("building the HTTP client: {e}")))?;
-        Ok(Api { rt, client, base, token })
     }
 
-    /// The base URL.
-    pub fn base(&self) -> &str {
-        &self.base
-    }
-
-    fn request(
-        &self,
-        method: &'static str,
-        path: &str,
-        body: Option<serde_json::Value>,
-    ) -> Result<(String, Vec<u8>), WalletError> {
-        let url = format!("{}{path}", self.base);
-        let mut req = match &body {
-            Some(b) => self.client.post(&url).json(b),
-            None => self.client.get(&url),
-        };
-        if let (Some(t), Some(_)) = (&self.token, &body) {
-            req = req.bearer_auth(t);
-        }
-        let unreachable =
-            |e: reqwest::Error| WalletError::Unreachable { url: url.clone(), detail: error_chain(&e) };
-        let (status, bytes) = self.rt.block_on(async {
-            let r = req.send().await.map_err(unreachable)?;
-            let status = r.status();
-            let bytes = r.bytes().await.map_err(unreachable)?;
-            Ok::<_, WalletError>((status, bytes))
-        })?;
-        if !status.is_success() {
-            let (code, message) = match serde_json::from_slice::<ApiErrorBody>(&bytes) {
-                Ok(b) => (b.error, b.message),
-                Err(_) => (
-                    String::new(),
-                    String::from_utf8_lossy(&bytes[..bytes.len().min(300)]).trim().to_string(),
-                ),
-            };
-            let hint = if status.as_u16() == 401 {
-                " (pass --token or --token-file; the node keeps its token in DATA_DIR/api_token)"
-            } else {
-                ""
-            };
-            return Err(WalletError::Api { method, url, status: status.as_u16(), code, message, hint });
-        }
-        Ok((url, bytes.to_vec()))
-    }
-
-    /// `GET path`, parsed as `T`.
-    pub fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, WalletError> {
-        let (url, bytes) = self.request("GET", path, None)?;
-        serde_json::from_slice(&bytes).map_err(|e| WalletError::bad(&url, e.to_string()))
-    }
-
-    /// `POST /txs` with the transactions' encodings.
-    pub fn submit(&self, txs: &[Tx]) -> Result<SubmitResult, WalletError> {
-        let body =
-            serde_json::json!({ "txs": txs.iter().map(|t| hex::encode(t.encode())).collect::<Vec<_>>() });
-        let (url, bytes) = self.request("POST", "/txs", Some(body))?;
-        let r: SubmitResult =
-            serde_json::from_slice(&bytes).map_err(|e| WalletError::bad(&url, e.to_string()))?;
-        if r.results.len() != txs.len() {
-            return Err(WalletError::bad(
-                &url,
-                format!("{} verdicts for {} transactions", r.results.len(), txs.len()),
-            ));
-        }
-        Ok(r)
+    /// A blocking client of the node.
+    pub fn client(&self) -> Result<Api, WalletError> {
+        self.builder().build_blocking().map_err(|e| match e {
+            ClientError::BadUrl { .. } => WalletError::ApiOption { flag: "--api", source: e },
+            ClientError::BadToken(_) => WalletError::ApiOption { flag: "--token", source: e },
+            other => other.into(),
+        })
     }
 }
 
@@ -477,8 +314,6 @@ impl Api {
 pub(crate) struct ChainInfo {
     /// The parameters.
     pub params: Params,
-    /// The devnet's signature mode (which keys the premine pays).
-    pub sig: SigMode,
     /// The chain id.
     pub chain_id: Hash,
     /// The tip height.
@@ -500,13 +335,10 @@ pub(crate) fn identify(chain_id: &Hash) -> Option<(Params, SigMode)> {
 
 /// Asks the node for its chain.
 pub(crate) fn chain_info(api: &Api) -> Result<ChainInfo, WalletError> {
-    let s: Status = api.get("/status")?;
-    let chain_id: Hash = s
-        .chain_id
-        .parse()
-        .map_err(|e| WalletError::bad(&format!("{}/status", api.base()), format!("chain_id: {e}")))?;
-    let (params, sig) = identify(&chain_id).ok_or(WalletError::UnknownChain(chain_id))?;
-    Ok(ChainInfo { params, sig, chain_id, height: s.height })
+    let s = api.status()?;
+    let chain_id = s.chain_id;
+    let (params, _) = identify(&chain_id).ok_or(WalletError::UnknownChain(chain_id))?;
+    Ok(ChainInfo { params, chain_id, height: s.height })
 }
 
 /// A coin as the node lists it.
@@ -531,25 +363,17 @@ impl Coin {
 
 /// The coins locked to `lock`, as the node lists them (at most [`UTXO_LIMIT`]).
 pub(crate) fn coins_of(api: &Api, lock: &Lock) -> Result<Vec<Coin>, WalletError> {
-    let path = format!("/utxos/{}?limit={UTXO_LIMIT}", lock.pubkey_hash);
-    let list: Vec<UtxoJson> = api.get(&path)?;
-    let url = format!("{}{path}", api.base());
-    let mut coins = Vec::with_capacity(list.len());
-    for u in list {
-        let scheme: Scheme = u.scheme.parse().map_err(|e| WalletError::bad(&url, format!("scheme: {e}")))?;
-        if scheme != lock.scheme {
-            continue;
-        }
-        let txid: Hash = u.txid.parse().map_err(|e| WalletError::bad(&url, format!("txid: {e}")))?;
-        let value = Amount::new(u.value).map_err(|e| WalletError::bad(&url, format!("value: {e}")))?;
-        coins.push(Coin {
-            outpoint: OutPoint { txid, index: u.index },
-            out: TxOut { value, lock: *lock },
+    let list = api.utxos(&Owner::from(lock), Some(UTXO_LIMIT))?;
+    Ok(list
+        .into_iter()
+        .filter(|u| u.scheme == lock.scheme)
+        .map(|u| Coin {
+            outpoint: u.outpoint(),
+            out: TxOut { value: u.value, lock: *lock },
             height: u.height,
             coinbase: u.coinbase,
-        });
-    }
-    Ok(coins)
+        })
+        .collect())
 }
 
 /// What the mempool holds for and against a set of locks.
@@ -574,23 +398,22 @@ pub(crate) fn pending(
     locks: &HashSet<Lock>,
     coins: &HashMap<OutPoint, Amount>,
 ) -> Result<Pending, WalletError> {
-    let m: MempoolJson = api.get(&format!("/mempool?limit={PENDING_SCAN_MAX}"))?;
+    let m = api.mempool(Some(PENDING_SCAN_MAX))?;
     let mut p = Pending { mempool_txs: m.count, ..Pending::default() };
     if m.count > PENDING_SCAN_MAX {
         return Ok(p);
     }
     for txid in &m.txids {
-        let path = format!("/txs/{txid}");
-        let st: TxStatusJson = match api.get(&path) {
+        let st = match api.tx(txid) {
             Ok(s) => s,
             // Confirmed or evicted since the list was made.
-            Err(WalletError::Api { status: 404, .. }) => continue,
-            Err(e) => return Err(e),
+            Err(e) if e.is_not_found() => continue,
+            Err(e) => return Err(e.into()),
         };
-        if st.status != "mempool" {
+        if st.status != TxState::Mempool {
             continue;
         }
-        let url = format!("{}{path}", api.base());
+        let url = format!("{}/txs/{txid}", api.base());
         let bytes = hex::decode(&st.tx.raw).map_err(|e| WalletError::bad(&url, format!("raw: {e}")))?;
         let tx = Tx::decode(&bytes).map_err(|e| WalletError::bad(&url, format!("raw: {e}")))?;
         for i in &tx.inputs {
@@ -899,7 +722,7 @@ fn run_cmd(a: &WalletArgs) -> Result<Output, WalletError> {
             }
         }
         WalletCmd::Balance(b) => {
-            let api = Api::new(&a.api)?;
+            let api = a.api.client()?;
             let w = open(o)?;
             out.out = balance_text(&balance_of(&api, o, &w)?, b.json);
         }
@@ -912,7 +735,7 @@ fn run_cmd(a: &WalletArgs) -> Result<Output, WalletError> {
             })?;
             amount("--amount", s.amount)?;
             amount("--fee-rate", s.fee_rate)?;
-            let api = Api::new(&a.api)?;
+            let api = a.api.client()?;
             let w = open(o)?;
             let built = send(&api, o, &w, s)?;
             out = send_text(s, &built);

@@ -137,6 +137,43 @@ fn tampered_exports_are_refused_with_a_located_reason() {
     assert!(err.contains("chain_id"), "{err}");
 }
 
+#[test]
+fn an_import_that_leaves_blocks_unconnected_fails_and_names_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Two simulations with the same hash and signature modes share genesis and fork after it.
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    simulate(&a, 10, 5, &[]);
+    simulate(&b, 10, 5, &["--seed", "9"]);
+    let (fa, fb) = (tmp.path().join("a.json"), tmp.path().join("b.json"));
+    export(&a, &fa);
+    export(&b, &fb);
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&fa).unwrap()).unwrap();
+    let other: Value = serde_json::from_str(&std::fs::read_to_string(&fb).unwrap()).unwrap();
+    // The eighth block of the file comes from the other chain: its parent is in neither.
+    doc["blocks"][8] = other["blocks"][8].clone();
+    let foreign = other["blocks"][8]["hash"].as_str().unwrap().to_string();
+    // Block 9 of the file lost its parent to that block, and block 10 waits for block 9.
+    let err = import_err(tmp.path(), "mixed", &doc);
+    assert!(err.contains("3 block(s)"), "{err}");
+    let line = |h: usize| err.lines().find(|l| l.contains(&format!("block {h} "))).unwrap_or_default();
+    assert!(line(8).contains(&foreign) && line(8).contains("neither in the store nor in the file"), "{err}");
+    assert!(line(9).contains("neither in the store nor in the file"), "{err}");
+    assert!(line(10).contains("did not connect either"), "{err}");
+    // Blocks out of order (a child before its parent) still connect: exit 0.
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&fa).unwrap()).unwrap();
+    doc["blocks"].as_array_mut().unwrap().swap(4, 5);
+    let file = tmp.path().join("swapped.json");
+    std::fs::write(&file, doc.to_string()).unwrap();
+    let out = ok(&[
+        "chain",
+        "import",
+        "--data-dir",
+        tmp.path().join("s").to_str().unwrap(),
+        file.to_str().unwrap(),
+    ]);
+    assert!(out.contains("0 orphans left (1 seen)"), "{out}");
+}
+
 fn import_err(tmp: &Path, name: &str, doc: &Value) -> String {
     let file = tmp.join(format!("{name}.json"));
     std::fs::write(&file, doc.to_string()).unwrap();

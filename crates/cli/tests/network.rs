@@ -1,13 +1,16 @@
-//! Multi-process network tests on 127.0.0.1 (OS-chosen ports, temporary data directories,
-//! every wait bounded): convergence under load, a late and a restarted node catching up, two
-//! miners forking without losing transactions, SIGKILL under load, and a peer that sends
-//! invalid data being penalised without harming the others.
+//! Multi-process network tests of the binary on 127.0.0.1 (OS-chosen ports, temporary data
+//! directories, every wait bounded): `devnet` converging under load, two real miners forking
+//! without losing transactions, a node SIGKILLed under load reopening its store and catching up
+//! over real sync, and a libp2p peer sending invalid data being banned without harming the
+//! others. The protocol's behaviour itself — relay, late joins, restarts, forks, partitions,
+//! misbehaving peers, determinism — is tested in one process by `crates/simnet`.
 #![allow(clippy::unwrap_used)]
 
-use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use scalechain_client::launcher::{signal_pid, wait_until, Launcher, NodeSpec, Role, Sig};
+use scalechain_client::NodeInfo;
 use scalechain_consensus::params::SigMode;
 use scalechain_consensus::{genesis_block, Params};
 use scalechain_p2p::msg::{ProtocolNames, TxBatch};
@@ -15,8 +18,12 @@ use scalechain_p2p::net::{self, Command as NetCommand, NetConfig, NetEvent, Topi
 use scalechain_types::codec::Encode;
 use scalechain_types::{Block, HashKind, Header, Target, Tx};
 
-mod common;
-use common::{api_of, info, start_node, wait_for, NodeProc, EXE};
+const EXE: &str = env!("CARGO_BIN_EXE_scalechain");
+
+/// Polls `f` until it holds; fails the test naming `what` after `timeout`.
+fn wait_for(what: &str, timeout: Duration, f: impl FnMut() -> bool) {
+    wait_until(what, timeout, f).unwrap();
+}
 
 fn devnet(args: &[&str]) -> serde_json::Value {
     let out = Command::new(EXE).arg("devnet").args(args).arg("--json").output().unwrap();
@@ -58,64 +65,6 @@ fn two_miners_fork_and_settle_on_one_chain_without_losing_transactions() {
     check_converged(&v, 4);
 }
 
-fn start(dir: &Path, role: &str, bootstrap: Option<&str>) -> NodeProc {
-    let mut args = vec!["--role", role];
-    if let Some(b) = bootstrap {
-        args.extend(["--bootstrap", b]);
-    }
-    start_node(dir, &args)
-}
-
-fn get(api: &str, path: &str) -> serde_json::Value {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    rt.block_on(async {
-        let r = reqwest::get(format!("http://{api}{path}")).await.unwrap();
-        r.json().await.unwrap()
-    })
-}
-
-#[test]
-fn a_late_node_and_a_restarted_node_catch_up() {
-    let tmp = tempfile::tempdir().unwrap();
-    let boot = start(&tmp.path().join("boot"), "bootstrap", None);
-    let boot_addr = info(&boot)["p2p"][0].as_str().unwrap().to_string();
-    let miner = start(&tmp.path().join("miner"), "miner", Some(&boot_addr));
-    let m_api = api_of(&miner);
-    wait_for("height 6", Duration::from_secs(60), || get(&m_api, "/status")["height"].as_u64().unwrap() >= 6);
-    // Late: starts with nothing and syncs the existing chain.
-    let late_dir = tmp.path().join("late");
-    let late = start(&late_dir, "peer", Some(&boot_addr));
-    let l_api = api_of(&late);
-    wait_for("the late node to reach the miner's tip", Duration::from_secs(60), || {
-        let m = get(&m_api, "/status");
-        let l = get(&l_api, "/status");
-        l["height"].as_u64() >= Some(6) && l["tip"] == m["tip"]
-    });
-    // Restart: SIGTERM, blocks keep coming, start again on the same data directory.
-    let stopped_at = get(&l_api, "/status")["height"].as_u64().unwrap();
-    Command::new("kill").args(["-TERM", &late.child.id().to_string()]).status().unwrap();
-    drop(late);
-    let target = stopped_at + 3;
-    wait_for("the miner to move on", Duration::from_secs(60), || {
-        get(&m_api, "/status")["height"].as_u64().unwrap() >= target
-    });
-    let again = start(&late_dir, "peer", Some(&boot_addr));
-    let a_api = api_of(&again);
-    assert!(
-        get(&a_api, "/status")["height"].as_u64().unwrap() >= stopped_at,
-        "the restarted node kept its chain"
-    );
-    wait_for("the restarted node to catch up", Duration::from_secs(60), || {
-        let m = get(&m_api, "/status");
-        let a = get(&a_api, "/status");
-        a["height"].as_u64() >= Some(target) && a["tip"] == m["tip"]
-    });
-    // The bootstrap node is seed 000's peer server: it introduced every node but holds no
-    // chain (it neither subscribes to gossip nor syncs).
-    let b = get(&api_of(&boot), "/status");
-    assert_eq!((b["role"].as_str(), b["height"].as_u64()), (Some("bootstrap"), Some(0)), "{b}");
-}
-
 #[test]
 fn a_node_killed_under_load_restarts_and_catches_up() {
     let tmp = tempfile::tempdir().unwrap();
@@ -125,10 +74,9 @@ fn a_node_killed_under_load_restarts_and_catches_up() {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             if let Ok(t) = std::fs::read_to_string(dir.join("peer1/node.json")) {
-                let v: serde_json::Value = serde_json::from_str(&t).unwrap();
+                let v: NodeInfo = serde_json::from_str(&t).unwrap();
                 std::thread::sleep(Duration::from_secs(3));
-                let pid = v["pid"].as_u64().unwrap().to_string();
-                Command::new("kill").args(["-KILL", &pid]).status().unwrap();
+                signal_pid(v.pid, Sig::Kill).unwrap();
                 return dir;
             }
             assert!(Instant::now() < deadline);
@@ -159,18 +107,18 @@ fn a_node_killed_under_load_restarts_and_catches_up() {
     assert!(!out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     // Restart the killed node on its data directory; it reopens at its last committed block
     // and catches up with a fresh miner on the survivors' chain.
-    let boot = start(&dir.join("bootstrap"), "bootstrap", None);
-    let boot_addr = info(&boot)["p2p"][0].as_str().unwrap().to_string();
-    let survivor = start(&dir.join("peer0"), "peer", Some(&boot_addr));
-    let miner = start(&dir.join("miner0"), "miner", Some(&boot_addr));
-    let killed = start(&dir.join("peer1"), "peer", Some(&boot_addr));
-    let (s_api, m_api, k_api) = (api_of(&survivor), api_of(&miner), api_of(&killed));
-    let h0 = get(&s_api, "/status")["height"].as_u64().unwrap();
+    let mut net = Launcher::with_base(EXE, &dir).unwrap();
+    let boot = net.start(NodeSpec::new("bootstrap", Role::Bootstrap)).unwrap().p2p_addr().to_string();
+    net.spawn(NodeSpec::new("peer0", Role::Peer).bootstrap(&boot)).unwrap();
+    net.spawn(NodeSpec::new("miner0", Role::Miner).bootstrap(&boot)).unwrap();
+    net.spawn(NodeSpec::new("peer1", Role::Peer).bootstrap(&boot)).unwrap();
+    net.wait_up().unwrap();
+    let client = |name: &str| net.node(name).unwrap().blocking_client().unwrap();
+    let (s, m, k) = (client("peer0"), client("miner0"), client("peer1"));
+    let h0 = s.status().unwrap().height;
     wait_for("all three on one tip above the old one", Duration::from_secs(90), || {
-        let m = get(&m_api, "/status");
-        let s = get(&s_api, "/status");
-        let k = get(&k_api, "/status");
-        m["height"].as_u64().unwrap() > h0 && s["tip"] == m["tip"] && k["tip"] == m["tip"]
+        let (ms, ss, ks) = (m.status().unwrap(), s.status().unwrap(), k.status().unwrap());
+        ms.height > h0 && ss.tip == ms.tip && ks.tip == ms.tip
     });
 }
 
@@ -180,14 +128,14 @@ fn attacker_key() -> [u8; 32] {
 
 #[test]
 fn a_peer_sending_invalid_blocks_and_transactions_is_banned_and_the_others_are_unaffected() {
-    let tmp = tempfile::tempdir().unwrap();
-    let boot = start(&tmp.path().join("boot"), "bootstrap", None);
-    let boot_addr = info(&boot)["p2p"][0].as_str().unwrap().to_string();
-    let victim = start(&tmp.path().join("victim"), "peer", Some(&boot_addr));
-    let miner = start(&tmp.path().join("miner"), "miner", Some(&boot_addr));
-    let (v_api, m_api) = (api_of(&victim), api_of(&miner));
-    let v_addr = info(&victim)["p2p"][0].as_str().unwrap().to_string();
-    wait_for("height 2", Duration::from_secs(60), || get(&v_api, "/status")["height"].as_u64().unwrap() >= 2);
+    let mut net = Launcher::new(EXE).unwrap();
+    let boot = net.start(NodeSpec::new("boot", Role::Bootstrap)).unwrap().p2p_addr().to_string();
+    let victim = net.start(NodeSpec::new("victim", Role::Peer).bootstrap(&boot)).unwrap().clone();
+    let m =
+        net.start(NodeSpec::new("miner", Role::Miner).bootstrap(&boot)).unwrap().blocking_client().unwrap();
+    let v = victim.blocking_client().unwrap();
+    let v_addr = victim.p2p_addr().to_string();
+    wait_for("height 2", Duration::from_secs(60), || v.status().unwrap().height >= 2);
     let p = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
     let chain_id = genesis_block(&p).hash(p.hash);
     let rt = tokio::runtime::Runtime::new().unwrap();
@@ -246,9 +194,7 @@ fn a_peer_sending_invalid_blocks_and_transactions_is_banned_and_the_others_are_u
         tokio::time::sleep(Duration::from_secs(2)).await;
         n.peer_id.to_string()
     });
-    let metrics = rt.block_on(async {
-        reqwest::get(format!("http://{v_api}/metrics")).await.unwrap().text().await.unwrap()
-    });
+    let metrics = v.metrics().unwrap();
     let value = |name: &str| -> f64 {
         metrics
             .lines()
@@ -257,17 +203,13 @@ fn a_peer_sending_invalid_blocks_and_transactions_is_banned_and_the_others_are_u
     };
     assert!(value("scalechain_peer_penalties_total") >= 1.0, "{metrics}");
     assert!(value("scalechain_peer_bans_total") >= 1.0, "{metrics}");
-    let peers = get(&v_api, "/peers");
-    assert!(
-        !peers.as_array().unwrap().iter().any(|p| p["peer_id"] == attacker_id.as_str()),
-        "the attacker is disconnected: {peers}"
-    );
+    let peers = v.peers().unwrap();
+    assert!(!peers.iter().any(|p| p.peer_id == attacker_id), "the attacker is disconnected: {peers:?}");
     // The honest network goes on.
-    let h = get(&v_api, "/status")["height"].as_u64().unwrap();
+    let h = v.status().unwrap().height;
     wait_for("two more blocks on both", Duration::from_secs(60), || {
-        let v = get(&v_api, "/status");
-        let m = get(&m_api, "/status");
-        v["height"].as_u64().unwrap() >= h + 2 && v["tip"] == m["tip"]
+        let (vs, ms) = (v.status().unwrap(), m.status().unwrap());
+        vs.height >= h + 2 && vs.tip == ms.tip
     });
-    drop(boot);
+    net.stop().unwrap();
 }

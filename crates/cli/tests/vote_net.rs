@@ -10,31 +10,49 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-mod common;
-use common::{api_of, start_node, wait_until, NodeProc, EXE};
+use scalechain_client::blocking::Client;
+use scalechain_client::launcher::{LaunchError, Launcher, NodeSpec, Role};
+use scalechain_client::types::{AppRange, TxState};
+use scalechain_client::ClientError;
+use scalechain_types::Hash;
 
-/// A miner with the default mempool policy (vote transactions, which are bare, enter as
-/// fee-less application transactions).
-fn start_miner(dir: &Path) -> NodeProc {
-    std::fs::create_dir_all(dir).unwrap();
-    let config = dir.join("node.toml");
-    // The default minimum fee rate: vote transactions enter as fee-less ones.
-    std::fs::write(&config, "role = \"miner\"\n").unwrap();
-    start_node(dir, &["--config", config.to_str().unwrap()])
+const EXE: &str = env!("CARGO_BIN_EXE_scalechain");
+
+/// Polls `f` every 100 ms until it holds; fails the test naming `what` past `deadline`.
+fn wait_until(what: &str, deadline: Instant, f: impl FnMut() -> bool) {
+    let left = deadline.saturating_duration_since(Instant::now());
+    match scalechain_client::launcher::wait_until(what, left, f) {
+        Ok(()) => {}
+        Err(e @ LaunchError::WaitTimeout { .. }) => panic!("{e}"),
+        Err(e) => panic!("waiting for {what}: {e}"),
+    }
 }
 
-/// `GET` answer: status and JSON body.
-fn get(api: &str, path: &str) -> (u16, serde_json::Value) {
+/// A miner with the default mempool policy (vote transactions, which are bare, enter as
+/// fee-less application transactions), configured by a file.
+fn start_miner(net: &mut Launcher) -> (String, Client) {
+    // The default minimum fee rate: vote transactions enter as fee-less ones.
+    let node = net.start(NodeSpec::new("miner", Role::Miner).config("role = \"miner\"\n")).unwrap();
+    (node.api_addr().to_string(), node.blocking_client().unwrap())
+}
+
+/// The voting module's state value `key` (hex), if the node has it.
+fn app_value(node: &Client, key: &str) -> Result<String, ClientError> {
+    node.app_value(2, &hex::decode(key).unwrap()).map(|e| e.value)
+}
+
+fn confirmed(node: &Client, txid: &str) -> bool {
+    node.tx(&txid.parse::<Hash>().unwrap()).is_ok_and(|t| t.status == TxState::Confirmed)
+}
+
+/// A deliberately malformed `GET` (which the typed client cannot make): status and JSON body.
+fn raw_get(api: &str, path: &str) -> (u16, serde_json::Value) {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async {
         let r = reqwest::get(format!("http://{api}{path}")).await.unwrap();
         let status = r.status().as_u16();
         (status, r.json().await.unwrap())
     })
-}
-
-fn height(api: &str) -> u64 {
-    get(api, "/status").1["height"].as_u64().unwrap()
 }
 
 fn vote(args: &[&str]) -> Output {
@@ -54,22 +72,23 @@ struct Setup {
     /// When the test must be over.
     deadline: Instant,
     tmp: tempfile::TempDir,
-    _node: NodeProc,
+    _net: Launcher,
     api: String,
+    node: Client,
     /// The window: 14 blocks from the next one.
     start: u64,
     end: u64,
 }
 
-/// Starts a miner in a temporary directory, waits for its first block, and picks a window.
+/// Starts a miner, waits for its first block, and picks a window.
 fn setup(secs: u64) -> Setup {
     let deadline = Instant::now() + Duration::from_secs(secs);
     let tmp = tempfile::tempdir().unwrap();
-    let node = start_miner(&tmp.path().join("miner"));
-    let api = api_of(&node);
-    wait_until("height 1", deadline, || height(&api) >= 1);
-    let h0 = height(&api);
-    Setup { deadline, tmp, _node: node, api, start: h0 + 1, end: h0 + 14 }
+    let mut net = Launcher::new(EXE).unwrap();
+    let (api, node) = start_miner(&mut net);
+    wait_until("height 1", deadline, || node.status().unwrap().height >= 1);
+    let h0 = node.status().unwrap().height;
+    Setup { deadline, tmp, _net: net, api, node, start: h0 + 1, end: h0 + 14 }
 }
 
 /// `vote election` of `scheme` with `candidates` for heights `start..=end`; the election id.
@@ -145,7 +164,8 @@ fn tampered_fails(api: &str, id: &str, v: &serde_json::Value, counts: serde_json
 
 #[test]
 fn an_elgamal_election_over_a_node_tallies_and_verifies() {
-    let Setup { deadline, tmp, _node, api, start, end } = setup(90);
+    let Setup { deadline, tmp, _net, api, node, start, end } = setup(90);
+    let height = || node.status().unwrap().height;
     let ea = tmp.path().join("ea");
     let ea_s = ea.to_str().unwrap();
     let id = publish(&api, ea_s, "elgamal", 3, start, end);
@@ -177,7 +197,7 @@ fn an_elgamal_election_over_a_node_tallies_and_verifies() {
         .code(),
         Some(2)
     );
-    wait_until("the election in a block", deadline, || get(&api, &format!("/apps/2/state/65{id}")).0 == 200);
+    wait_until("the election in a block", deadline, || app_value(&node, &format!("65{id}")).is_ok());
 
     // Voters: keys, tokens, ballots.
     let choices = [0usize, 1, 2, 2, 1, 2];
@@ -206,16 +226,14 @@ fn an_elgamal_election_over_a_node_tallies_and_verifies() {
         }
     }
     eprintln!("double cast: {}", first.unwrap_or_default());
-    wait_until("every ballot confirmed", deadline, || {
-        txids.iter().all(|t| get(&api, &format!("/txs/{t}")).1["status"] == "confirmed")
-    });
+    wait_until("every ballot confirmed", deadline, || txids.iter().all(|t| confirmed(&node, t)));
 
     // Tallying before the window closes is refused.
-    if height(&api) < end {
+    if height() < end {
         let early = vote(&["tally", "--api", &api, "--election", &id, "--ea-dir", ea_s]);
         assert_eq!(early.status.code(), Some(1), "{}", String::from_utf8_lossy(&early.stderr));
     }
-    wait_until("the window to close", deadline, || height(&api) >= end);
+    wait_until("the window to close", deadline, || height() >= end);
     // The EA tallies, anyone verifies; a tampered result fails.
     let result = tmp.path().join("result.json");
     let res_s = result.to_str().unwrap();
@@ -233,31 +251,32 @@ fn an_elgamal_election_over_a_node_tallies_and_verifies() {
     let out = vote(&["verify", "--api", &api, "--election", &"ab".repeat(32), "--result", res_s]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not published"));
-    let (status, body) = get(&api, "/apps/2/state/zz");
+    let (status, body) = raw_get(&api, "/apps/2/state/zz");
     assert_eq!((status, body["error"].as_str()), (400, Some("bad-request")), "{body}");
-    let (status, body) = get(&api, "/apps/1/state?prefix=62");
-    assert_eq!((status, body["error"].as_str()), (400, Some("bad-request")), "{body}");
-    let (status, body) = get(&api, &format!("/apps/2/state/65{}", "ab".repeat(32)));
-    assert_eq!((status, body["error"].as_str()), (404, Some("not-found")), "{body}");
-    let (status, body) = get(&api, &format!("/apps/2/state?prefix=62{id}&limit=2"));
-    assert_eq!(status, 200);
-    assert_eq!(
-        (body["entries"].as_array().unwrap().len(), body["more"].as_bool()),
-        (2, Some(true)),
-        "{body}"
-    );
+    let prefix = |hex_key: &str| AppRange { prefix: hex::decode(hex_key).unwrap(), ..AppRange::default() };
+    match node.app_range(1, &prefix("62")).unwrap_err() {
+        ClientError::Api { status, code, .. } => assert_eq!((status, code.as_str()), (400, "bad-request")),
+        other => panic!("{other}"),
+    }
+    match app_value(&node, &format!("65{}", "ab".repeat(32))).unwrap_err() {
+        ClientError::Api { status, code, .. } => assert_eq!((status, code.as_str()), (404, "not-found")),
+        other => panic!("{other}"),
+    }
+    let page = node.app_range(2, &AppRange { limit: Some(2), ..prefix(&format!("62{id}")) }).unwrap();
+    assert_eq!((page.entries.len(), page.more), (2, true), "{page:?}");
     assert!(Instant::now() < deadline, "the election took more than 90 s");
 }
 
 #[test]
 fn a_paillier_election_over_a_node_tallies_and_verifies() {
-    let Setup { deadline, tmp, _node, api, start, end } = setup(120);
+    let Setup { deadline, tmp, _net, api, node, start, end } = setup(120);
+    let height = || node.status().unwrap().height;
     let ea_s = tmp.path().join("ea").to_str().unwrap().to_string();
     let id = publish(&api, &ea_s, "paillier", 3, start, end);
     let election: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(tmp.path().join("ea/election.json")).unwrap()).unwrap();
     assert_eq!(election["scheme"], "paillier", "{election}");
-    wait_until("the election in a block", deadline, || get(&api, &format!("/apps/2/state/65{id}")).0 == 200);
+    wait_until("the election in a block", deadline, || app_value(&node, &format!("65{id}")).is_ok());
 
     let choices = [2usize, 0, 2];
     let mut txids = Vec::new();
@@ -273,10 +292,8 @@ fn a_paillier_election_over_a_node_tallies_and_verifies() {
             assert!(err.contains("app-conflict") || err.contains("vote-double-vote"), "{err}");
         }
     }
-    wait_until("every ballot confirmed", deadline, || {
-        txids.iter().all(|t| get(&api, &format!("/txs/{t}")).1["status"] == "confirmed")
-    });
-    wait_until("the window to close", deadline, || height(&api) >= end);
+    wait_until("every ballot confirmed", deadline, || txids.iter().all(|t| confirmed(&node, t)));
+    wait_until("the window to close", deadline, || height() >= end);
     // A ballot after the window: refused by the node, naming the rule.
     let (key, token) = register(tmp.path(), &ea_s, "late");
     let late = cast(&api, &id, 0, &key, &token);

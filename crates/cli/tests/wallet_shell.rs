@@ -12,34 +12,29 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use scalechain_client::blocking::Client;
+use scalechain_client::launcher::{wait_until, Launcher, NodeSpec, Role};
+use scalechain_client::types::{BlockId, TxState};
 use scalechain_consensus::params::{devnet_premine_key, SigMode};
 use scalechain_types::HashKind;
 use scalechain_wallet::{encode_address, AddressHrp};
 
-mod common;
-use common::{api_of, start_node, wait_for, NodeProc, EXE};
+const EXE: &str = env!("CARGO_BIN_EXE_scalechain");
 
-fn start_miner(dir: &Path) -> (NodeProc, String) {
-    let n = start_node(dir, &["--role", "miner"]);
-    let api = format!("http://{}", api_of(&n));
-    (n, api)
+/// A miner node: its launcher (which stops it when dropped), its API's URL and a client.
+fn start_miner() -> (Launcher, String, Client) {
+    let mut net = Launcher::new(EXE).unwrap();
+    let node = net.start(NodeSpec::new("node", Role::Miner)).unwrap();
+    let (api, client) = (node.api_url(), node.blocking_client().unwrap());
+    (net, api, client)
 }
 
-fn get(url: &str) -> Option<serde_json::Value> {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    rt.block_on(async {
-        let r = reqwest::get(url).await.ok()?;
-        if !r.status().is_success() {
-            return None;
-        }
-        r.json().await.ok()
+fn wait_confirmed(node: &Client, txid: &str) {
+    let id = txid.parse().unwrap();
+    wait_until(&format!("{txid} to be confirmed"), Duration::from_secs(20), || {
+        node.tx(&id).is_ok_and(|t| t.status == TxState::Confirmed)
     })
-}
-
-fn wait_confirmed(api: &str, txid: &str) {
-    wait_for(&format!("{txid} to be confirmed"), Duration::from_secs(20), || {
-        get(&format!("{api}/txs/{txid}")).is_some_and(|v| v["status"] == "confirmed")
-    });
+    .unwrap();
 }
 
 /// Runs `scalechain wallet ARGS` with `--api`; `pass` is the passphrase put in the environment.
@@ -78,7 +73,7 @@ fn balance(api: &str, pass: &str, w: &Path) -> serde_json::Value {
 fn wallets_send_confirm_and_refuse_bad_input() {
     let t0 = Instant::now();
     let tmp = tempfile::tempdir().unwrap();
-    let (_node, api) = start_miner(&tmp.path().join("node"));
+    let (_net, api, node) = start_miner();
     let (a, b, faucet) = (tmp.path().join("a.json"), tmp.path().join("b.json"), tmp.path().join("f.json"));
     let pass_file = tmp.path().join("pass");
     std::fs::write(&pass_file, "alpha passphrase\n").unwrap();
@@ -121,7 +116,7 @@ fn wallets_send_confirm_and_refuse_bad_input() {
     );
     let txid = ok(&o).trim().to_string();
     assert_eq!(txid.len(), 64, "{txid}");
-    wait_confirmed(&api, &txid);
+    wait_confirmed(&node, &txid);
     let a_bal = |pass: &str| {
         let out = ok(&wallet(
             &api,
@@ -160,7 +155,7 @@ fn wallets_send_confirm_and_refuse_bad_input() {
         assert_eq!(pending["pending_out"], fund, "{pending}");
         assert_eq!(pending["pending_in"], fund - pay - fee, "{pending}");
     }
-    wait_confirmed(&api, &txid2);
+    wait_confirmed(&node, &txid2);
     let after = a_bal("");
     assert_eq!(after["confirmed"], fund - pay - fee, "{after}");
     assert_eq!(after["pending_out"], 0, "{after}");
@@ -230,10 +225,8 @@ fn wallets_send_confirm_and_refuse_bad_input() {
 fn shell_script_reads_the_node_saves_the_chain_and_survives_bad_commands() {
     let t0 = Instant::now();
     let tmp = tempfile::tempdir().unwrap();
-    let (_node, api) = start_miner(&tmp.path().join("node"));
-    wait_for("height 2", Duration::from_secs(30), || {
-        get(&format!("{api}/tip")).is_some_and(|v| v["height"].as_u64() >= Some(2))
-    });
+    let (_net, api, node) = start_miner();
+    wait_until("height 2", Duration::from_secs(30), || node.tip().is_ok_and(|t| t.height >= 2)).unwrap();
     let w = tmp.path().join("w.json");
     ok(&wallet(&api, Some("pw"), &["new", "--wallet", path(&w)]));
     let (json, dot) = (tmp.path().join("x.json"), tmp.path().join("x.dot"));
@@ -331,7 +324,7 @@ fn shell_script_reads_the_node_saves_the_chain_and_survives_bad_commands() {
     let height = blocks.len() as u64;
     assert!(height >= 2);
     let last = blocks.last().unwrap().hash(params.hash).to_string();
-    assert_eq!(get(&format!("{api}/blocks/{height}")).unwrap()["hash"], last.as_str());
+    assert_eq!(node.block(BlockId::Height(height)).unwrap().hash.to_string(), last);
     let transfers: usize = blocks.iter().map(|b| b.txs.len() - 1).sum();
     assert!(transfers >= 4, "the load's transfers are in the saved chain ({transfers})");
     assert!(stdout.contains(&format!("saved {} blocks (heights 0..={height}", height + 1)), "{stdout}");

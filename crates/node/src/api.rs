@@ -15,11 +15,16 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
-use utoipa::{OpenApi, ToSchema};
+use utoipa::OpenApi;
 
 use scalechain_chain::export::{block_json, tx_json};
+use scalechain_client::ops;
+use scalechain_client::types::ApiError as ErrorBody;
+pub use scalechain_client::types::{
+    AppEntries, AppEntry, BlockJson, BlockTxids, MempoolJson, PeerInfo, Status, SubmitResult, SubmitTxs, Tip,
+    TxResult, TxState, TxStatus, UtxoJson,
+};
 use scalechain_types::codec::Decode;
 use scalechain_types::{Hash, Tx};
 use scalechain_wallet::{parse_address, AddressHrp};
@@ -42,21 +47,20 @@ pub struct ApiState {
     pub token: Option<Arc<str>>,
 }
 
-/// An error answer.
-#[derive(Debug, Serialize, ToSchema)]
+/// An error answer: an HTTP status and the JSON body every client decodes
+/// ([`scalechain_client::types::ApiError`]).
+#[derive(Debug)]
 pub struct ApiError {
-    /// A stable code: `bad-request`, `not-found`, `unauthorized`, `too-large`, `busy`.
-    pub error: String,
-    /// What was wrong, and where.
-    pub message: String,
-    #[serde(skip)]
-    #[schema(ignore)]
-    status: u16,
+    status: StatusCode,
+    body: scalechain_client::types::ApiError,
 }
 
 impl ApiError {
     fn new(status: StatusCode, error: &str, message: impl Into<String>) -> ApiError {
-        ApiError { error: error.into(), message: message.into(), status: status.as_u16() }
+        ApiError {
+            status,
+            body: scalechain_client::types::ApiError { error: error.into(), message: message.into() },
+        }
     }
 
     fn bad(message: impl Into<String>) -> ApiError {
@@ -70,138 +74,11 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::BAD_REQUEST);
-        (status, Json(self)).into_response()
+        (self.status, Json(self.body)).into_response()
     }
 }
 
 type ApiResult<T> = Result<Json<T>, ApiError>;
-
-/// The node at a glance.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct Status {
-    /// The chain id (genesis hash), hex.
-    pub chain_id: String,
-    /// `bootstrap`, `peer` or `miner`.
-    pub role: String,
-    /// This node's libp2p peer id.
-    pub peer_id: String,
-    /// P2P listen addresses (with `/p2p/<peer id>`).
-    pub listen: Vec<String>,
-    /// Tip height.
-    pub height: u64,
-    /// Tip hash, hex.
-    pub tip: String,
-    /// Pooled transactions.
-    pub mempool_txs: usize,
-    /// Pooled bytes.
-    pub mempool_bytes: u64,
-    /// Connected peers.
-    pub peers: usize,
-    /// Blocks held as orphans (parent unknown).
-    pub orphans: usize,
-    /// Seconds since start.
-    pub uptime_s: f64,
-}
-
-/// A main-chain position.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct Tip {
-    /// Height.
-    pub height: u64,
-    /// Block hash, hex.
-    pub hash: String,
-}
-
-/// A block's transaction ids.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct BlockTxids {
-    /// Height.
-    pub height: u64,
-    /// Block hash, hex.
-    pub hash: String,
-    /// Block time, ms since the Unix epoch.
-    pub time: u64,
-    /// Txids in block order (the coinbase first).
-    pub txids: Vec<String>,
-}
-
-/// A transaction and where it is.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct TxStatus {
-    /// `mempool` or `confirmed`.
-    pub status: String,
-    /// Height of the confirming block.
-    pub height: Option<u64>,
-    /// The transaction (the chain's JSON form; `raw` is authoritative).
-    #[schema(value_type = Object)]
-    pub tx: scalechain_chain::export::TxJson,
-}
-
-/// Transactions to submit.
-#[derive(Debug, Deserialize, ToSchema)]
-pub struct SubmitTxs {
-    /// Canonical encodings, hex.
-    pub txs: Vec<String>,
-}
-
-/// The verdict on one submitted transaction.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct TxResult {
-    /// Txid, hex (absent if the transaction did not decode).
-    pub txid: Option<String>,
-    /// Taken into the mempool?
-    pub accepted: bool,
-    /// Rule or policy that refused it.
-    pub reason: Option<String>,
-    /// Details of the refusal.
-    pub detail: Option<String>,
-}
-
-/// Verdicts of a submission, in the order sent.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct SubmitResult {
-    /// How many were accepted.
-    pub accepted: usize,
-    /// One verdict per transaction.
-    pub results: Vec<TxResult>,
-}
-
-/// An unspent output.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct UtxoJson {
-    /// Txid of the creating transaction, hex.
-    pub txid: String,
-    /// Output index.
-    pub index: u32,
-    /// Value.
-    pub value: u64,
-    /// Lock scheme.
-    pub scheme: String,
-    /// `H(pubkey)`, hex.
-    pub pubkey_hash: String,
-    /// Height of the creating block.
-    pub height: u64,
-    /// Created by a coinbase?
-    pub coinbase: bool,
-}
-
-/// Mempool contents.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct MempoolJson {
-    /// Transactions held.
-    pub count: usize,
-    /// Bytes held.
-    pub bytes: u64,
-    /// Txids (at most `limit`).
-    pub txids: Vec<String>,
-    /// Admitted since start.
-    pub admitted: u64,
-    /// Refused since start, by reason.
-    pub rejected: std::collections::BTreeMap<String, u64>,
-    /// Evicted since start.
-    pub evicted: u64,
-}
 
 /// The query of a list endpoint: its `key=value` pairs, decoded (never fails on any input).
 type QueryPairs = Result<Query<Vec<(String, String)>>, QueryRejection>;
@@ -265,7 +142,7 @@ fn parse_hash(what: &str, s: &str) -> Result<Hash, ApiError> {
         apps::range
     ),
     components(schemas(
-        ApiError,
+        ErrorBody,
         Status,
         Tip,
         BlockTxids,
@@ -275,9 +152,10 @@ fn parse_hash(what: &str, s: &str) -> Result<Hash, ApiError> {
         SubmitResult,
         UtxoJson,
         MempoolJson,
-        crate::state::PeerInfo,
-        apps::AppEntry,
-        apps::AppEntries
+        PeerInfo,
+        BlockJson,
+        AppEntry,
+        AppEntries
     ))
 )]
 pub struct ApiDoc;
@@ -285,18 +163,20 @@ pub struct ApiDoc;
 /// The router.
 pub fn router(state: ApiState) -> Router {
     let max_body = state.shared.cfg.api.max_body_bytes;
+    // The paths are the client's (`scalechain_client::ops`); the `#[utoipa::path]` attributes
+    // repeat them as literals, and the OpenAPI test compares the two.
     Router::new()
-        .route("/status", get(status))
-        .route("/tip", get(tip))
-        .route("/peers", get(peers))
-        .route("/blocks/{id}", get(block))
-        .route("/blocks/{id}/txids", get(block_txids))
-        .route("/txs/{txid}", get(tx))
-        .route("/txs", post(submit))
-        .route("/utxos/{owner}", get(utxos))
-        .route("/mempool", get(mempool))
-        .route("/metrics", get(metrics))
-        .route("/openapi.json", get(openapi))
+        .route(ops::STATUS.path, get(status))
+        .route(ops::TIP.path, get(tip))
+        .route(ops::PEERS.path, get(peers))
+        .route(ops::BLOCK.path, get(block))
+        .route(ops::BLOCK_TXIDS.path, get(block_txids))
+        .route(ops::TX.path, get(tx))
+        .route(ops::SUBMIT.path, post(submit))
+        .route(ops::UTXOS.path, get(utxos))
+        .route(ops::MEMPOOL.path, get(mempool))
+        .route(ops::METRICS.path, get(metrics))
+        .route(ops::OPENAPI.path, get(openapi))
         .merge(apps::router())
         .fallback(|| async { ApiError::not_found("no such endpoint") })
         .layer(axum::extract::DefaultBodyLimit::max(max_body))
@@ -324,12 +204,12 @@ async fn status(State(s): State<ApiState>) -> Json<Status> {
         (c.tip_height(), c.tip(), c.orphan_count())
     };
     Json(Status {
-        chain_id: sh.chain_id.to_string(),
+        chain_id: sh.chain_id,
         role: sh.role().name().into(),
         peer_id: sh.peer_id.to_string(),
         listen: sh.listen.read().iter().map(|a| a.to_string()).collect(),
         height,
-        tip: tip.to_string(),
+        tip,
         mempool_txs: sh.mempool.len(),
         mempool_bytes: sh.mempool.bytes(),
         peers: sh.peers.read().len(),
@@ -343,12 +223,12 @@ async fn status(State(s): State<ApiState>) -> Json<Status> {
 async fn tip(State(s): State<ApiState>) -> Json<Tip> {
     s.shared.metrics.api_requests.add(1);
     let c = s.shared.chain.read();
-    Json(Tip { height: c.tip_height(), hash: c.tip().to_string() })
+    Json(Tip { height: c.tip_height(), hash: c.tip() })
 }
 
 /// Connected peers.
-#[utoipa::path(get, path = "/peers", responses((status = 200, body = [crate::state::PeerInfo])))]
-async fn peers(State(s): State<ApiState>) -> Json<Vec<crate::state::PeerInfo>> {
+#[utoipa::path(get, path = "/peers", responses((status = 200, body = [PeerInfo])))]
+async fn peers(State(s): State<ApiState>) -> Json<Vec<PeerInfo>> {
     s.shared.metrics.api_requests.add(1);
     Json(s.shared.peers.read().values().cloned().collect())
 }
@@ -386,20 +266,17 @@ fn find_block(s: &ApiState, id: BlockId) -> Result<scalechain_types::Block, ApiE
 
 /// A block by height or hash.
 #[utoipa::path(get, path = "/blocks/{id}", params(("id" = String, Path, description = "height (decimal) or block hash (64 hex digits)", pattern = r"^([0-9]{1,20}|[0-9a-fA-F]{64})$", example = "0")),
-    responses((status = 200, body = Object), (status = 400, body = ApiError), (status = 404, body = ApiError)))]
-async fn block(
-    State(s): State<ApiState>,
-    id: Result<Path<String>, PathRejection>,
-) -> Result<Response, ApiError> {
+    responses((status = 200, body = BlockJson), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+async fn block(State(s): State<ApiState>, id: Result<Path<String>, PathRejection>) -> ApiResult<BlockJson> {
     s.shared.metrics.api_requests.add(1);
     let id = segment(id, "block id")?;
     let b = find_block(&s, parse_block_id(&id)?)?;
-    Ok(Json(block_json(s.shared.params.hash, &b)).into_response())
+    Ok(Json(block_json(s.shared.params.hash, &b)))
 }
 
 /// A block's txids.
 #[utoipa::path(get, path = "/blocks/{id}/txids", params(("id" = String, Path, description = "height (decimal) or block hash (64 hex digits)", pattern = r"^([0-9]{1,20}|[0-9a-fA-F]{64})$", example = "0")),
-    responses((status = 200, body = BlockTxids), (status = 400, body = ApiError), (status = 404, body = ApiError)))]
+    responses((status = 200, body = BlockTxids), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn block_txids(
     State(s): State<ApiState>,
     id: Result<Path<String>, PathRejection>,
@@ -410,27 +287,27 @@ async fn block_txids(
     let kind = s.shared.params.hash;
     Ok(Json(BlockTxids {
         height: b.header.height,
-        hash: b.header.hash(kind).to_string(),
+        hash: b.header.hash(kind),
         time: b.header.time,
-        txids: b.txs.iter().map(|t| t.txid(kind).to_string()).collect(),
+        txids: b.txs.iter().map(|t| t.txid(kind)).collect(),
     }))
 }
 
 /// A transaction from the mempool or the main chain.
 #[utoipa::path(get, path = "/txs/{txid}", params(("txid" = String, Path, description = "64 hex digits", pattern = r"^[0-9a-fA-F]{64}$")),
-    responses((status = 200, body = TxStatus), (status = 400, body = ApiError), (status = 404, body = ApiError)))]
+    responses((status = 200, body = TxStatus), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn tx(State(s): State<ApiState>, id: Result<Path<String>, PathRejection>) -> ApiResult<TxStatus> {
     s.shared.metrics.api_requests.add(1);
     let id = segment(id, "txid")?;
     let txid = parse_hash("txid", &id)?;
     let kind = s.shared.params.hash;
     if let Some(e) = s.shared.mempool.get(&txid) {
-        return Ok(Json(TxStatus { status: "mempool".into(), height: None, tx: tx_json(kind, &e.tx) }));
+        return Ok(Json(TxStatus { status: TxState::Mempool, height: None, tx: tx_json(kind, &e.tx) }));
     }
     let found = s.shared.chain.read().confirmed_tx(&txid);
     match found {
         Ok(Some((loc, t))) => {
-            Ok(Json(TxStatus { status: "confirmed".into(), height: Some(loc.height), tx: tx_json(kind, &t) }))
+            Ok(Json(TxStatus { status: TxState::Confirmed, height: Some(loc.height), tx: tx_json(kind, &t) }))
         }
         Ok(None) => Err(ApiError::not_found(format!("no transaction {id}"))),
         Err(e) => Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", e.to_string())),
@@ -460,7 +337,7 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 /// Submits transactions (hex encodings); answers once each was admitted or refused.
 #[utoipa::path(post, path = "/txs", request_body = SubmitTxs,
-    responses((status = 200, body = SubmitResult), (status = 400, body = ApiError), (status = 401, body = ApiError), (status = 413, body = ApiError), (status = 503, body = ApiError)))]
+    responses((status = 200, body = SubmitResult), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)))]
 async fn submit(
     State(s): State<ApiState>,
     headers: HeaderMap,
@@ -529,10 +406,10 @@ async fn submit(
             None => match v.next() {
                 Some((Ok(_), id)) => {
                     accepted += 1;
-                    TxResult { txid: Some(id.to_string()), accepted: true, reason: None, detail: None }
+                    TxResult { txid: Some(id), accepted: true, reason: None, detail: None }
                 }
                 Some((Err(e), id)) => TxResult {
-                    txid: Some(id.to_string()),
+                    txid: Some(id),
                     accepted: false,
                     reason: Some(e.reason().into()),
                     detail: Some(e.to_string()),
@@ -547,7 +424,7 @@ async fn submit(
 /// Unspent outputs of an address (bech32m) or a pubkey hash (64 hex digits), in outpoint order,
 /// through the chain's owner index (cost: the owner's outputs, not the UTXO set).
 #[utoipa::path(get, path = "/utxos/{owner}", params(("owner" = String, Path, description = "devnet address (bech32m, `scdev1…`) or pubkey hash (64 hex digits)", pattern = r"^([0-9a-fA-F]{64}|scdev1[02-9ac-hj-np-z]{6,})$"), ("limit" = Option<u32>, Query, description = "most outputs returned (default 1000)", minimum = 0, maximum = 100000)),
-    responses((status = 200, body = [UtxoJson]), (status = 400, body = ApiError)))]
+    responses((status = 200, body = [UtxoJson]), (status = 400, body = ErrorBody)))]
 async fn utxos(
     State(s): State<ApiState>,
     owner: Result<Path<String>, PathRejection>,
@@ -570,11 +447,11 @@ async fn utxos(
         .utxos_of(&pkh)
         .take(n)
         .map(|(op, coin)| UtxoJson {
-            txid: op.txid.to_string(),
+            txid: op.txid,
             index: op.index,
-            value: coin.out.value.get(),
-            scheme: coin.out.lock.scheme.to_string(),
-            pubkey_hash: pkh.to_string(),
+            value: coin.out.value,
+            scheme: coin.out.lock.scheme,
+            pubkey_hash: pkh,
             height: coin.height,
             coinbase: coin.coinbase,
         })
@@ -584,7 +461,7 @@ async fn utxos(
 
 /// Mempool contents and counters.
 #[utoipa::path(get, path = "/mempool", params(("limit" = Option<u32>, Query, description = "most txids listed (default 1000)", minimum = 0, maximum = 100000)),
-    responses((status = 200, body = MempoolJson), (status = 400, body = ApiError)))]
+    responses((status = 200, body = MempoolJson), (status = 400, body = ErrorBody)))]
 async fn mempool(State(s): State<ApiState>, q: QueryPairs) -> ApiResult<MempoolJson> {
     s.shared.metrics.api_requests.add(1);
     let n = limit(q, 1000, 100_000)?;
@@ -593,7 +470,7 @@ async fn mempool(State(s): State<ApiState>, q: QueryPairs) -> ApiResult<MempoolJ
     Ok(Json(MempoolJson {
         count: snap.len(),
         bytes: snap.bytes(),
-        txids: snap.iter().take(n).map(|e| e.txid.to_string()).collect(),
+        txids: snap.iter().take(n).map(|e| e.txid).collect(),
         admitted: stats.counters.admitted,
         rejected: stats.counters.rejected.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
         evicted: stats.counters.evicted,

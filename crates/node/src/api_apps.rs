@@ -13,35 +13,12 @@ use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, Query, State};
 use axum::routing::get;
 use axum::{Json, Router};
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use scalechain_client::ops;
 
-use super::{segment, ApiError, ApiResult, ApiState, QueryPairs};
+use super::{segment, ApiError, ApiResult, ApiState, AppEntries, AppEntry, ErrorBody, QueryPairs};
 
 /// Longest key accepted in a path or a query (bytes).
 const MAX_KEY_BYTES: usize = 256;
-
-/// One application state entry.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct AppEntry {
-    /// Key inside the module's namespace, hex.
-    pub key: String,
-    /// Value, hex.
-    pub value: String,
-}
-
-/// A page of application state.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct AppEntries {
-    /// The module's transaction kind.
-    pub kind: u8,
-    /// Tip height the entries were read at.
-    pub height: u64,
-    /// Entries in key order.
-    pub entries: Vec<AppEntry>,
-    /// More entries follow the last one (ask again with `after` = its key).
-    pub more: bool,
-}
 
 /// `?prefix=&after=&limit=`, parsed so that every mistake is a JSON 400 naming it: an unknown
 /// parameter, one given twice, or a limit that is not an integer in `0..=1000`.
@@ -89,7 +66,7 @@ fn range_query(query: QueryPairs) -> Result<RangeQuery, ApiError> {
 
 /// The routes.
 pub fn router() -> Router<ApiState> {
-    Router::new().route("/apps/{kind}/state", get(range)).route("/apps/{kind}/state/{key}", get(value))
+    Router::new().route(ops::APP_RANGE.path, get(range)).route(ops::APP_VALUE.path, get(value))
 }
 
 fn parse_kind(s: &str) -> Result<u8, ApiError> {
@@ -116,7 +93,7 @@ fn full(kind: u8, key: &[u8]) -> Vec<u8> {
 /// One application state value.
 #[utoipa::path(get, path = "/apps/{kind}/state/{key}",
     params(("kind" = u8, Path, minimum = 2, description = "the module's transaction kind"), ("key" = String, Path, pattern = "^([0-9a-fA-F]{2}){0,256}$", description = "key inside the module's namespace, hex")),
-    responses((status = 200, body = AppEntry), (status = 400, body = ApiError), (status = 404, body = ApiError)))]
+    responses((status = 200, body = AppEntry), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub(super) async fn value(
     State(s): State<ApiState>,
     path: Result<Path<(String, String)>, PathRejection>,
@@ -138,7 +115,7 @@ pub(super) async fn value(
         ("prefix" = Option<String>, Query, pattern = "^([0-9a-fA-F]{2}){0,256}$", description = "key prefix, hex (default: all)"),
         ("after" = Option<String>, Query, pattern = "^([0-9a-fA-F]{2}){0,256}$", description = "start after this key, hex"),
         ("limit" = Option<u64>, Query, maximum = 1000, description = "most entries (default 100, at most 1000)")),
-    responses((status = 200, body = AppEntries), (status = 400, body = ApiError)))]
+    responses((status = 200, body = AppEntries), (status = 400, body = ErrorBody)))]
 pub(super) async fn range(
     State(s): State<ApiState>,
     kind: Result<Path<String>, PathRejection>,

@@ -146,8 +146,9 @@ pub struct MempoolSection {
 pub struct MinerSection {
     /// Hashing threads. Default 1.
     pub threads: usize,
-    /// Wait until the chain's target interval has passed since the parent before mining, so an
-    /// easy devnet does not burn CPU racing ahead of its schedule. Default true.
+    /// Wait about the chain's target interval after the parent before mining (drawn between
+    /// 0.75 and 1.25 intervals, so competing miners do not stay in step), so an easy devnet
+    /// does not burn CPU racing ahead of its schedule. Default true.
     pub pace: bool,
     /// Most transactions per block (besides the coinbase). Default 100,000.
     pub max_block_txs: usize,

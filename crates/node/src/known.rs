@@ -102,21 +102,6 @@ impl KnownPeers {
         KnownPeers::default()
     }
 
-    /// Peers known.
-    pub fn len(&self) -> usize {
-        self.peers.len()
-    }
-
-    /// Knows nobody?
-    pub fn is_empty(&self) -> bool {
-        self.peers.is_empty()
-    }
-
-    /// What the book knows of `peer`.
-    pub fn get(&self, peer: &PeerId) -> Option<&KnownPeer> {
-        self.peers.get(peer)
-    }
-
     /// Every peer known, in peer order.
     pub fn iter(&self) -> impl Iterator<Item = (&PeerId, &KnownPeer)> + '_ {
         self.peers.iter()
@@ -277,7 +262,7 @@ mod tests {
         let mut b = KnownPeers::new();
         let many: Vec<Multiaddr> = (1..20).map(addr).collect();
         b.listens(key(1), &many, 10);
-        assert_eq!(b.get(&key(1)).unwrap().addrs.len(), MAX_ADDRS);
+        assert_eq!(b.peers.get(&key(1)).unwrap().addrs.len(), MAX_ADDRS);
         // Unspecified, port-0 and non-TCP addresses are not dialable; a peer with none is not
         // recorded.
         let useless: Vec<Multiaddr> = ["/ip4/0.0.0.0/tcp/5", "/ip4/10.0.0.2/tcp/0", "/ip4/10.0.0.2/udp/5"]
@@ -285,7 +270,7 @@ mod tests {
             .map(|s| s.parse().unwrap())
             .collect();
         b.listens(key(2), &useless, 10);
-        assert!(b.get(&key(2)).is_none());
+        assert!(!b.peers.contains_key(&key(2)));
         b.listens(key(3), &[addr(7)], 30);
         b.listens(key(4), &[addr(8)], 20);
         b.banned(key(4), 1_000, 25);
@@ -299,15 +284,15 @@ mod tests {
             let p = net::peer_id_of_seed(seed).unwrap();
             b.listens(p, &[addr(9)], 100 + u64::from(i));
         }
-        assert_eq!(b.len(), MAX_PEERS);
-        assert!(b.get(&key(1)).is_none(), "the least recently seen are forgotten first");
+        assert_eq!(b.peers.len(), MAX_PEERS);
+        assert!(!b.peers.contains_key(&key(1)), "the least recently seen are forgotten first");
     }
 
     #[test]
     fn the_file_round_trips_atomically_and_a_corrupt_one_is_an_error_naming_it() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("peers.json");
-        assert!(KnownPeers::load(&path).unwrap().is_empty());
+        assert!(KnownPeers::load(&path).unwrap().peers.is_empty());
         let mut b = KnownPeers::new();
         b.listens(key(1), &[addr(1)], 5);
         b.scored(key(1), -30, 6);

@@ -1,31 +1,33 @@
 //! The running ScaleChain node.
 //!
 //! - [`config`]: settings with documented defaults (TOML);
-//! - [`state`]: what the tasks share (the replica — chain behind a read-write lock, mempool —,
+//! - `state`: what the tasks share (the replica — chain behind a read-write lock, mempool —,
 //!   peers, metrics);
-//! - [`pipeline`]: seed 000's receive → buffer → verify → apply pipeline for transactions;
-//! - [`blocks`]: the block worker, the chain's only writer;
-//! - [`known`]: the persisted peer book (`DATA_DIR/peers.json`), dialled again at start;
-//! - [`miner`]: the miner thread (template and nonce search are the replica's);
-//! - [`api`]: the HTTP API and its OpenAPI document;
-//! - [`serve`]: serving the API within connection, header, body and request limits;
-//! - [`metrics`]: the Prometheus exposition;
-//! - [`run`](mod@run): start-up, the reactor that drives the peer protocol, and shutdown.
+//! - `pipeline`: seed 000's receive → buffer → verify → apply pipeline for transactions;
+//! - `blocks`: the block worker, the chain's only writer;
+//! - `known`: the persisted peer book (`DATA_DIR/peers.json`), dialled again at start;
+//! - `miner`: the miner thread (template and nonce search are the replica's);
+//! - `api`: the HTTP API and its OpenAPI document;
+//! - `serve`: serving the API within connection, header, body and request limits;
+//! - `metrics`: the Prometheus exposition;
+//! - `run`: start-up, the reactor that drives the peer protocol, and shutdown ([`run()`]).
 //!
 //! Consensus stays in `consensus` and `chain`, the peer protocol in `p2p::protocol`, the
 //! node's synchronous steps in `replica`: the node only moves data between the network, the
 //! API, its threads and those crates.
 
-pub mod api;
-pub mod blocks;
+// The modules are the node's own; its interface is the configuration, `run` and what
+// `node.json` says. Everything else other crates need lives in `replica`, `p2p` and `client`.
+mod api;
+mod blocks;
 pub mod config;
-pub mod known;
-pub mod metrics;
-pub mod miner;
-pub mod pipeline;
-pub mod run;
-pub mod serve;
-pub mod state;
+mod known;
+mod metrics;
+mod miner;
+mod pipeline;
+mod run;
+mod serve;
+mod state;
 
 pub use config::NodeConfig;
 pub use run::{run, NodeError, NodeInfo};

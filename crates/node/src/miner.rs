@@ -2,9 +2,13 @@
 //! on its threads (`scalechain_replica::solve`), and hands a solved block to the block worker
 //! like any other block.
 //!
-//! With `pace` on (the default), it waits until the chain's target interval has passed since
-//! the parent before mining: an easy devnet then produces a block per interval without one core
-//! spent racing ahead. The search stops as soon as the tip moves.
+//! With `pace` on (the default), it waits until about the chain's target interval has passed
+//! since the parent before mining: an easy devnet then produces a block per interval without one
+//! core spent racing ahead. The wait is drawn anew for each block, uniformly between 0.75 and
+//! 1.25 intervals (the mean stays one interval): with a fixed wait, two miners on competing
+//! branches of equal work would mine their next blocks at the same moment round after round,
+//! each keeping its own (first seen wins), and the fork would never settle; real proof of work
+//! has this randomness by nature. The search stops as soon as the tip moves.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -19,6 +23,13 @@ use tokio::sync::{mpsc, oneshot};
 use crate::blocks::{BlockJob, Outcome};
 use crate::state::{now_ms, Shared};
 
+/// The wait after the parent before mining: `interval × (0.75 + 0.5 × draw / 2^32)`.
+fn paced_wait(interval: u64, draw: u32) -> u64 {
+    let quarter = interval / 4;
+    let spread = (u128::from(interval / 2) * u128::from(draw)) >> 32;
+    interval - quarter + spread as u64
+}
+
 /// Runs the miner until the node stops.
 pub fn run(
     shared: Arc<Shared>,
@@ -32,7 +43,7 @@ pub fn run(
         let parent = shared.chain.read().tip_header();
         let parent_hash: Hash = parent.hash(shared.params.hash);
         if shared.cfg.miner.pace {
-            let due = parent.time.saturating_add(interval);
+            let due = parent.time.saturating_add(paced_wait(interval, getrandom::u32().unwrap_or(0)));
             while now_ms() < due && !shared.is_stopping() && shared.chain.read().tip() == parent_hash {
                 std::thread::sleep(Duration::from_millis((due - now_ms()).clamp(1, 20)));
             }
@@ -81,5 +92,20 @@ pub fn run(
             }
             Err(_) => break,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::paced_wait;
+
+    #[test]
+    fn paced_waits_spread_around_the_interval_with_the_interval_as_mean() {
+        assert_eq!(paced_wait(1000, 0), 750);
+        assert_eq!(paced_wait(1000, u32::MAX), 1249);
+        assert_eq!(paced_wait(1000, 1 << 31), 1000);
+        let mean = (0..1000u32).map(|i| paced_wait(1000, i.wrapping_mul(4_294_967))).sum::<u64>() / 1000;
+        assert!((990..=1010).contains(&mean), "{mean}");
+        assert_eq!(paced_wait(0, u32::MAX), 0);
     }
 }

@@ -26,7 +26,6 @@ use scalechain_p2p::protocol::{
 use scalechain_replica::Replica;
 use scalechain_types::codec::Encode;
 use scalechain_types::{Amount, Block, Lock, SecretKey};
-use serde::Serialize;
 use tokio::sync::mpsc;
 
 use crate::api::{self, ApiState};
@@ -67,21 +66,7 @@ fn io(what: &'static str, path: &Path, e: impl std::fmt::Display) -> NodeError {
     NodeError::Io { what, path: path.to_path_buf(), reason: e.to_string() }
 }
 
-/// What `node.json` in the data directory says once the node is up (read by `devnet` and
-/// scripts).
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
-pub struct NodeInfo {
-    /// libp2p peer id.
-    pub peer_id: String,
-    /// P2P addresses with `/p2p/<peer id>`.
-    pub p2p: Vec<String>,
-    /// API address (`host:port`), if the API is on.
-    pub api: Option<String>,
-    /// Role.
-    pub role: String,
-    /// Process id.
-    pub pid: u32,
-}
+pub use scalechain_client::NodeInfo;
 
 fn random32() -> Result<[u8; 32], NodeError> {
     let mut b = [0u8; 32];

@@ -14,25 +14,11 @@ use scalechain_p2p::msg::Role;
 use scalechain_p2p::net::{Multiaddr, NetStats, PeerId};
 use scalechain_replica::Replica;
 use scalechain_types::Hash;
-use serde::Serialize;
 
 use crate::config::NodeConfig;
 use crate::metrics::Metrics;
 
-/// What the node knows of a connected peer.
-#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
-pub struct PeerInfo {
-    /// Its peer id.
-    pub peer_id: String,
-    /// The address of the connection.
-    pub addr: String,
-    /// Its role from the handshake (unknown until it answers).
-    pub role: Option<String>,
-    /// The tip height it last claimed.
-    pub height: u64,
-    /// Its score (0 is good; bans happen at -100).
-    pub score: i32,
-}
+pub use scalechain_client::types::PeerInfo;
 
 /// Everything the node's tasks share. It dereferences to its [`Replica`], so `shared.chain`,
 /// `shared.mempool`, `shared.params` and `shared.chain_id` read the replica's.

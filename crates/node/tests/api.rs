@@ -1,12 +1,20 @@
 //! The HTTP API of an in-process node: every bad request is a 4xx with a JSON error naming
-//! what was wrong, good requests answer, the OpenAPI document lists the endpoints, and write
-//! endpoints demand the token when one is configured.
+//! what was wrong (sent raw, on purpose), good requests answer through the typed client, the
+//! OpenAPI document lists the endpoints with the schemas of the very types the client decodes,
+//! and write endpoints demand the token when one is configured.
 #![allow(clippy::unwrap_used)]
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use scalechain_consensus::Apps;
+use scalechain_client::ops::{self, Schema};
+use scalechain_client::types::{AppEntry, AppRange, BlockId, Owner, PeerInfo, SubmitTxs, TxState};
+use scalechain_client::{Client, ClientError};
+use scalechain_consensus::params::{devnet_premine_key, SigMode};
+use scalechain_consensus::{genesis_block, Apps, Params};
 use scalechain_node::{NodeConfig, NodeInfo};
+use scalechain_types::{Amount, HashKind, OutPoint, SecretKey, Tx, TxIn, TxKind, TxOut, Witness};
+use serde_json::{json, Value};
 
 struct Running {
     api: String,
@@ -93,18 +101,19 @@ async fn bad_requests_get_json_4xx_and_good_ones_answer() {
     assert_eq!(v["accepted"], 0);
     assert_eq!(v["results"][0]["reason"], "malformed");
     assert!(v["results"][0]["detail"].as_str().unwrap().starts_with("txs[0]"));
-    // Good requests.
-    let (s, v) = call("GET", &format!("{base}/status"), None, None).await;
-    assert_eq!(s, 200);
-    assert_eq!(v["height"], 0);
-    let (s, v) = call("GET", &format!("{base}/blocks/0"), None, None).await;
-    assert_eq!(s, 200);
-    assert_eq!(v["header"]["height"], 0);
-    let (s, v) = call("GET", &format!("{base}/openapi.json"), None, None).await;
-    assert_eq!(s, 200);
+    // Good requests, through the client.
+    let client = Client::new(&n.api).unwrap();
+    assert_eq!(client.status().await.unwrap().height, 0);
+    assert_eq!(client.block(0).await.unwrap().header.height, 0);
+    let v = client.openapi().await.unwrap();
     for p in ["/status", "/blocks/{id}", "/txs", "/utxos/{owner}", "/mempool", "/metrics"] {
         assert!(v["paths"][p].is_object(), "openapi lacks {p}");
     }
+    // The client's typed errors carry the node's JSON error.
+    let e = client.block(99_999).await.unwrap_err();
+    assert_eq!(e.status(), Some(404), "{e}");
+    assert!(e.to_string().contains("HTTP 404 not-found: no block at height 99999"), "{e}");
+    assert!(client.metrics().await.unwrap().contains("scalechain_chain_height"));
     let _ = n.stop.take().unwrap().send(());
     tokio::time::timeout(Duration::from_secs(30), &mut n.task).await.unwrap().unwrap();
 }
@@ -112,18 +121,18 @@ async fn bad_requests_get_json_4xx_and_good_ones_answer() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn write_endpoints_need_the_token_when_one_is_set() {
     let mut n = start(Some("s3cret")).await;
-    let url = format!("http://{}/txs", n.api);
-    let body = Some(r#"{"txs": []}"#);
-    let (s, v) = call("POST", &url, body, None).await;
-    assert_eq!(s, 401, "{v}");
-    assert_eq!(v["error"], "unauthorized");
-    let (s, _) = call("POST", &url, body, Some("wrong")).await;
-    assert_eq!(s, 401);
-    let (s, v) = call("POST", &url, body, Some("s3cret")).await;
-    assert_eq!(s, 200, "{v}");
+    let e = Client::new(&n.api).unwrap().submit(&[]).await.unwrap_err();
+    match &e {
+        ClientError::Api { status: 401, code, .. } => assert_eq!(code, "unauthorized"),
+        other => panic!("{other}"),
+    }
+    assert!(e.to_string().contains("pass --token or --token-file"), "the 401 hint: {e}");
+    let wrong = Client::builder(n.api.as_str()).token("wrong").build().unwrap();
+    assert_eq!(wrong.submit(&[]).await.unwrap_err().status(), Some(401));
+    let right = Client::builder(n.api.as_str()).token("s3cret").build().unwrap();
+    assert_eq!(right.submit(&[]).await.unwrap().accepted, 0);
     // Reads stay open.
-    let (s, _) = call("GET", &format!("http://{}/status", n.api), None, None).await;
-    assert_eq!(s, 200);
+    assert_eq!(Client::new(&n.api).unwrap().status().await.unwrap().height, 0);
     let _ = n.stop.take().unwrap().send(());
     tokio::time::timeout(Duration::from_secs(30), &mut n.task).await.unwrap().unwrap();
 }
@@ -210,5 +219,275 @@ async fn extractor_rejections_are_json_4xx_and_the_document_covers_every_route()
             "{p} documents its {place} parameter {name}"
         );
     }
+    stop(n).await;
+}
+
+/// A transfer of `prev` (worth `value`, locked to `key`) back to `key`, less `fee`.
+fn transfer(p: &Params, key: &SecretKey, prev: OutPoint, value: u64, fee: u64) -> Tx {
+    let pk = key.public();
+    let lock = scalechain_types::Lock { scheme: pk.scheme(), pubkey_hash: pk.hash(p.hash) };
+    let mut tx = Tx {
+        version: 1,
+        kind: TxKind::TRANSFER,
+        inputs: vec![TxIn { prev, witness: Witness { pubkey: pk, signature: [0; 64] } }],
+        outputs: vec![TxOut { value: Amount::new(value - fee).unwrap(), lock }],
+        data: vec![],
+    };
+    tx.sign_inputs_with(p.hash, &p.chain_id(), key);
+    tx
+}
+
+/// The schema `s` with `$ref`s resolved.
+fn resolve<'a>(s: &'a Value, doc: &'a Value) -> &'a Value {
+    match s["$ref"].as_str().and_then(|r| r.strip_prefix("#/components/schemas/")) {
+        Some(name) => resolve(&doc["components"]["schemas"][name], doc),
+        None => s,
+    }
+}
+
+/// Checks that `v` has exactly the shape of `schema`: an object has every property of its
+/// schema and no other, required ones not null; arrays, maps, enums and scalar types match.
+fn conforms(v: &Value, schema: &Value, doc: &Value, at: &str) -> Result<(), String> {
+    let s = resolve(schema, doc);
+    if let Some(alts) = s["oneOf"].as_array().or_else(|| s["anyOf"].as_array()) {
+        return if alts.iter().any(|a| conforms(v, a, doc, at).is_ok()) {
+            Ok(())
+        } else {
+            Err(format!("{at}: {v} matches none of {alts:?}"))
+        };
+    }
+    if let Some(all) = s["allOf"].as_array() {
+        return all.iter().try_for_each(|a| conforms(v, a, doc, at));
+    }
+    if let Some(options) = s["enum"].as_array() {
+        if !options.contains(v) {
+            return Err(format!("{at}: {v} is not one of {options:?}"));
+        }
+    }
+    let types: Vec<&str> = match &s["type"] {
+        Value::String(t) => vec![t.as_str()],
+        Value::Array(ts) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => vec![],
+    };
+    let type_ok = types.is_empty()
+        || types.iter().any(|t| match *t {
+            "null" => v.is_null(),
+            "string" => v.is_string(),
+            "boolean" => v.is_boolean(),
+            "integer" => v.is_i64() || v.is_u64(),
+            "number" => v.is_number(),
+            "array" => v.is_array(),
+            "object" => v.is_object(),
+            _ => false,
+        });
+    if !type_ok {
+        return Err(format!("{at}: {v} is not of type {types:?}"));
+    }
+    if let Some(props) = s["properties"].as_object() {
+        let obj = v.as_object().ok_or_else(|| format!("{at}: {v} is not an object"))?;
+        let want: BTreeSet<&String> = props.keys().collect();
+        let have: BTreeSet<&String> = obj.keys().collect();
+        if want != have {
+            return Err(format!("{at}: properties {have:?}, schema {want:?}"));
+        }
+        let required: BTreeSet<&str> = s["required"]
+            .as_array()
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        for (k, p) in props {
+            if required.contains(k.as_str()) && obj[k].is_null() {
+                return Err(format!("{at}.{k}: required, but null"));
+            }
+            if !required.contains(k.as_str()) && !obj[k].is_null() && p["type"] == json!("null") {
+                return Err(format!("{at}.{k}: not null"));
+            }
+            conforms(&obj[k], p, doc, &format!("{at}.{k}"))?;
+        }
+        // A field the type may leave out must be optional in the schema, and the other way round.
+        for k in &required {
+            if !props.contains_key(*k) {
+                return Err(format!("{at}: required {k} is no property"));
+            }
+        }
+    } else if let (Some(extra), Some(obj)) = (s.get("additionalProperties"), v.as_object()) {
+        for (k, x) in obj {
+            conforms(x, extra, doc, &format!("{at}[{k:?}]"))?;
+        }
+    }
+    if let (Some(items), Some(arr)) = (s.get("items"), v.as_array()) {
+        for (i, x) in arr.iter().enumerate() {
+            conforms(x, items, doc, &format!("{at}[{i}]"))?;
+        }
+    }
+    Ok(())
+}
+
+/// The schema a `Schema` of the client stands for, as the document writes it.
+fn expected(s: &Schema) -> Option<Value> {
+    match s {
+        Schema::Named(n) => Some(json!({ "$ref": format!("#/components/schemas/{n}") })),
+        Schema::ListOf(n) => {
+            Some(json!({ "type": "array", "items": { "$ref": format!("#/components/schemas/{n}") } }))
+        }
+        Schema::Untyped => None,
+    }
+}
+
+/// The OpenAPI document the node serves and the types the client decodes agree: every
+/// operation of the node is one of the client's, with the request and response schemas of the
+/// client's types, and a sample of every schema in the document (read from the node through the
+/// client where the node can produce one, built from the shared type where it cannot) has
+/// exactly the properties, required ones included, of its schema.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openapi_document_describes_the_types_the_client_decodes() {
+    let n = start(None).await;
+    let client = Client::new(&n.api).unwrap();
+    let doc = client.openapi().await.unwrap();
+
+    // Operations: the same set on both sides, with the same schemas.
+    let mut in_doc = BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for method in item.as_object().unwrap().keys() {
+            in_doc.insert((method.to_uppercase(), path.clone()));
+        }
+    }
+    let client_ops: BTreeSet<(String, String)> =
+        ops::all().iter().map(|d| (d.method.as_str().to_string(), d.path.to_string())).collect();
+    assert_eq!(in_doc, client_ops, "the node's operations and the client's");
+    for d in ops::all() {
+        let op = &doc["paths"][d.path][d.method.as_str().to_lowercase()];
+        let ok = &op["responses"]["200"]["content"];
+        let content = ok.as_object().unwrap();
+        let media = content.keys().next().unwrap();
+        assert!(
+            media.starts_with(d.media),
+            "{} {}: answers {media}, the client reads {}",
+            d.method,
+            d.path,
+            d.media
+        );
+        match expected(&d.response) {
+            Some(want) => assert_eq!(ok[media]["schema"], want, "{} {} answer", d.method, d.path),
+            None => assert!(ok[media]["schema"].get("$ref").is_none(), "{} {}: {ok}", d.method, d.path),
+        }
+        let body = &op["requestBody"]["content"]["application/json"]["schema"];
+        match &d.request {
+            Some(name) => assert_eq!(
+                body,
+                &json!({ "$ref": format!("#/components/schemas/{name}") }),
+                "{} {}",
+                d.method,
+                d.path
+            ),
+            None => assert!(op.get("requestBody").is_none(), "{} {} takes no body", d.method, d.path),
+        }
+        for (code, r) in op["responses"].as_object().unwrap() {
+            if code.starts_with('4') || code.starts_with('5') {
+                let s = &r["content"]["application/json"]["schema"];
+                assert_eq!(
+                    s,
+                    &json!({"$ref": "#/components/schemas/ApiError"}),
+                    "{} {} {code}",
+                    d.method,
+                    d.path
+                );
+            }
+        }
+    }
+
+    // Samples of every schema, from the node through the client where it can give one.
+    let p = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
+    let genesis = genesis_block(&p);
+    let coinbase = genesis.txs[0].txid(p.hash);
+    let key = devnet_premine_key(SigMode::Ed25519, 0);
+    let tx = transfer(&p, &key, OutPoint { txid: coinbase, index: 0 }, p.premine[0].value.get(), 1_000);
+    let submitted = client.submit(std::slice::from_ref(&tx)).await.unwrap();
+    assert_eq!(submitted.accepted, 1, "{submitted:?}");
+    let again = client.submit(std::slice::from_ref(&tx)).await.unwrap();
+    assert!(!again.results[0].accepted && again.results[0].reason.is_some(), "{again:?}");
+    let in_pool = client.tx(&tx.txid(p.hash)).await.unwrap();
+    assert_eq!(in_pool.status, TxState::Mempool);
+    let confirmed = client.tx(&coinbase).await.unwrap();
+    assert_eq!((confirmed.status, confirmed.height), (TxState::Confirmed, Some(0)));
+    let block = client.block(BlockId::Hash(genesis.hash(p.hash))).await.unwrap();
+    let utxos = client
+        .utxos(&Owner::PubkeyHash(devnet_premine_key(SigMode::Ed25519, 1).public().hash(p.hash)), Some(5))
+        .await
+        .unwrap();
+    assert_eq!(utxos.len(), 1, "premine key 1 holds one output");
+    let error = match client.tx(&"ab".repeat(32).parse().unwrap()).await.unwrap_err() {
+        ClientError::Api { code, message, .. } => scalechain_client::types::ApiError { error: code, message },
+        other => panic!("{other}"),
+    };
+    let entries = client.app_range(2, &AppRange { limit: Some(3), ..AppRange::default() }).await.unwrap();
+    let peer = PeerInfo {
+        peer_id: "12D3KooW".into(),
+        addr: "/ip4/127.0.0.1/tcp/1".into(),
+        role: None,
+        height: 4,
+        score: -3,
+    };
+    let peer_known = PeerInfo { role: Some("miner".into()), ..peer.clone() };
+    let tx_json = in_pool.tx.clone();
+    let samples: BTreeMap<&str, Vec<Value>> = [
+        ("Status", vec![serde_json::to_value(client.status().await.unwrap()).unwrap()]),
+        ("Tip", vec![serde_json::to_value(client.tip().await.unwrap()).unwrap()]),
+        ("PeerInfo", vec![serde_json::to_value(&peer).unwrap(), serde_json::to_value(&peer_known).unwrap()]),
+        ("BlockJson", vec![serde_json::to_value(&block).unwrap()]),
+        ("HeaderJson", vec![serde_json::to_value(&block.header).unwrap()]),
+        (
+            "TxJson",
+            vec![serde_json::to_value(&tx_json).unwrap(), serde_json::to_value(&block.txs[0]).unwrap()],
+        ),
+        ("InputJson", vec![serde_json::to_value(&tx_json.inputs[0]).unwrap()]),
+        ("OutputJson", vec![serde_json::to_value(&tx_json.outputs[0]).unwrap()]),
+        ("BlockTxids", vec![serde_json::to_value(client.block_txids(0).await.unwrap()).unwrap()]),
+        (
+            "TxStatus",
+            vec![serde_json::to_value(&in_pool).unwrap(), serde_json::to_value(&confirmed).unwrap()],
+        ),
+        ("TxState", vec![json!("mempool"), json!("confirmed")]),
+        ("SubmitTxs", vec![serde_json::to_value(SubmitTxs::encode(std::slice::from_ref(&tx))).unwrap()]),
+        (
+            "SubmitResult",
+            vec![serde_json::to_value(&submitted).unwrap(), serde_json::to_value(&again).unwrap()],
+        ),
+        (
+            "TxResult",
+            vec![
+                serde_json::to_value(&submitted.results[0]).unwrap(),
+                serde_json::to_value(&again.results[0]).unwrap(),
+            ],
+        ),
+        ("UtxoJson", vec![serde_json::to_value(utxos[0]).unwrap()]),
+        ("MempoolJson", vec![serde_json::to_value(client.mempool(Some(10)).await.unwrap()).unwrap()]),
+        (
+            "AppEntry",
+            vec![serde_json::to_value(AppEntry { key: "65".into(), value: "00ff".into() }).unwrap()],
+        ),
+        ("AppEntries", vec![serde_json::to_value(&entries).unwrap()]),
+        ("ApiError", vec![serde_json::to_value(&error).unwrap()]),
+    ]
+    .into_iter()
+    .collect();
+    let schemas = doc["components"]["schemas"].as_object().unwrap();
+    let names: BTreeSet<&str> = schemas.keys().map(String::as_str).collect();
+    let sampled: BTreeSet<&str> = samples.keys().copied().collect();
+    assert_eq!(names, sampled, "a sample for every schema of the document");
+    for (name, values) in &samples {
+        for v in values {
+            conforms(v, &schemas[*name], &doc, name).unwrap_or_else(|e| panic!("{e}\n{v}"));
+        }
+    }
+    // The checker itself: a property too many, one missing and a wrong type are caught.
+    let mut extra = samples["Tip"][0].clone();
+    extra["more"] = json!(1);
+    assert!(conforms(&extra, &schemas["Tip"], &doc, "Tip").is_err());
+    let mut missing = samples["Status"][0].clone();
+    missing.as_object_mut().unwrap().remove("orphans");
+    assert!(conforms(&missing, &schemas["Status"], &doc, "Status").is_err());
+    let mut wrong = samples["UtxoJson"][0].clone();
+    wrong["value"] = json!("5");
+    assert!(conforms(&wrong, &schemas["UtxoJson"], &doc, "UtxoJson").is_err());
     stop(n).await;
 }

@@ -16,3 +16,5 @@ pub mod net;
 pub mod protocol;
 pub mod score;
 pub mod sync;
+#[cfg(test)]
+mod testing;

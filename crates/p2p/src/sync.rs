@@ -312,33 +312,11 @@ pub fn fork_point(locator: &[Hash], height_of: impl Fn(&Hash) -> Option<u64>) ->
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use scalechain_types::Target;
-
-    fn chain(n: usize) -> (Vec<Header>, Vec<Hash>) {
-        let mut headers = Vec::new();
-        let mut hashes = vec![Hash([0xaa; 32])];
-        for i in 1..=n {
-            let mut h = Header {
-                version: 1,
-                height: i as u64,
-                prev_hash: hashes[i - 1],
-                merkle_root: Hash([0; 32]),
-                time: i as u64,
-                target: Target::from_bits(250),
-                nonce: 0,
-            };
-            while !h.target.is_met_by(&h.hash(HashKind::Sha256)) {
-                h.nonce += 1;
-            }
-            hashes.push(h.hash(HashKind::Sha256));
-            headers.push(h);
-        }
-        (headers, hashes)
-    }
+    use crate::testing::mined;
 
     #[test]
     fn asks_the_highest_peer_for_headers_then_fetches_blocks_in_batches() {
-        let (headers, hashes) = chain(40);
+        let (headers, hashes) = mined(40);
         let mut s = SyncState::new(SyncConfig::default());
         s.peer_tip("a", 3);
         s.peer_tip("b", 40);
@@ -372,7 +350,7 @@ mod tests {
 
     #[test]
     fn headers_that_do_not_link_or_miss_their_target_are_an_offence() {
-        let (mut headers, hashes) = chain(5);
+        let (mut headers, hashes) = mined(5);
         let mut s = SyncState::new(SyncConfig::default());
         let genesis = hashes[0];
         assert_eq!(
@@ -387,7 +365,7 @@ mod tests {
 
     #[test]
     fn timed_out_and_abandoned_requests_are_asked_again_elsewhere() {
-        let (headers, hashes) = chain(4);
+        let (headers, hashes) = mined(4);
         let mut s = SyncState::new(SyncConfig { timeout_ms: 100, max_inflight_requests: 1 });
         s.peer_tip(1, 4);
         s.peer_tip(2, 4);
@@ -407,7 +385,7 @@ mod tests {
 
     #[test]
     fn a_partial_answer_requeues_the_rest_in_chain_order_and_a_failed_header_request_is_retried() {
-        let (headers, hashes) = chain(6);
+        let (headers, hashes) = mined(6);
         let mut s = SyncState::new(SyncConfig::default());
         s.peer_tip(1, 6);
         s.peer_tip(2, 6);

@@ -9,6 +9,7 @@
 //! with the same threads), so results are reported as ratios measured in one run.
 
 pub mod exp;
+pub mod load;
 pub mod machine;
 pub mod output;
 pub mod plot;

@@ -54,10 +54,19 @@ pub struct Chart {
     pub series: Vec<Series>,
 }
 
-/// Width of the whole figure, of its legend column, and height of one panel, in pixels.
-const WIDTH: u32 = 1100;
-const LEGEND_WIDTH: u32 = 270;
+/// Width of the plot, height of one panel, in pixels; the legend column is as wide as its
+/// longest label needs (about 7 pixels a character at 13 px), within bounds.
+const PLOT_WIDTH: u32 = 830;
 const PANEL_HEIGHT: u32 = 480;
+const LEGEND_MIN: u32 = 180;
+const LEGEND_MAX: u32 = 520;
+
+/// The legend column's width for these panels.
+fn legend_width(charts: &[Chart]) -> u32 {
+    let longest = charts.iter().flat_map(|c| c.series.iter()).map(|s| s.label.chars().count()).max();
+    let need = 54 + 7 * longest.unwrap_or(0) as u32;
+    need.clamp(LEGEND_MIN, LEGEND_MAX)
+}
 
 fn range(values: impl Iterator<Item = f64>, log: bool) -> (f64, f64) {
     let v: Vec<f64> = values.filter(|v| v.is_finite() && (!log || *v > 0.0)).collect();
@@ -206,9 +215,12 @@ fn legend<DB: DrawingBackend>(
     series: &[Series],
     styles: &[Style],
 ) -> Result<(), StudyError> {
-    let font = ("sans-serif", 13).into_font().color(&BLACK);
+    // Rows of 20 px, closer (and a smaller font) when the series would not fit in the panel.
+    let n = series.len().max(1) as i32;
+    let step = ((PANEL_HEIGHT as i32 - 60) / n).clamp(8, 20);
+    let font = ("sans-serif", if step < 16 { 11 } else { 13 }).into_font().color(&BLACK);
     for (row, (s, style)) in series.iter().zip(styles).enumerate() {
-        let y = 50 + 20 * row as i32;
+        let y = 40 + step * row as i32;
         if !s.points_only {
             area.draw(&PathElement::new(vec![(6, y), (34, y)], style.color.stroke_width(2)))
                 .map_err(plot_err)?;
@@ -261,11 +273,11 @@ macro_rules! draw_panel {
 /// Writes the panels to an SVG file, stacked vertically, each with its legend to its right.
 pub fn write_svg(path: &Path, charts: &[Chart]) -> Result<(), StudyError> {
     let height = PANEL_HEIGHT * charts.len().max(1) as u32;
-    let root = SVGBackend::new(path, (WIDTH, height)).into_drawing_area();
+    let root = SVGBackend::new(path, (PLOT_WIDTH + legend_width(charts), height)).into_drawing_area();
     root.fill(&WHITE).map_err(plot_err)?;
     let areas = root.split_evenly((charts.len().max(1), 1));
     for (area, c) in areas.iter().zip(charts) {
-        let (plot_area, legend_area) = area.split_horizontally(WIDTH - LEGEND_WIDTH);
+        let (plot_area, legend_area) = area.split_horizontally(PLOT_WIDTH);
         let styles = styles(&c.series);
         legend(&legend_area, &c.series, &styles)?;
         let xs = || c.series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
@@ -329,6 +341,34 @@ mod tests {
     }
 
     #[test]
+    fn a_long_legend_fits_its_panel_and_its_column() {
+        let path = std::env::temp_dir().join(format!("scalechain-plot-legend-{}.svg", std::process::id()));
+        let long = "a label long enough to need a wider legend column";
+        let series: Vec<Series> =
+            (0..30).map(|i| Series::line(format!("{long} {i}"), vec![(1.0, f64::from(i) + 1.0)])).collect();
+        let chart = Chart {
+            title: "t".into(),
+            x_label: "x".into(),
+            y_label: "y".into(),
+            log_x: false,
+            log_y: false,
+            series,
+        };
+        assert_eq!(legend_width(std::slice::from_ref(&chart)), 54 + 7 * (long.len() as u32 + 3));
+        write_svg(&path, &[chart]).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let ys: Vec<f64> = svg
+            .split("<text")
+            .filter(|t| t.contains(long))
+            .filter_map(|t| t.split("y=\"").nth(1)?.split('"').next()?.parse().ok())
+            .collect();
+        assert_eq!(ys.len(), 30);
+        assert!(ys.iter().all(|y| *y < f64::from(PANEL_HEIGHT)), "every row inside the panel: {ys:?}");
+        assert!(ys.windows(2).all(|w| w[1] - w[0] >= 8.0), "rows do not overlap: {ys:?}");
+    }
+
+    #[test]
     fn legends_stand_beside_the_plot_and_series_differ_in_shape() {
         let path = std::env::temp_dir().join(format!("scalechain-plot-test-{}.svg", std::process::id()));
         let pow: Vec<(f64, f64)> =
@@ -351,7 +391,7 @@ mod tests {
         let t = texts(&svg);
         for label in ["ours a", "ours b", "seed"] {
             let (x, _) = t.iter().find(|(_, l)| l == label).unwrap();
-            assert!(*x > f64::from(WIDTH - LEGEND_WIDTH), "legend label {label:?} at x = {x}, over the plot");
+            assert!(*x > f64::from(PLOT_WIDTH), "legend label {label:?} at x = {x}, over the plot");
         }
         assert!(t.iter().any(|(_, l)| l == "2^10" || l == "2^8" || l == "2^12"), "{t:?}");
         assert!(t.iter().any(|(_, l)| l.ends_with('K')), "SI labels on the y axis: {t:?}");

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use scalechain_types::codec::{Decode, Encode};
-use scalechain_types::{Block, Hash, HashKind, Header, Target, Tx};
+use scalechain_types::{Block, Hash, HashKind, Header, Tx};
 
 use super::*;
 use crate::msg::{
@@ -11,6 +11,7 @@ use crate::msg::{
 };
 use crate::score::{Offence, BAN_MS};
 use crate::sync::{fork_point, locator};
+use crate::testing::mined;
 
 const CHAIN: Hash = Hash([7; 32]);
 
@@ -19,28 +20,6 @@ struct Fake {
     hashes: Vec<Hash>,
     headers: Vec<Header>,
     pool: Vec<Tx>,
-}
-
-fn mined(n: usize) -> (Vec<Header>, Vec<Hash>) {
-    let mut headers = Vec::new();
-    let mut hashes = vec![Hash([0xaa; 32])];
-    for i in 1..=n {
-        let mut h = Header {
-            version: 1,
-            height: i as u64,
-            prev_hash: hashes[i - 1],
-            merkle_root: Hash([0; 32]),
-            time: i as u64,
-            target: Target::from_bits(250),
-            nonce: 0,
-        };
-        while !h.target.is_met_by(&h.hash(HashKind::Sha256)) {
-            h.nonce += 1;
-        }
-        hashes.push(h.hash(HashKind::Sha256));
-        headers.push(h);
-    }
-    (headers, hashes)
 }
 
 impl Fake {

@@ -1,0 +1,370 @@
+//! The async client (reqwest): one method per operation of [`crate::ops`], each returning the
+//! shared type or a [`ClientError`].
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use scalechain_types::{Hash, Tx};
+
+use crate::error::{error_chain, ClientError};
+use crate::ops::{self, Method, Op, Request, Response};
+use crate::types::{
+    ApiError, AppEntries, AppEntry, AppRange, BlockId, BlockJson, BlockTxids, MempoolJson, Owner, PeerInfo,
+    Status, SubmitResult, SubmitTxs, Tip, TxStatus, UtxoJson,
+};
+
+/// How long a connection may take to open, by default.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a whole request may take, by default.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// The largest token file read (a token is one short line).
+const MAX_TOKEN_FILE: u64 = 4096;
+
+/// Where the bearer token comes from.
+#[derive(Clone, Debug)]
+enum TokenSource {
+    None,
+    Value(String),
+    File(PathBuf),
+}
+
+/// The settings of a client: base URL, token, time-outs. Cheap to clone, so a thread can
+/// build its own client from the same settings.
+#[derive(Clone, Debug)]
+pub struct ClientBuilder {
+    base: String,
+    token: TokenSource,
+    connect_timeout: Duration,
+    timeout: Duration,
+}
+
+impl ClientBuilder {
+    /// Settings for the node at `base`: `host:port` or `http(s)://host:port[/prefix]`.
+    pub fn new(base: impl Into<String>) -> ClientBuilder {
+        ClientBuilder {
+            base: base.into(),
+            token: TokenSource::None,
+            connect_timeout: CONNECT_TIMEOUT,
+            timeout: REQUEST_TIMEOUT,
+        }
+    }
+
+    /// The bearer token sent with write requests.
+    pub fn token(mut self, token: impl Into<String>) -> ClientBuilder {
+        self.token = TokenSource::Value(token.into());
+        self
+    }
+
+    /// Reads the bearer token from the first line of `path` (e.g. `DATA_DIR/api_token`).
+    pub fn token_file(mut self, path: impl Into<PathBuf>) -> ClientBuilder {
+        self.token = TokenSource::File(path.into());
+        self
+    }
+
+    /// How long opening a connection may take.
+    pub fn connect_timeout(mut self, d: Duration) -> ClientBuilder {
+        self.connect_timeout = d;
+        self
+    }
+
+    /// How long a whole request may take.
+    pub fn timeout(mut self, d: Duration) -> ClientBuilder {
+        self.timeout = d;
+        self
+    }
+
+    /// The async client.
+    pub fn build(&self) -> Result<Client, ClientError> {
+        let base = parse_base(&self.base)?;
+        let token = match &self.token {
+            TokenSource::None => None,
+            TokenSource::Value(t) if t.trim().is_empty() => {
+                return Err(ClientError::BadToken("the token is empty".into()))
+            }
+            TokenSource::Value(t) => Some(t.trim().to_string()),
+            TokenSource::File(p) => Some(read_token(p)?),
+        };
+        if token.as_deref().is_some_and(|t| t.bytes().any(|b| !(0x21..0x7f).contains(&b))) {
+            return Err(ClientError::BadToken("a token is printable ASCII without spaces".into()));
+        }
+        let http = reqwest::Client::builder()
+            .connect_timeout(self.connect_timeout)
+            .timeout(self.timeout)
+            .pool_max_idle_per_host(8)
+            .build()
+            .map_err(|e| ClientError::Setup(error_chain(&e)))?;
+        Ok(Client {
+            http,
+            base: base.into(),
+            token: token.map(Into::into),
+            connect_timeout: self.connect_timeout,
+            timeout: self.timeout,
+        })
+    }
+
+    /// The blocking client (its own current-thread runtime).
+    pub fn build_blocking(&self) -> Result<crate::blocking::Client, ClientError> {
+        crate::blocking::Client::from_async(self.build()?)
+    }
+}
+
+/// The normalised base URL (scheme, host, port, no trailing slash) of `input`.
+pub fn parse_base(input: &str) -> Result<String, ClientError> {
+    let bad = |reason: String| ClientError::BadUrl { input: input.to_string(), reason };
+    let trimmed = input.trim();
+    if trimmed.is_empty() {
+        return Err(bad("empty".into()));
+    }
+    let with_scheme = if trimmed.contains("://") { trimmed.to_string() } else { format!("http://{trimmed}") };
+    let url = reqwest::Url::parse(&with_scheme).map_err(|e| bad(e.to_string()))?;
+    if url.scheme() != "http" && url.scheme() != "https" {
+        return Err(bad(format!("scheme {:?} is not http or https", url.scheme())));
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(bad("no host".into()));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(bad("a base URL has no query or fragment".into()));
+    }
+    Ok(url.as_str().trim_end_matches('/').to_string())
+}
+
+fn read_token(path: &Path) -> Result<String, ClientError> {
+    let err = |reason: String| ClientError::TokenFile { path: path.to_path_buf(), reason };
+    let meta = std::fs::metadata(path).map_err(|e| err(e.to_string()))?;
+    if meta.len() > MAX_TOKEN_FILE {
+        return Err(err(format!("{} bytes; a token file holds one short line", meta.len())));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+    let token = text.lines().next().unwrap_or("").trim().to_string();
+    if token.is_empty() {
+        return Err(err("the first line is empty".into()));
+    }
+    Ok(token)
+}
+
+/// An async client of one node's API. Cloning shares the connection pool.
+///
+/// A client's connections belong to the tokio runtime that opened them: use one client per
+/// runtime (a thread with its own runtime builds its own from the same [`ClientBuilder`]).
+#[derive(Clone, Debug)]
+pub struct Client {
+    http: reqwest::Client,
+    base: Arc<str>,
+    token: Option<Arc<str>>,
+    connect_timeout: Duration,
+    timeout: Duration,
+}
+
+impl Client {
+    /// A client of the node at `base` with the default time-outs and no token.
+    pub fn new(base: &str) -> Result<Client, ClientError> {
+        ClientBuilder::new(base).build()
+    }
+
+    /// Settings to build a client from.
+    pub fn builder(base: impl Into<String>) -> ClientBuilder {
+        ClientBuilder::new(base)
+    }
+
+    /// The base URL (`http://host:port`).
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// The URL of `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// Sends one operation and decodes its answer.
+    async fn call<Req: Request, Resp: Response>(
+        &self,
+        op: &Op<Req, Resp>,
+        args: &[&str],
+        query: &[(&str, String)],
+        body: Option<Vec<u8>>,
+    ) -> Result<Resp::Output, ClientError> {
+        let mut url = self.url(&op.fill(args));
+        for (i, (k, v)) in query.iter().enumerate() {
+            url.push(if i == 0 { '?' } else { '&' });
+            url.push_str(k);
+            url.push('=');
+            ops::encode_segment(v, &mut url);
+        }
+        let method = op.method;
+        let mut req = match method {
+            Method::Get => self.http.get(&url),
+            Method::Post => self.http.post(&url).header(reqwest::header::CONTENT_TYPE, "application/json"),
+        };
+        if let Some(b) = body {
+            req = req.body(b);
+        }
+        if let (Method::Post, Some(t)) = (method, &self.token) {
+            req = req.bearer_auth(t);
+        }
+        let resp = req.send().await.map_err(|e| self.transport(method, &url, &e))?;
+        let status = resp.status();
+        let bytes = resp.bytes().await.map_err(|e| self.transport(method, &url, &e))?;
+        if !status.is_success() {
+            let (code, message) = match ops::decode_json::<ApiError>(&bytes) {
+                Ok(b) => (b.error, b.message),
+                Err(_) => {
+                    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(300)]);
+                    (String::new(), text.trim().to_string())
+                }
+            };
+            return Err(ClientError::Api { method, url, status: status.as_u16(), code, message });
+        }
+        Resp::decode(&bytes).map_err(|detail| ClientError::BadResponse { method, url, detail })
+    }
+
+    fn transport(&self, method: Method, url: &str, e: &reqwest::Error) -> ClientError {
+        if e.is_timeout() {
+            let after = if e.is_connect() { self.connect_timeout } else { self.timeout };
+            return ClientError::Timeout { method, url: url.to_string(), after };
+        }
+        ClientError::Unreachable { method, url: url.to_string(), detail: error_chain(e) }
+    }
+
+    /// `GET /status`.
+    pub async fn status(&self) -> Result<Status, ClientError> {
+        self.call(&ops::STATUS, &[], &[], None).await
+    }
+
+    /// `GET /tip`.
+    pub async fn tip(&self) -> Result<Tip, ClientError> {
+        self.call(&ops::TIP, &[], &[], None).await
+    }
+
+    /// `GET /peers`.
+    pub async fn peers(&self) -> Result<Vec<PeerInfo>, ClientError> {
+        self.call(&ops::PEERS, &[], &[], None).await
+    }
+
+    /// `GET /blocks/{id}`.
+    pub async fn block(&self, id: impl Into<BlockId>) -> Result<BlockJson, ClientError> {
+        let id = id.into().to_string();
+        self.call(&ops::BLOCK, &[&id], &[], None).await
+    }
+
+    /// `GET /blocks/{id}/txids`.
+    pub async fn block_txids(&self, id: impl Into<BlockId>) -> Result<BlockTxids, ClientError> {
+        let id = id.into().to_string();
+        self.call(&ops::BLOCK_TXIDS, &[&id], &[], None).await
+    }
+
+    /// `GET /txs/{txid}`.
+    pub async fn tx(&self, txid: &Hash) -> Result<TxStatus, ClientError> {
+        let id = txid.to_string();
+        self.call(&ops::TX, &[&id], &[], None).await
+    }
+
+    /// `POST /txs`: one verdict per transaction, in order (checked: as many verdicts as
+    /// transactions, and `accepted` counts the accepted ones).
+    pub async fn submit(&self, txs: &[Tx]) -> Result<SubmitResult, ClientError> {
+        let body = serde_json::to_vec(&SubmitTxs::encode(txs))
+            .map_err(|e| ClientError::Setup(format!("encoding the transactions: {e}")))?;
+        let r = self.call(&ops::SUBMIT, &[], &[], Some(body)).await?;
+        let bad = |detail: String| ClientError::BadResponse {
+            method: Method::Post,
+            url: self.url(ops::SUBMIT.path),
+            detail,
+        };
+        if r.results.len() != txs.len() {
+            return Err(bad(format!("{} verdicts for {} transactions", r.results.len(), txs.len())));
+        }
+        let accepted = r.results.iter().filter(|v| v.accepted).count();
+        if accepted != r.accepted {
+            return Err(bad(format!("`accepted` is {} but {accepted} verdicts accept", r.accepted)));
+        }
+        Ok(r)
+    }
+
+    /// `GET /utxos/{owner}?limit=N` (the node's default limit is 1,000, its maximum 100,000).
+    pub async fn utxos(&self, owner: &Owner, limit: Option<usize>) -> Result<Vec<UtxoJson>, ClientError> {
+        let owner = owner.to_string();
+        let q: Vec<(&str, String)> = limit.map(|n| ("limit", n.to_string())).into_iter().collect();
+        self.call(&ops::UTXOS, &[&owner], &q, None).await
+    }
+
+    /// `GET /mempool?limit=N` (txids listed; the node's default is 1,000).
+    pub async fn mempool(&self, limit: Option<usize>) -> Result<MempoolJson, ClientError> {
+        let q: Vec<(&str, String)> = limit.map(|n| ("limit", n.to_string())).into_iter().collect();
+        self.call(&ops::MEMPOOL, &[], &q, None).await
+    }
+
+    /// `GET /metrics`: the Prometheus text.
+    pub async fn metrics(&self) -> Result<String, ClientError> {
+        self.call(&ops::METRICS, &[], &[], None).await
+    }
+
+    /// `GET /openapi.json`.
+    pub async fn openapi(&self) -> Result<serde_json::Value, ClientError> {
+        self.call(&ops::OPENAPI, &[], &[], None).await
+    }
+
+    /// `GET /apps/{kind}/state/{key}` (404 if the key is absent: [`ClientError::is_not_found`]).
+    pub async fn app_value(&self, kind: u8, key: &[u8]) -> Result<AppEntry, ClientError> {
+        let (kind, key) = (kind.to_string(), hex::encode(key));
+        self.call(&ops::APP_VALUE, &[&kind, &key], &[], None).await
+    }
+
+    /// `GET /apps/{kind}/state?prefix=&after=&limit=`.
+    pub async fn app_range(&self, kind: u8, range: &AppRange) -> Result<AppEntries, ClientError> {
+        let kind = kind.to_string();
+        let mut q = vec![("prefix", hex::encode(&range.prefix))];
+        if let Some(a) = &range.after {
+            q.push(("after", hex::encode(a)));
+        }
+        if let Some(n) = range.limit {
+            q.push(("limit", n.to_string()));
+        }
+        self.call(&ops::APP_RANGE, &[&kind], &q, None).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn base_urls_are_normalised_and_bad_ones_say_why() {
+        assert_eq!(parse_base("127.0.0.1:8645").unwrap(), "http://127.0.0.1:8645");
+        assert_eq!(parse_base("https://node.example:1/").unwrap(), "https://node.example:1");
+        assert_eq!(parse_base(" http://h:2/api/ ").unwrap(), "http://h:2/api");
+        for (input, why) in [
+            ("", "empty"),
+            ("ftp://h:1", "scheme \"ftp\""),
+            ("http://", "empty host"),
+            ("http://h:99999", "invalid port"),
+            ("h:1/?x=1", "no query"),
+        ] {
+            let e = parse_base(input).unwrap_err();
+            assert!(matches!(e, ClientError::BadUrl { .. }), "{input}: {e}");
+            assert!(e.to_string().contains(why), "{input}: {e}");
+        }
+    }
+
+    #[test]
+    fn tokens_come_from_a_string_or_the_first_line_of_a_file() {
+        assert!(matches!(ClientBuilder::new("h:1").token("  ").build(), Err(ClientError::BadToken(_))));
+        assert!(matches!(ClientBuilder::new("h:1").token("a b").build(), Err(ClientError::BadToken(_))));
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("api_token");
+        std::fs::write(&f, "s3cret\nignored\n").unwrap();
+        let c = ClientBuilder::new("h:1").token_file(&f).build().unwrap();
+        assert_eq!(c.token.as_deref(), Some("s3cret"));
+        std::fs::write(&f, "\n").unwrap();
+        let e = ClientBuilder::new("h:1").token_file(&f).build().unwrap_err();
+        assert!(e.to_string().contains("the first line is empty"), "{e}");
+        let missing = dir.path().join("none");
+        let e = ClientBuilder::new("h:1").token_file(&missing).build().unwrap_err();
+        assert!(matches!(e, ClientError::TokenFile { .. }) && e.to_string().contains("none"), "{e}");
+        std::fs::write(&f, "x".repeat(5000)).unwrap();
+        let e = ClientBuilder::new("h:1").token_file(&f).build().unwrap_err();
+        assert!(e.to_string().contains("5000 bytes"), "{e}");
+    }
+}

@@ -1,0 +1,161 @@
+//! The client's typed errors against a stand-in server with canned answers: the node's JSON
+//! error (with the 401 hint), an error page that is not JSON, an answer that does not parse
+//! (naming the field), a verdict count that does not match, a time-out, an unreachable
+//! address; the bearer token goes with writes only; the blocking face gives the same answers.
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::json;
+
+use scalechain_client::ops::Method;
+use scalechain_client::types::BlockId;
+use scalechain_client::{Client, ClientError};
+use scalechain_types::Tx;
+
+const HASH: &str = "abababababababababababababababababababababababababababababababab";
+
+fn status_json() -> serde_json::Value {
+    json!({
+        "chain_id": HASH, "role": "miner", "peer_id": "p", "listen": [], "height": 7, "tip": HASH,
+        "mempool_txs": 0, "mempool_bytes": 0, "peers": 1, "orphans": 0, "uptime_s": 1.5
+    })
+}
+
+/// Serves canned answers on 127.0.0.1; returns `host:port`.
+async fn serve() -> String {
+    let app = Router::new()
+        .route("/status", get(|| async { Json(status_json()) }))
+        .route("/tip", get(|| async { Json(json!({"height": "seven", "hash": HASH})) }))
+        .route(
+            "/blocks/{id}",
+            get(|| async {
+                (
+                    StatusCode::NOT_FOUND,
+                    Json(json!({"error": "not-found", "message": "no block at height 9"})),
+                )
+            }),
+        )
+        .route("/mempool", get(|| async { (StatusCode::BAD_GATEWAY, "<html>bad gateway</html>") }))
+        .route(
+            "/peers",
+            get(|| async {
+                tokio::time::sleep(Duration::from_secs(3)).await;
+                Json(json!([]))
+            }),
+        )
+        .route(
+            "/metrics",
+            get(|headers: HeaderMap| async move {
+                // Reads carry no token.
+                format!("authorization {}", headers.contains_key("authorization"))
+            }),
+        )
+        .route(
+            "/txs",
+            post(|headers: HeaderMap| async move {
+                if headers.get("authorization").and_then(|v| v.to_str().ok()) != Some("Bearer t0k") {
+                    let body = json!({"error": "unauthorized", "message": "this endpoint needs a token"});
+                    return (StatusCode::UNAUTHORIZED, Json(body));
+                }
+                let one = json!({"txid": HASH, "accepted": true, "reason": null, "detail": null});
+                (StatusCode::OK, Json(json!({"accepted": 1, "results": [one]})))
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    addr
+}
+
+#[tokio::test]
+async fn every_failure_is_a_typed_error_naming_the_request() {
+    let addr = serve().await;
+    let c = Client::builder(addr.as_str()).token("t0k").timeout(Duration::from_millis(400)).build().unwrap();
+    assert_eq!(c.base(), format!("http://{addr}"));
+    assert_eq!(c.status().await.unwrap().height, 7);
+
+    // An answer that does not parse: the field and the URL.
+    match c.tip().await.unwrap_err() {
+        ClientError::BadResponse { method, url, detail } => {
+            assert_eq!((method, url.as_str()), (Method::Get, format!("http://{addr}/tip").as_str()));
+            assert!(detail.starts_with("height: invalid type"), "{detail}");
+        }
+        other => panic!("{other}"),
+    }
+    // The node's JSON error.
+    let e = c.block(BlockId::Height(9)).await.unwrap_err();
+    match &e {
+        ClientError::Api { method: Method::Get, status: 404, code, message, url } => {
+            assert_eq!((code.as_str(), message.as_str()), ("not-found", "no block at height 9"));
+            assert!(url.ends_with("/blocks/9"), "{url}");
+        }
+        other => panic!("{other}"),
+    }
+    assert!(e.is_not_found() && !e.is_connection());
+    assert_eq!(
+        e.to_string(),
+        format!("GET http://{addr}/blocks/9: HTTP 404 not-found: no block at height 9")
+    );
+    // An error page that is not the API's JSON error: its text.
+    match c.mempool(None).await.unwrap_err() {
+        ClientError::Api { status: 502, code, message, .. } => {
+            assert_eq!((code.as_str(), message.as_str()), ("", "<html>bad gateway</html>"));
+        }
+        other => panic!("{other}"),
+    }
+    // A time-out.
+    match c.peers().await.unwrap_err() {
+        ClientError::Timeout { method: Method::Get, url, after } => {
+            assert!(url.ends_with("/peers"));
+            assert_eq!(after, Duration::from_millis(400));
+        }
+        other => panic!("{other}"),
+    }
+    // Writes carry the token, reads do not; the verdicts are checked against what was sent.
+    assert_eq!(c.metrics().await.unwrap(), "authorization false");
+    let one = Tx::coinbase(1, vec![]);
+    assert_eq!(c.submit(std::slice::from_ref(&one)).await.unwrap().accepted, 1);
+    match c.submit(&[one.clone(), Tx::coinbase(2, vec![])]).await.unwrap_err() {
+        ClientError::BadResponse { method: Method::Post, detail, .. } => {
+            assert_eq!(detail, "1 verdicts for 2 transactions")
+        }
+        other => panic!("{other}"),
+    }
+    let no_token = Client::new(&addr).unwrap();
+    let e = no_token.submit(std::slice::from_ref(&one)).await.unwrap_err();
+    assert_eq!(e.status(), Some(401));
+    assert!(e.to_string().ends_with("this endpoint needs a token (pass --token or --token-file; the node keeps its token in DATA_DIR/api_token)"), "{e}");
+}
+
+#[tokio::test]
+async fn an_address_where_nothing_listens_is_unreachable() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let c = Client::new(&format!("127.0.0.1:{port}")).unwrap();
+    let e = c.status().await.unwrap_err();
+    assert!(matches!(e, ClientError::Unreachable { method: Method::Get, .. }), "{e}");
+    assert!(e.is_connection());
+    let text = e.to_string();
+    assert!(
+        text.starts_with(&format!("the node's API at http://127.0.0.1:{port}/status is unreachable: ")),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_blocking_client_gives_the_same_answers() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let addr = rt.block_on(serve());
+    let c = scalechain_client::blocking::Client::new(&addr).unwrap();
+    assert_eq!(c.status().unwrap().height, 7);
+    assert!(c.block(BlockId::Height(9)).unwrap_err().is_not_found());
+    assert!(matches!(c.tip().unwrap_err(), ClientError::BadResponse { .. }));
+    let e = scalechain_client::blocking::Client::new("ftp://x").unwrap_err();
+    assert!(matches!(e, ClientError::BadUrl { .. }), "{e}");
+}

@@ -1,0 +1,361 @@
+//! What a load run reports: confirmed TPS and latency percentiles from the accepted and
+//! confirmed transactions, CPU use from `/proc`, and devnet's summary as text and as one JSON
+//! object (its keys are read by scripts and tests: `nodes`, `sent`, `confirmed`, `tps`,
+//! `latency_ms`, `converged`, `offered_tps`, `duration_s`, `refused`, `cpu`).
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use serde_json::json;
+
+use scalechain_types::Hash;
+
+/// The value at quantile `q` (0 to 1) of `sorted` (nearest rank; 0 for no values).
+pub fn percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * q.clamp(0.0, 1.0)).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+/// Latency percentiles, in milliseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Latency {
+    /// Median.
+    pub p50: f64,
+    /// 95th percentile.
+    pub p95: f64,
+    /// 99th percentile.
+    pub p99: f64,
+}
+
+/// What the chain confirmed of a load.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Confirmed {
+    /// Transactions confirmed.
+    pub count: usize,
+    /// Seconds from the offer's start to the last confirming block.
+    pub span_s: f64,
+    /// `count / span_s`.
+    pub tps: f64,
+    /// From acceptance to the block that confirmed each.
+    pub latency: Latency,
+}
+
+/// Confirmed TPS and latency: `accepted` maps each accepted transaction to when it was
+/// accepted, `confirmed` lists the confirmed ones with when their block was first seen (same
+/// clock), `start` is when the offer began.
+pub fn confirmed(
+    accepted: &HashMap<Hash, Duration>,
+    confirmed: &[(Hash, Duration)],
+    start: Duration,
+) -> Confirmed {
+    let mut lat: Vec<f64> = confirmed
+        .iter()
+        .filter_map(|(id, when)| accepted.get(id).map(|a| when.saturating_sub(*a).as_secs_f64() * 1000.0))
+        .collect();
+    lat.sort_by(f64::total_cmp);
+    let last = confirmed.iter().map(|(_, w)| *w).max().unwrap_or(start);
+    let span_s = last.saturating_sub(start).as_secs_f64().max(1e-9);
+    Confirmed {
+        count: confirmed.len(),
+        span_s,
+        tps: confirmed.len() as f64 / span_s,
+        latency: Latency {
+            p50: percentile(&lat, 0.5),
+            p95: percentile(&lat, 0.95),
+            p99: percentile(&lat, 0.99),
+        },
+    }
+}
+
+/// CPU time of processes, from `/proc` (Linux; elsewhere every figure is zero).
+pub mod cpu {
+    /// (name, CPU seconds) per process.
+    pub type Sample = Vec<(String, f64)>;
+
+    /// User + system CPU seconds in the text of a `/proc/<pid>/stat` file, at `ticks` clock
+    /// ticks per second (`None` if it does not parse).
+    pub fn parse_stat(stat: &str, ticks: u64) -> Option<f64> {
+        // Fields after the command name (which may hold spaces and parentheses): state is the
+        // first, utime the 12th and stime the 13th (proc(5) fields 14 and 15).
+        let rest = stat.get(stat.rfind(')')? + 1..)?;
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let used = f.get(11)?.parse::<u64>().ok()?.checked_add(f.get(12)?.parse::<u64>().ok()?)?;
+        (ticks > 0).then(|| used as f64 / ticks as f64)
+    }
+
+    /// CPU seconds of `pid` (`self` for this process).
+    fn seconds(pid: &str) -> Option<f64> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        parse_stat(&stat, rustix::param::clock_ticks_per_second())
+    }
+
+    /// Samples each process of `pids` and this one, as `me`.
+    pub fn sample(pids: &[(String, u32)], me: &str) -> Sample {
+        pids.iter()
+            .map(|(n, p)| (n.clone(), seconds(&p.to_string()).unwrap_or(0.0)))
+            .chain(std::iter::once((me.to_string(), seconds("self").unwrap_or(0.0))))
+            .collect()
+    }
+
+    /// CPU use between two samples.
+    #[derive(Clone, Debug, Default, PartialEq)]
+    pub struct Usage {
+        /// CPU seconds per process.
+        pub per_proc: Vec<(String, f64)>,
+        /// Cores kept busy on average (all processes).
+        pub cores: f64,
+        /// CPU microseconds (all processes) per confirmed transaction.
+        pub us_per_tx: f64,
+    }
+
+    /// The use from `a` to `b` (same processes, same order) over `window_s` seconds in which
+    /// `confirmed` transactions were confirmed.
+    pub fn usage(a: &Sample, b: &Sample, window_s: f64, confirmed: usize) -> Usage {
+        let per_proc: Vec<(String, f64)> =
+            a.iter().zip(b).map(|((n, x), (_, y))| (n.clone(), (y - x).max(0.0))).collect();
+        let total: f64 = per_proc.iter().map(|(_, s)| s).sum();
+        Usage {
+            cores: total / window_s.max(1e-9),
+            us_per_tx: if confirmed == 0 { 0.0 } else { total * 1e6 / confirmed as f64 },
+            per_proc,
+        }
+    }
+}
+
+/// One node at the end of a run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeEnd {
+    /// Its name.
+    pub name: String,
+    /// Tip height.
+    pub height: u64,
+    /// Tip hash.
+    pub tip: Hash,
+    /// Transactions in its mempool.
+    pub mempool_txs: usize,
+}
+
+/// Devnet's summary.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Summary {
+    /// Peer processes.
+    pub peers: usize,
+    /// Miner processes.
+    pub miners: usize,
+    /// Seconds of load asked for.
+    pub duration_s: u64,
+    /// Transactions per second offered.
+    pub offered_tps: u64,
+    /// Seconds the offer took.
+    pub offer_took_s: f64,
+    /// Each peer and miner at the end.
+    pub nodes: Vec<NodeEnd>,
+    /// Transactions an API accepted.
+    pub sent: usize,
+    /// Refused transactions by reason.
+    pub refused: BTreeMap<String, u64>,
+    /// What the chain confirmed.
+    pub confirmed: Confirmed,
+    /// CPU from the first submission to convergence.
+    pub cpu: cpu::Usage,
+    /// That window, in seconds.
+    pub window_s: f64,
+    /// Did the nodes converge?
+    pub converged: bool,
+}
+
+/// `x` rounded to `1 / per` (`per` = 10: one decimal).
+fn round_to(x: f64, per: f64) -> f64 {
+    (x * per).round() / per
+}
+
+impl Summary {
+    /// The text devnet prints on standard error.
+    pub fn text(&self) -> String {
+        let mut t = String::new();
+        let c = &self.confirmed;
+        let _ = writeln!(
+            t,
+            "devnet summary ({} peers, {} miners, {} s at {} tx/s offered; offer took {:.1} s)",
+            self.peers, self.miners, self.duration_s, self.offered_tps, self.offer_took_s
+        );
+        for n in &self.nodes {
+            let _ = writeln!(
+                t,
+                "  {:<10} height {:>5}  tip {}  mempool {}",
+                n.name, n.height, n.tip, n.mempool_txs
+            );
+        }
+        let _ = writeln!(t, "  sent (accepted by the API) {}  refused {:?}", self.sent, self.refused);
+        let _ = writeln!(t, "  confirmed {}  in {:.1} s  = {:.0} TPS", c.count, c.span_s, c.tps);
+        let _ = writeln!(
+            t,
+            "  latency ms  p50 {:.0}  p95 {:.0}  p99 {:.0}",
+            c.latency.p50, c.latency.p95, c.latency.p99
+        );
+        let _ = writeln!(
+            t,
+            "  CPU over {:.1} s: {:.2} cores busy, {:.0} µs per confirmed tx ({})",
+            self.window_s,
+            self.cpu.cores,
+            self.cpu.us_per_tx,
+            self.cpu.per_proc.iter().map(|(n, s)| format!("{n} {s:.1} s")).collect::<Vec<_>>().join(", ")
+        );
+        let _ = writeln!(t, "  converged: {}", self.converged);
+        t
+    }
+
+    /// The JSON object devnet prints as its last line with `--json`.
+    pub fn json(&self) -> serde_json::Value {
+        let c = &self.confirmed;
+        let seconds: serde_json::Map<String, serde_json::Value> =
+            self.cpu.per_proc.iter().map(|(n, s)| (n.clone(), json!(round_to(*s, 100.0)))).collect();
+        json!({
+            "nodes": self.nodes.iter().map(|n| json!({"name": n.name, "tip_hash": n.tip, "height": n.height})).collect::<Vec<_>>(),
+            "sent": self.sent,
+            "confirmed": c.count,
+            "tps": round_to(c.tps, 10.0),
+            "latency_ms": {"p50": c.latency.p50.round(), "p95": c.latency.p95.round(), "p99": c.latency.p99.round()},
+            "converged": self.converged,
+            "offered_tps": self.offered_tps,
+            "duration_s": self.duration_s,
+            "refused": self.refused,
+            "cpu": {
+                "window_s": round_to(self.window_s, 10.0),
+                "cores_busy": round_to(self.cpu.cores, 100.0),
+                "us_per_confirmed_tx": self.cpu.us_per_tx.round(),
+                "seconds": seconds,
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn percentiles_take_the_nearest_rank() {
+        let v: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!((percentile(&v, 0.5), percentile(&v, 0.95), percentile(&v, 0.99)), (51.0, 95.0, 99.0));
+        assert_eq!((percentile(&v, 0.0), percentile(&v, 1.0), percentile(&v, 7.0)), (1.0, 100.0, 100.0));
+        assert_eq!(percentile(&[], 0.5), 0.0);
+        assert_eq!(percentile(&[3.0], 0.99), 3.0);
+    }
+
+    #[test]
+    fn confirmed_tps_and_latency_run_from_acceptance_to_the_block() {
+        let ms = Duration::from_millis;
+        let h = |b: u8| Hash([b; 32]);
+        let accepted: HashMap<Hash, Duration> =
+            [(h(1), ms(1_100)), (h(2), ms(1_200)), (h(3), ms(1_300))].into();
+        // Offer from 1 s; blocks first seen at 2 s (1, 2) and 3 s (3).
+        let c = confirmed(&accepted, &[(h(1), ms(2_000)), (h(2), ms(2_000)), (h(3), ms(3_000))], ms(1_000));
+        assert_eq!(c.count, 3);
+        assert!((c.span_s - 2.0).abs() < 1e-9 && (c.tps - 1.5).abs() < 1e-9, "{c:?}");
+        // Latencies 900, 800 and 1,700 ms.
+        assert_eq!(c.latency, Latency { p50: 900.0, p95: 1_700.0, p99: 1_700.0 });
+        let none = confirmed(&accepted, &[], ms(1_000));
+        assert_eq!((none.count, none.tps, none.latency), (0, 0.0, Latency::default()));
+    }
+
+    #[test]
+    fn cpu_seconds_come_from_proc_stat_fields_14_and_15() {
+        // A command name with spaces and parentheses; utime 250, stime 50 ticks.
+        let stat =
+            "4242 (scale (chain) node) S 1 4242 4242 0 -1 4194560 1234 0 0 0 250 50 0 0 20 0 9 0 100 0 0";
+        assert_eq!(cpu::parse_stat(stat, 100), Some(3.0));
+        assert_eq!(cpu::parse_stat("4242 (x) S 1 2", 100), None, "too few fields");
+        assert_eq!(cpu::parse_stat("garbage", 100), None);
+        assert_eq!(cpu::parse_stat(stat, 0), None);
+        let me = cpu::sample(&[("gone".into(), u32::MAX)], "devnet");
+        assert_eq!(me[0], ("gone".to_string(), 0.0), "an unreadable process counts zero");
+        assert_eq!(me[1].0, "devnet");
+        let a = vec![("n".to_string(), 1.0), ("devnet".to_string(), 0.5)];
+        let b = vec![("n".to_string(), 3.0), ("devnet".to_string(), 1.5)];
+        let u = cpu::usage(&a, &b, 2.0, 1_000);
+        assert_eq!(u.per_proc, vec![("n".to_string(), 2.0), ("devnet".to_string(), 1.0)]);
+        assert!((u.cores - 1.5).abs() < 1e-9 && (u.us_per_tx - 3_000.0).abs() < 1e-9, "{u:?}");
+        assert_eq!(cpu::usage(&a, &b, 2.0, 0).us_per_tx, 0.0);
+    }
+
+    fn summary() -> Summary {
+        Summary {
+            peers: 1,
+            miners: 1,
+            duration_s: 4,
+            offered_tps: 150,
+            offer_took_s: 4.04,
+            nodes: vec![
+                NodeEnd { name: "peer0".into(), height: 9, tip: Hash([0xab; 32]), mempool_txs: 0 },
+                NodeEnd { name: "miner0".into(), height: 9, tip: Hash([0xab; 32]), mempool_txs: 0 },
+            ],
+            sent: 600,
+            refused: BTreeMap::from([("low-fee".to_string(), 2)]),
+            confirmed: Confirmed {
+                count: 600,
+                span_s: 5.03,
+                tps: 119.28,
+                latency: Latency { p50: 812.4, p95: 1490.6, p99: 1602.0 },
+            },
+            cpu: cpu::Usage {
+                per_proc: vec![("bootstrap".into(), 0.123), ("peer0".into(), 2.456), ("devnet".into(), 0.5)],
+                cores: 0.6123,
+                us_per_tx: 5131.6,
+            },
+            window_s: 5.04,
+            converged: true,
+        }
+    }
+
+    #[test]
+    fn the_summary_text_and_json_keep_their_lines_and_keys() {
+        let s = summary();
+        let tip = "ab".repeat(32);
+        assert_eq!(
+            s.text(),
+            format!(
+                "devnet summary (1 peers, 1 miners, 4 s at 150 tx/s offered; offer took 4.0 s)\n\
+                 \x20 peer0      height     9  tip {tip}  mempool 0\n\
+                 \x20 miner0     height     9  tip {tip}  mempool 0\n\
+                 \x20 sent (accepted by the API) 600  refused {{\"low-fee\": 2}}\n\
+                 \x20 confirmed 600  in 5.0 s  = 119 TPS\n\
+                 \x20 latency ms  p50 812  p95 1491  p99 1602\n\
+                 \x20 CPU over 5.0 s: 0.61 cores busy, 5132 µs per confirmed tx (bootstrap 0.1 s, peer0 2.5 s, devnet 0.5 s)\n\
+                 \x20 converged: true\n"
+            )
+        );
+        let j = s.json();
+        let keys: Vec<&String> = j.as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            [
+                "confirmed",
+                "converged",
+                "cpu",
+                "duration_s",
+                "latency_ms",
+                "nodes",
+                "offered_tps",
+                "refused",
+                "sent",
+                "tps"
+            ]
+        );
+        assert_eq!(j["nodes"][1], json!({"name": "miner0", "tip_hash": tip, "height": 9}));
+        assert_eq!(j["tps"], json!(119.3));
+        assert_eq!(j["latency_ms"], json!({"p50": 812.0, "p95": 1491.0, "p99": 1602.0}));
+        assert_eq!(j["refused"], json!({"low-fee": 2}));
+        assert_eq!(j["cpu"]["seconds"], json!({"bootstrap": 0.12, "peer0": 2.46, "devnet": 0.5}));
+        assert_eq!(
+            (j["cpu"]["cores_busy"].clone(), j["cpu"]["us_per_confirmed_tx"].clone()),
+            (json!(0.61), json!(5132.0))
+        );
+        assert_eq!(j["cpu"]["window_s"], json!(5.0));
+    }
+}
