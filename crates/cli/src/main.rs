@@ -196,12 +196,41 @@ fn verify_config(mode: VerifyMode) -> Result<VerifyConfig, Fail> {
     Ok(VerifyConfig::parallel(seed).with_mode(mode))
 }
 
+/// Opens the chain of a data directory for reading, creating nothing: the store in
+/// `DATA_DIR/chain` (every command's layout, a node's included), or, in a directory of the old
+/// layout (`simulate` and `chain import` once wrote the store directly into it), the directory
+/// itself.
 fn open(data_dir: &Path, mode: VerifyMode) -> Result<Chain<DiskStore>, Fail> {
     if !data_dir.exists() {
         return Err(Fail(2, format!("data directory {} does not exist", data_dir.display())));
     }
-    let store = DiskStore::open(data_dir)?;
+    let store_dir = [data_dir.join("chain"), data_dir.to_path_buf()]
+        .into_iter()
+        .find(|d| DiskStore::exists(d))
+        .ok_or_else(|| {
+            Fail(
+                2,
+                format!(
+                    "data directory {} holds no chain (its store would be {}); run `scalechain simulate` or \
+                     `chain import` into it, or point at a node's data directory",
+                    data_dir.display(),
+                    data_dir.join("chain").display()
+                ),
+            )
+        })?;
+    let store = DiskStore::open(&store_dir)?;
     Ok(Chain::open(store, Apps::none(), verify_config(mode)?)?)
+}
+
+/// The store of a data directory for a command that writes it: `DATA_DIR/chain`, created if
+/// needed, after moving a store of the old layout (directly in `DATA_DIR`) into it.
+fn writable_store(data_dir: &Path) -> Result<DiskStore, Fail> {
+    std::fs::create_dir_all(data_dir).map_err(|e| io_fail("cannot create", data_dir, e))?;
+    let store_dir = data_dir.join("chain");
+    if DiskStore::relocate(data_dir, &store_dir)? {
+        eprintln!("moved the store of {} into {}", data_dir.display(), store_dir.display());
+    }
+    Ok(DiskStore::open(&store_dir)?)
 }
 
 fn main() -> ExitCode {
@@ -253,8 +282,7 @@ fn simulate(
     mode: VerifyMode,
 ) -> Result<(), Fail> {
     let params = Params::devnet(hash, sig);
-    std::fs::create_dir_all(dir).map_err(|e| io_fail("cannot create", dir, e))?;
-    let store = DiskStore::open(dir)?;
+    let store = writable_store(dir)?;
     let mut chain = Chain::open_or_init(store, &params, Apps::none(), verify_config(mode)?)?;
     if chain.tip_height() > 0 {
         return Err(Fail(
@@ -390,8 +418,7 @@ fn export(
 fn import(dir: &Path, file: &Path) -> Result<(), Fail> {
     let text = std::fs::read_to_string(file).map_err(|e| io_fail("cannot read", file, e))?;
     let (params, blocks) = parse_chain_json(&text).map_err(|e| Fail(1, e.to_string()))?;
-    std::fs::create_dir_all(dir).map_err(|e| io_fail("cannot create", dir, e))?;
-    let store = DiskStore::open(dir)?;
+    let store = writable_store(dir)?;
     let mut chain = Chain::open_or_init(store, &params, Apps::none(), verify_config(VerifyMode::Parallel)?)?;
     let start = Instant::now();
     let (mut connected, mut known, mut side, mut txs) = (0u64, 0u64, 0u64, 0u64);

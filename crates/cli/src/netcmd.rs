@@ -36,9 +36,22 @@ pub struct NodeArgs {
     /// Rebuild the chain state from the stored blocks before starting.
     #[arg(long)]
     reindex: bool,
-    /// Print the default configuration as TOML and exit.
+    /// Print the configuration in effect (the defaults, the file's settings and these flags)
+    /// as TOML and exit.
     #[arg(long)]
     print_config: bool,
+    /// Log lines as `text` (coloured only on a terminal) or `json` (one object per line).
+    #[arg(long, value_enum, default_value = "text")]
+    log_format: LogFormat,
+}
+
+/// How the node writes its log (to standard error).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines; ANSI colours only when standard error is a terminal.
+    Text,
+    /// One JSON object per line (`timestamp`, `level`, `target`, `fields`).
+    Json,
 }
 
 /// The node's application modules: the voting application.
@@ -81,19 +94,27 @@ pub fn config(a: &NodeArgs) -> Result<NodeConfig, Fail> {
 
 /// Runs `scalechain node`.
 pub fn node(a: NodeArgs) -> Result<(), Fail> {
+    let cfg = config(&a)?;
     if a.print_config {
-        print!("{}", NodeConfig::default_toml());
+        print!("{}", cfg.to_toml());
         return Ok(());
     }
-    let cfg = config(&a)?;
-    init_logs();
+    init_logs(a.log_format);
     let rt = tokio::runtime::Runtime::new().map_err(|e| Fail(2, format!("starting the runtime: {e}")))?;
     rt.block_on(scalechain_node::run(cfg, apps(), a.reindex, std::future::pending()))
         .map_err(|e| Fail(2, e.to_string()))
 }
 
-fn init_logs() {
+/// The log filter: `SCALECHAIN_LOG`, else `RUST_LOG`, else `info,libp2p=warn` (the syntax of
+/// `tracing_subscriber::EnvFilter`: `debug`, `info,scalechain_p2p=debug`, …).
+fn init_logs(format: LogFormat) {
+    use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_env("SCALECHAIN_LOG")
+        .or_else(|_| tracing_subscriber::EnvFilter::try_from_default_env())
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,libp2p=warn"));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).try_init(),
+        LogFormat::Json => logs.json().try_init(),
+    };
 }

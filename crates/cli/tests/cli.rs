@@ -367,3 +367,120 @@ fn vote_demo_elects_correctly_and_refuses_every_invalid_ballot() {
     let o = bin().args(["vote", "demo", "--candidates", "0"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// Runs `scalechain node` with its standard error in a file until it logs that it listens, then
+/// stops it; the log.
+fn node_log(dir: &Path, extra: &[&str]) -> String {
+    std::fs::create_dir_all(dir).unwrap();
+    let log = dir.join("stderr.log");
+    let mut child = bin()
+        .args(["node", "--role", "peer", "--api", "off", "--data-dir"])
+        .arg(dir.join("data"))
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(&log).unwrap_or_default().contains("listening on") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no log line: {}",
+            std::fs::read_to_string(&log).unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+    let _ = child.wait();
+    std::fs::read_to_string(&log).unwrap()
+}
+
+#[test]
+fn node_logs_carry_no_colour_codes_off_a_terminal_and_json_on_request() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = node_log(&tmp.path().join("text"), &[]);
+    assert!(text.contains("listening on") && !text.contains('\u{1b}'), "{text:?}");
+    let json = node_log(&tmp.path().join("json"), &["--log-format", "json"]);
+    let lines: Vec<Value> = json.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(lines.iter().all(|l| l["level"].is_string() && l["timestamp"].is_string()), "{json}");
+    assert!(lines
+        .iter()
+        .any(|l| l["fields"]["message"].as_str().is_some_and(|m| m.contains("listening on"))));
+}
+
+#[test]
+fn print_config_prints_the_settings_in_effect() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("node.toml");
+    std::fs::write(&file, "[api]\nlisten = \"127.0.0.1:9999\"\n[mempool]\nmax_txs = 1234\n").unwrap();
+    let out = ok(&["node", "--print-config", "--config", file.to_str().unwrap(), "--miner-threads", "3"]);
+    let cfg: toml::Table = toml::from_str(&out).unwrap();
+    assert_eq!(cfg["api"]["listen"].as_str(), Some("127.0.0.1:9999"), "{out}");
+    assert_eq!(cfg["mempool"]["max_txs"].as_integer(), Some(1234), "{out}");
+    assert_eq!(cfg["miner"]["threads"].as_integer(), Some(3), "the flag wins: {out}");
+    // Without a file or flags: the defaults.
+    let out = ok(&["node", "--print-config"]);
+    assert!(out.contains("listen = \"127.0.0.1:8645\""), "{out}");
+}
+
+/// Every file under `dir`, relative, sorted.
+fn tree(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p.clone());
+            }
+            out.push(p.strip_prefix(dir).unwrap().display().to_string());
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn every_command_uses_one_data_directory_layout_and_reads_create_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().join("d");
+    // simulate writes the node's layout: the store in DATA_DIR/chain.
+    simulate(&d, 3, 5, &[]);
+    assert!(d.join("chain").is_dir(), "{:?}", tree(&d));
+    let i = info(&d);
+    assert_eq!(i["tip_height"], 3);
+    let tip = i["tip_hash"].as_str().unwrap().to_string();
+    // A node on that directory serves that chain (no second genesis, no second store).
+    {
+        use scalechain_client::launcher::{Launcher, NodeSpec, Role};
+        let mut net = Launcher::with_base(env!("CARGO_BIN_EXE_scalechain"), tmp.path()).unwrap();
+        let node = net.start(NodeSpec::new("d", Role::Peer)).unwrap();
+        let status = node.blocking_client().unwrap().status().unwrap();
+        assert_eq!((status.height, status.tip.to_string()), (3, tip));
+    }
+    // A read-only command on a directory without a chain says so and creates nothing.
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = run(&["chain", "info", "--data-dir", empty.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("holds no chain"));
+    assert!(tree(&empty).is_empty(), "left behind: {:?}", tree(&empty));
+    // A directory of the old layout (the store directly in it) is read where it is, and moved
+    // into DATA_DIR/chain by the first command that writes.
+    let old = tmp.path().join("old");
+    std::fs::rename(d.join("chain"), &old).unwrap();
+    let before = tree(&old);
+    assert_eq!(info(&old)["tip_height"], 3);
+    let after: Vec<String> = tree(&old).into_iter().filter(|f| !f.ends_with(".jnl")).collect();
+    assert_eq!(
+        after,
+        before.into_iter().filter(|f| !f.ends_with(".jnl")).collect::<Vec<_>>(),
+        "chain info moved nothing"
+    );
+    let file = tmp.path().join("old.json");
+    export(&old, &file);
+    ok(&["chain", "import", "--data-dir", old.to_str().unwrap(), file.to_str().unwrap()]);
+    assert!(old.join("chain/version").is_file() && !old.join("version").exists(), "{:?}", tree(&old));
+    assert_eq!(info(&old)["tip_height"], 3);
+    ok(&["chain", "verify", "--data-dir", old.to_str().unwrap()]);
+}

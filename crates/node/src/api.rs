@@ -112,11 +112,18 @@ fn segment(p: Result<Path<String>, PathRejection>, what: &str) -> Result<String,
     p.map(|Path(s)| s).map_err(|e| ApiError::bad(format!("{what}: {}", e.body_text())))
 }
 
+/// A digest: exactly 64 lowercase hex digits (`docs/PROTOCOL.md` §1.2: parsers reject
+/// uppercase).
 fn parse_hash(what: &str, s: &str) -> Result<Hash, ApiError> {
-    let mut out = [0u8; 32];
-    hex::decode_to_slice(s, &mut out)
-        .map_err(|_| ApiError::bad(format!("{what}: {s:?} is not 64 hex digits")))?;
-    Ok(Hash(out))
+    s.parse().map_err(|_| ApiError::bad(format!("{what}: {s:?} is not 64 lowercase hex digits")))
+}
+
+/// Bytes written as lowercase hex (every hex string of the API is lowercase, as digests are).
+pub(crate) fn lower_hex(what: &str, s: &str) -> Result<Vec<u8>, String> {
+    if let Some(i) = s.bytes().position(|b| b.is_ascii_uppercase()) {
+        return Err(format!("{what}: uppercase hex digit at {i}; hex is lowercase"));
+    }
+    hex::decode(s).map_err(|e| format!("{what}: not hex: {e}"))
 }
 
 /// The OpenAPI document.
@@ -243,9 +250,9 @@ fn parse_block_id(id: &str) -> Result<BlockId, ApiError> {
     if id.len() == 64 {
         return parse_hash("block hash", id).map(BlockId::Hash);
     }
-    id.parse()
-        .map(BlockId::Height)
-        .map_err(|_| ApiError::bad(format!("block id {id:?} is neither a height nor 64 hex digits")))
+    id.parse().map(BlockId::Height).map_err(|_| {
+        ApiError::bad(format!("block id {id:?} is neither a height nor 64 lowercase hex digits"))
+    })
 }
 
 fn find_block(s: &ApiState, id: BlockId) -> Result<scalechain_types::Block, ApiError> {
@@ -265,7 +272,7 @@ fn find_block(s: &ApiState, id: BlockId) -> Result<scalechain_types::Block, ApiE
 }
 
 /// A block by height or hash.
-#[utoipa::path(get, path = "/blocks/{id}", params(("id" = String, Path, description = "height (decimal) or block hash (64 hex digits)", pattern = r"^([0-9]{1,20}|[0-9a-fA-F]{64})$", example = "0")),
+#[utoipa::path(get, path = "/blocks/{id}", params(("id" = String, Path, description = "height (decimal) or block hash (64 lowercase hex digits)", pattern = r"^([0-9]{1,20}|[0-9a-f]{64})$", example = "0")),
     responses((status = 200, body = BlockJson), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn block(State(s): State<ApiState>, id: Result<Path<String>, PathRejection>) -> ApiResult<BlockJson> {
     s.shared.metrics.api_requests.add(1);
@@ -275,7 +282,7 @@ async fn block(State(s): State<ApiState>, id: Result<Path<String>, PathRejection
 }
 
 /// A block's txids.
-#[utoipa::path(get, path = "/blocks/{id}/txids", params(("id" = String, Path, description = "height (decimal) or block hash (64 hex digits)", pattern = r"^([0-9]{1,20}|[0-9a-fA-F]{64})$", example = "0")),
+#[utoipa::path(get, path = "/blocks/{id}/txids", params(("id" = String, Path, description = "height (decimal) or block hash (64 lowercase hex digits)", pattern = r"^([0-9]{1,20}|[0-9a-f]{64})$", example = "0")),
     responses((status = 200, body = BlockTxids), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn block_txids(
     State(s): State<ApiState>,
@@ -294,7 +301,7 @@ async fn block_txids(
 }
 
 /// A transaction from the mempool or the main chain.
-#[utoipa::path(get, path = "/txs/{txid}", params(("txid" = String, Path, description = "64 hex digits", pattern = r"^[0-9a-fA-F]{64}$")),
+#[utoipa::path(get, path = "/txs/{txid}", params(("txid" = String, Path, description = "64 lowercase hex digits", pattern = r"^[0-9a-f]{64}$")),
     responses((status = 200, body = TxStatus), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn tx(State(s): State<ApiState>, id: Result<Path<String>, PathRejection>) -> ApiResult<TxStatus> {
     s.shared.metrics.api_requests.add(1);
@@ -364,9 +371,7 @@ async fn submit(
     let mut results: Vec<Option<TxResult>> = Vec::with_capacity(req.txs.len());
     let mut txs = Vec::new();
     for (i, h) in req.txs.iter().enumerate() {
-        let decoded = hex::decode(h)
-            .map_err(|e| format!("not hex: {e}"))
-            .and_then(|b| Tx::decode(&b).map_err(|e| e.to_string()));
+        let decoded = lower_hex("encoding", h).and_then(|b| Tx::decode(&b).map_err(|e| e.to_string()));
         match decoded {
             Ok(t) => {
                 txs.push(t);
@@ -423,7 +428,7 @@ async fn submit(
 
 /// Unspent outputs of an address (bech32m) or a pubkey hash (64 hex digits), in outpoint order,
 /// through the chain's owner index (cost: the owner's outputs, not the UTXO set).
-#[utoipa::path(get, path = "/utxos/{owner}", params(("owner" = String, Path, description = "devnet address (bech32m, `scdev1…`) or pubkey hash (64 hex digits)", pattern = r"^([0-9a-fA-F]{64}|scdev1[02-9ac-hj-np-z]{6,})$"), ("limit" = Option<u32>, Query, description = "most outputs returned (default 1000)", minimum = 0, maximum = 100000)),
+#[utoipa::path(get, path = "/utxos/{owner}", params(("owner" = String, Path, description = "devnet address (bech32m, `scdev1…`) or pubkey hash (64 lowercase hex digits)", pattern = r"^([0-9a-f]{64}|scdev1[02-9ac-hj-np-z]{6,})$"), ("limit" = Option<u32>, Query, description = "most outputs returned (default 1000)", minimum = 0, maximum = 100000)),
     responses((status = 200, body = [UtxoJson]), (status = 400, body = ErrorBody)))]
 async fn utxos(
     State(s): State<ApiState>,
@@ -433,8 +438,10 @@ async fn utxos(
     s.shared.metrics.api_requests.add(1);
     let owner = segment(owner, "owner")?;
     let n = limit(q, 1000, 100_000)?;
+    // A pubkey hash is 64 lowercase hex digits (uppercase is refused, as for every digest);
+    // anything else must be a devnet address.
     let pkh = if owner.len() == 64 && owner.bytes().all(|b| b.is_ascii_hexdigit()) {
-        parse_hash("pubkey hash", &owner)?
+        parse_hash("owner (pubkey hash)", &owner)?
     } else {
         parse_address(&owner, &AddressHrp::devnet())
             .map_err(|e| {

@@ -80,7 +80,7 @@ fn parse_key(what: &str, s: &str) -> Result<Vec<u8>, ApiError> {
     if s.len() > 2 * MAX_KEY_BYTES {
         return Err(ApiError::bad(format!("{what}: longer than {MAX_KEY_BYTES} bytes")));
     }
-    hex::decode(s).map_err(|_| ApiError::bad(format!("{what}: {s:?} is not hex")))
+    super::lower_hex(what, s).map_err(ApiError::bad)
 }
 
 fn full(kind: u8, key: &[u8]) -> Vec<u8> {
@@ -92,7 +92,7 @@ fn full(kind: u8, key: &[u8]) -> Vec<u8> {
 
 /// One application state value.
 #[utoipa::path(get, path = "/apps/{kind}/state/{key}",
-    params(("kind" = u8, Path, minimum = 2, description = "the module's transaction kind"), ("key" = String, Path, pattern = "^([0-9a-fA-F]{2}){0,256}$", description = "key inside the module's namespace, hex")),
+    params(("kind" = u8, Path, minimum = 2, description = "the module's transaction kind"), ("key" = String, Path, pattern = "^([0-9a-f]{2}){0,256}$", description = "key inside the module's namespace, hex")),
     responses((status = 200, body = AppEntry), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub(super) async fn value(
     State(s): State<ApiState>,
@@ -112,8 +112,8 @@ pub(super) async fn value(
 /// Application state entries by key prefix, in key order, paged.
 #[utoipa::path(get, path = "/apps/{kind}/state",
     params(("kind" = u8, Path, minimum = 2, description = "the module's transaction kind"),
-        ("prefix" = Option<String>, Query, pattern = "^([0-9a-fA-F]{2}){0,256}$", description = "key prefix, hex (default: all)"),
-        ("after" = Option<String>, Query, pattern = "^([0-9a-fA-F]{2}){0,256}$", description = "start after this key, hex"),
+        ("prefix" = Option<String>, Query, pattern = "^([0-9a-f]{2}){0,256}$", description = "key prefix, hex (default: all)"),
+        ("after" = Option<String>, Query, pattern = "^([0-9a-f]{2}){0,256}$", description = "start after this key, hex"),
         ("limit" = Option<u64>, Query, maximum = 1000, description = "most entries (default 100, at most 1000)")),
     responses((status = 200, body = AppEntries), (status = 400, body = ErrorBody)))]
 pub(super) async fn range(

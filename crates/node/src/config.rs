@@ -267,7 +267,12 @@ impl NodeConfig {
 
     /// The defaults as TOML.
     pub fn default_toml() -> String {
-        toml::to_string_pretty(&NodeConfig::default()).unwrap_or_default()
+        NodeConfig::default().to_toml()
+    }
+
+    /// These settings as TOML (what `from_toml` reads back).
+    pub fn to_toml(&self) -> String {
+        toml::to_string_pretty(self).unwrap_or_default()
     }
 
     /// The API address, or `None` when the API is off.

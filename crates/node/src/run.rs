@@ -111,6 +111,11 @@ pub fn params_of(cfg: &NodeConfig) -> Params {
 /// stored blocks (re-verifying every block from genesis).
 pub fn open_chain(cfg: &NodeConfig, apps: Apps, reindex: bool) -> Result<Chain<DiskStore>, NodeError> {
     let dir = cfg.data_dir.join("chain");
+    // A data directory of the old layout (the store directly in it, as `simulate` and `chain
+    // import` once wrote it) moves to the one every command uses.
+    if DiskStore::relocate(&cfg.data_dir, &dir).map_err(ChainError::from)? {
+        tracing::info!("moved the store of {} into {}", cfg.data_dir.display(), dir.display());
+    }
     let params = params_of(cfg);
     let verify = VerifyConfig::parallel(random32()?).with_mode(cfg.chain.verify_mode);
     if reindex && dir.exists() {

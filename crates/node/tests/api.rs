@@ -77,7 +77,13 @@ async fn bad_requests_get_json_4xx_and_good_ones_answer() {
     let mut n = start(None).await;
     let base = format!("http://{}", n.api);
     let bad: &[(&str, &str, Option<&str>, u16, &str)] = &[
-        ("GET", "/blocks/xyz", None, 400, "neither a height nor 64 hex digits"),
+        ("GET", "/blocks/xyz", None, 400, "neither a height nor 64 lowercase hex digits"),
+        // Digests are lowercase (docs/PROTOCOL.md §1.2): uppercase is refused, not read.
+        ("GET", &format!("/blocks/{}", "AB".repeat(32)), None, 400, "64 lowercase hex digits"),
+        ("GET", &format!("/txs/{}", "AB".repeat(32)), None, 400, "64 lowercase hex digits"),
+        ("GET", &format!("/utxos/{}", "AB".repeat(32)), None, 400, "64 lowercase hex digits"),
+        ("GET", "/apps/2/state/AB", None, 400, "uppercase"),
+        ("GET", "/apps/2/state?prefix=aB", None, 400, "uppercase"),
         ("GET", "/blocks/99999", None, 404, "no block at height 99999"),
         ("GET", &format!("/blocks/{}", "0".repeat(64)), None, 404, "no block"),
         ("GET", "/txs/nothex", None, 400, "txid"),
@@ -95,6 +101,10 @@ async fn bad_requests_get_json_4xx_and_good_ones_answer() {
         assert!(v["error"].is_string(), "{m} {path}: {v}");
         assert!(v["message"].as_str().unwrap().contains(msg), "{m} {path}: {v}");
     }
+    // Uppercase hex is not read as a transaction's encoding.
+    let (s, v) = call("POST", &format!("{base}/txs"), Some(r#"{"txs": ["0A"]}"#), None).await;
+    assert_eq!((s, v["results"][0]["reason"].as_str()), (200, Some("malformed")), "{v}");
+    assert!(v["results"][0]["detail"].as_str().unwrap().contains("uppercase"), "{v}");
     // A transaction that does not decode is refused by name, in its place.
     let (s, v) = call("POST", &format!("{base}/txs"), Some(r#"{"txs": ["zz"]}"#), None).await;
     assert_eq!(s, 200);

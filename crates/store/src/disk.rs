@@ -282,6 +282,50 @@ impl DiskStore {
         Ok(())
     }
 
+    /// True if `dir` holds a store (the engine's files), without creating or changing anything.
+    pub fn exists(dir: &Path) -> bool {
+        dir.join("version").is_file() && dir.join("keyspaces").is_dir()
+    }
+
+    /// Moves the store in `from` (its files only: the engine's and the commit marker) into
+    /// `to`, which must not exist yet; returns false, changing nothing, if `from` holds no
+    /// store. Used to move a data directory of the old layout (the store directly in the data
+    /// directory) to the one every command uses (`DATA_DIR/chain`).
+    pub fn relocate(from: &Path, to: &Path) -> Result<bool, StoreError> {
+        // Files go into a directory beside `to`, renamed into place once whole; a move that
+        // was interrupted left that directory, and is finished here.
+        let staging = to.with_extension("moving");
+        if !DiskStore::exists(from) && !staging.is_dir() {
+            return Ok(false);
+        }
+        if to.exists() {
+            return Err(StoreError::Engine(format!(
+                "cannot move the store in {} to {}: it exists",
+                from.display(),
+                to.display()
+            )));
+        }
+        let fail = |what: &str, p: &Path, e: std::io::Error| {
+            StoreError::Engine(format!("moving the store to {}: {what} {}: {e}", to.display(), p.display()))
+        };
+        let entries = std::fs::read_dir(from).map_err(|e| fail("reading", from, e))?;
+        let mut names = Vec::new();
+        for e in entries {
+            let name = e.map_err(|e| fail("reading", from, e))?.file_name();
+            let n = name.to_string_lossy();
+            if matches!(n.as_ref(), "version" | "lock" | "keyspaces" | marker::FILE) || n.ends_with(".jnl") {
+                names.push(name);
+            }
+        }
+        std::fs::create_dir_all(&staging).map_err(|e| fail("creating", &staging, e))?;
+        for name in &names {
+            let (src, dst) = (from.join(name), staging.join(name));
+            std::fs::rename(&src, &dst).map_err(|e| fail("moving", &src, e))?;
+        }
+        std::fs::rename(&staging, to).map_err(|e| fail("renaming", &staging, e))?;
+        Ok(true)
+    }
+
     /// The directory the store lives in.
     pub fn path(&self) -> &Path {
         &self.path

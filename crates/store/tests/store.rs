@@ -881,3 +881,22 @@ fn disk_an_empty_database_with_a_marker_is_not_a_new_store() {
     let d = damaged_detail(&dir);
     assert!(d.contains("commit.mark") && d.contains("neither slot"), "{d}");
 }
+
+#[test]
+fn disk_a_store_moves_to_its_new_directory_even_after_an_interrupted_move() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (old, new) = (tmp.path().join("d"), tmp.path().join("d/chain"));
+    let (_, b1) = disk_with_two_blocks(&old);
+    std::fs::write(old.join("node_key"), [7u8; 32]).unwrap();
+    // Interrupted: part of the store already went to the staging directory.
+    let staging = new.with_extension("moving");
+    std::fs::create_dir_all(&staging).unwrap();
+    std::fs::rename(old.join("keyspaces"), staging.join("keyspaces")).unwrap();
+    assert!(DiskStore::relocate(&old, &new).unwrap(), "the move is finished");
+    assert!(!staging.exists() && !old.join("version").exists() && old.join("node_key").exists());
+    let st = DiskStore::open(&new).unwrap().load().unwrap().unwrap();
+    assert_eq!((st.tip, st.tip_height), (b1, 1));
+    // Nothing left to move; a second call changes nothing.
+    assert!(!DiskStore::relocate(&old, &new).unwrap());
+    assert!(!DiskStore::relocate(&tmp.path().join("none"), &tmp.path().join("none/chain")).unwrap());
+}
