@@ -4,12 +4,16 @@
 //!
 //! A composition: the launcher (`scalechain_client::launcher`) starts and stops the nodes; the
 //! load generator (`scalechain_study::load`) prepares the load (the premine split into one
-//! output per transaction, every transaction signed before the clock starts), offers it
+//! output per transaction — in a tree of splits of at most 1,000 outputs, level by level, in
+//! requests that fit the API's limits, when the load is large — every transaction signed
+//! before the clock starts), offers it
 //! (batches every 100 ms, round-robin over the peers, open loop), watches the blocks and waits
 //! for convergence; its report module computes and prints the summary. A transaction counts
 //! as sent when an API accepted it, as confirmed when it is in a block of the converged main
 //! chain; its latency runs from acceptance to the moment the block holding it was first seen.
-//! Ctrl-C stops everything (exit code 130).
+//! At the end every accepted transaction is accounted for: confirmed, still pooled (on which
+//! nodes), removed with the reason a node logged (`GET /mempool/removed`), or lost; devnet
+//! exits 1 if any was lost. Ctrl-C stops everything (exit code 130).
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -23,11 +27,13 @@ use scalechain_client::launcher::{LaunchError, Launcher, NetworkPlan, Role};
 use scalechain_client::{interrupt, Client};
 use scalechain_consensus::params::SigMode;
 use scalechain_consensus::{genesis_block, Params};
+use scalechain_study::load::account::account;
 use scalechain_study::load::converge::{converge, wait_connected, wait_height};
+use scalechain_study::load::fund::fund;
 use scalechain_study::load::prepare::{premine_funds, prepare, Prepared};
 use scalechain_study::load::report::{self, cpu, NodeEnd, Summary};
 use scalechain_study::load::submit::{offer, Counters, OfferConfig};
-use scalechain_study::load::watch::{confirmations, wait_confirmed, Watcher};
+use scalechain_study::load::watch::{confirmations, Watcher};
 use scalechain_study::load::{Clock, FixedRate, LoadError, SystemClock};
 use scalechain_types::{Hash, HashKind};
 
@@ -113,8 +119,10 @@ pub fn devnet(a: DevnetArgs) -> Result<(), Fail> {
     let t_prep = Instant::now();
     let prepared = prepare(params.hash, &chain_id, &premine_funds(&params, SigMode::Ed25519), total);
     eprintln!(
-        "devnet: {} load transactions signed in {:.1}s",
+        "devnet: {} load transactions and {} funding transactions in {} levels signed in {:.1}s",
         prepared.load.len(),
+        prepared.funding_txs(),
+        prepared.funding.len(),
         t_prep.elapsed().as_secs_f64()
     );
     // Peers and miners, in start order: the peers first.
@@ -136,6 +144,15 @@ pub fn devnet(a: DevnetArgs) -> Result<(), Fail> {
     if a.json {
         println!("{}", summary.json());
     }
+    if summary.accounting.lost > 0 {
+        return Err(Fail(
+            1,
+            format!(
+                "{} accepted transactions were lost: not confirmed, not pooled, not logged as removed by any node",
+                summary.accounting.lost
+            ),
+        ));
+    }
     if summary.converged {
         Ok(())
     } else {
@@ -150,7 +167,7 @@ async fn drive(
     prepared: Prepared,
     pids: &[(String, u32)],
 ) -> Result<Summary, Fail> {
-    let Prepared { splits, load } = prepared;
+    let Prepared { funding, load } = prepared;
     let clock = SystemClock::start();
     let stop = interrupt::flag();
     let peers: Vec<Client> = nodes.iter().take(a.nodes).map(|(_, c)| c.clone()).collect();
@@ -162,30 +179,20 @@ async fn drive(
         .await
         .map_err(load_fail)?;
 
-    // Fund: split the premine and wait until the splits are confirmed, on every node.
+    // Fund: split the premine (level by level for a large load) and wait until the splits are
+    // confirmed, on every node.
     let kind = HashKind::Sha256;
-    let r = peer0.submit(&splits).await.map_err(|e| Fail(1, format!("submitting the funding: {e}")))?;
-    if let Some(bad) = r.results.iter().find(|x| !x.accepted) {
-        let why = format!(
-            "{}: {}",
-            bad.reason.as_deref().unwrap_or("refused"),
-            bad.detail.as_deref().unwrap_or("")
-        );
-        return Err(load_fail(LoadError::FundingRefused(why)));
-    }
     let from = peer0.status().await.map_err(|e| Fail(1, e.to_string()))?.height;
-    let ids: HashSet<Hash> = splits.iter().map(|t| t.txid(kind)).collect();
-    let wait = Duration::from_secs(60);
-    let (left, start_height) = wait_confirmed(peer0, ids, from, wait, POLL, &clock, stop)
-        .await
-        .map_err(|e| Fail(1, e.to_string()))?;
-    if stop.load(Ordering::Relaxed) {
-        return Err(interrupted());
+    let funded = fund(peer0, &funding, kind, from, Duration::from_secs(60), POLL, &clock, stop).await;
+    let funded = match funded {
+        Err(LoadError::Stopped) => return Err(interrupted()),
+        Err(e) => return Err(load_fail(e)),
+        Ok(f) => f,
+    };
+    if let Some((txid, why)) = funded.refused.first() {
+        return Err(load_fail(LoadError::FundingRefused(format!("{txid}: {why}"))));
     }
-    if !left.is_empty() {
-        let total = splits.len();
-        return Err(load_fail(LoadError::NotFunded { funded: total - left.len(), total, after: wait }));
-    }
+    let start_height = funded.height;
     // Every node holds the funding before the load starts (else its first transactions would
     // be refused there as spending unknown outputs).
     wait_height(nodes, start_height, Duration::from_secs(30), POLL, &clock, stop).await.map_err(load_fail)?;
@@ -265,6 +272,11 @@ async fn drive(
         .await
         .map_err(|e| Fail(1, e.to_string()))?;
     let c = report::confirmed(&offered.accepted_at, &confirmed, offered.started);
+    // Every accepted transaction: confirmed, pooled where, removed why, or lost.
+    let accepted: HashSet<Hash> = offered.accepted_at.keys().copied().collect();
+    let in_blocks: HashSet<Hash> = confirmed.iter().map(|(t, _)| *t).collect();
+    let accounting =
+        account(nodes, &accepted, &in_blocks).await.map_err(|e| Fail(1, format!("accounting: {e}")))?;
     Ok(Summary {
         peers: a.nodes,
         miners: a.miners,
@@ -287,5 +299,6 @@ async fn drive(
         confirmed: c,
         window_s,
         converged: converged.converged,
+        accounting,
     })
 }

@@ -43,6 +43,9 @@ fn check_converged(v: &serde_json::Value, nodes: usize) {
     let sent = v["sent"].as_u64().unwrap();
     assert!(sent > 0, "{v}");
     assert_eq!(v["confirmed"].as_u64().unwrap(), sent, "every accepted transaction is confirmed: {v}");
+    let a = &v["accounting"];
+    assert_eq!((a["accepted"].as_u64(), a["confirmed"].as_u64()), (Some(sent), Some(sent)), "{v}");
+    assert_eq!((a["pooled"].as_u64(), a["lost"].as_u64()), (Some(0), Some(0)), "{v}");
     assert!(v["latency_ms"]["p99"].as_f64().unwrap() > 0.0);
     // CPU accounting from /proc: every node and the client, and a positive cost per transaction.
     let cpu = &v["cpu"];

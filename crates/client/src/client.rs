@@ -11,7 +11,7 @@ use crate::error::{error_chain, ClientError};
 use crate::ops::{self, Method, Op, Request, Response};
 use crate::types::{
     ApiError, AppEntries, AppEntry, AppRange, BlockId, BlockJson, BlockTxids, MempoolJson, Owner, PeerInfo,
-    Status, SubmitResult, SubmitTxs, Tip, TxStatus, UtxoJson,
+    RemovedJson, Status, SubmitResult, SubmitTxs, Tip, TxStatus, UtxoJson,
 };
 
 /// How long a connection may take to open, by default.
@@ -293,6 +293,18 @@ impl Client {
     pub async fn mempool(&self, limit: Option<usize>) -> Result<MempoolJson, ClientError> {
         let q: Vec<(&str, String)> = limit.map(|n| ("limit", n.to_string())).into_iter().collect();
         self.call(&ops::MEMPOOL, &[], &q, None).await
+    }
+
+    /// `GET /mempool/removed?after=&limit=`: transactions that left the mempool unconfirmed
+    /// after log position `after` (the node's default limit is 1,000, its maximum 10,000).
+    pub async fn mempool_removed(
+        &self,
+        after: u64,
+        limit: Option<usize>,
+    ) -> Result<RemovedJson, ClientError> {
+        let mut q: Vec<(&str, String)> = vec![("after", after.to_string())];
+        q.extend(limit.map(|n| ("limit", n.to_string())));
+        self.call(&ops::MEMPOOL_REMOVED, &[], &q, None).await
     }
 
     /// `GET /metrics`: the Prometheus text.

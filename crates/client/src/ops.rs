@@ -11,8 +11,8 @@ use serde::de::DeserializeOwned;
 use utoipa::ToSchema;
 
 use crate::types::{
-    AppEntries, AppEntry, BlockJson, BlockTxids, MempoolJson, PeerInfo, Status, SubmitResult, SubmitTxs, Tip,
-    TxStatus, UtxoJson,
+    AppEntries, AppEntry, BlockJson, BlockTxids, MempoolJson, PeerInfo, RemovedJson, Status, SubmitResult,
+    SubmitTxs, Tip, TxStatus, UtxoJson,
 };
 
 /// An HTTP method of the API.
@@ -255,6 +255,8 @@ operations! {
     UTXOS: NoBody => JsonList<UtxoJson> = Get "/utxos/{owner}";
     /// Mempool contents and counters (`?limit=`).
     MEMPOOL: NoBody => Json<MempoolJson> = Get "/mempool";
+    /// Transactions that left the mempool unconfirmed, and why (`?after=&limit=`).
+    MEMPOOL_REMOVED: NoBody => Json<RemovedJson> = Get "/mempool/removed";
     /// Prometheus metrics.
     METRICS: NoBody => Text = Get "/metrics";
     /// The OpenAPI document.
@@ -281,7 +283,7 @@ mod tests {
     #[test]
     fn every_operation_is_listed_once_with_its_types() {
         let all = all();
-        assert_eq!(all.len(), 13);
+        assert_eq!(all.len(), 14);
         let mut keys: Vec<_> = all.iter().map(|d| (d.method, d.path)).collect();
         keys.sort_by_key(|k| (k.1, k.0.as_str()));
         keys.dedup();

@@ -216,6 +216,35 @@ pub struct MempoolJson {
     pub evicted: u64,
 }
 
+/// `GET /mempool/removed`: one transaction that left the mempool unconfirmed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct RemovalJson {
+    /// Position in the node's removal log (the first is 1).
+    pub seq: u64,
+    /// The transaction.
+    #[schema(value_type = String, pattern = "^[0-9a-f]{64}$")]
+    pub txid: Hash,
+    /// Why it left: `evicted` (for transactions paying a higher fee rate), `conflict` (a block
+    /// spent its input or took its application key), `expired` (no later block may include
+    /// it), `dropped` (it failed re-admission after a reorganisation), `not-returned` (it was
+    /// in a disconnected block and was refused back).
+    pub kind: String,
+    /// For `dropped` and `not-returned`: the refusal's reason (as `POST /txs` names it).
+    pub reason: Option<String>,
+}
+
+/// `GET /mempool/removed?after=&limit=`: a page of the node's log of transactions that left the
+/// mempool unconfirmed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct RemovedJson {
+    /// Entries after the position asked for, oldest first.
+    pub entries: Vec<RemovalJson>,
+    /// The oldest position the log still keeps: entries before it were forgotten.
+    pub oldest: u64,
+    /// The last position written (0: nothing has left unconfirmed since the node started).
+    pub last: u64,
+}
+
 /// `GET /apps/{kind}/state/{key}`: one application state entry.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct AppEntry {

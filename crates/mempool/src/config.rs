@@ -31,12 +31,16 @@ pub struct MempoolConfig {
     pub sig_cache_capacity: usize,
     /// Limits of the orphan pool ([`crate::Mempool::offer`]).
     pub orphans: OrphanConfig,
+    /// Transactions that left unconfirmed the log remembers ([`crate::Mempool::removed`]);
+    /// 0 keeps none.
+    pub removed_log: usize,
 }
 
 impl Default for MempoolConfig {
     /// 64 MiB or 100,000 transactions, chains of 25, 100 per 1,000 bytes, 4 MiB of fee-less
     /// application transactions, dust below 546, transactions up to 100,000 bytes, 200,000
-    /// cached signature verdicts, the orphan pool's defaults ([`OrphanConfig`]).
+    /// cached signature verdicts, the orphan pool's defaults ([`OrphanConfig`]), a log of the
+    /// last 50,000 transactions that left unconfirmed.
     fn default() -> Self {
         MempoolConfig {
             max_bytes: 64 << 20,
@@ -49,6 +53,7 @@ impl Default for MempoolConfig {
             max_tx_bytes: 100_000,
             sig_cache_capacity: 200_000,
             orphans: OrphanConfig::default(),
+            removed_log: 50_000,
         }
     }
 }

@@ -36,6 +36,7 @@ mod error;
 mod mempool;
 mod orphan;
 mod pool;
+mod removed;
 mod sigcache;
 mod snapshot;
 
@@ -43,5 +44,6 @@ pub use config::MempoolConfig;
 pub use error::MempoolError;
 pub use mempool::{Admitted, HeldOrphan, Mempool, Offered, Removed, ReorgOutcome, TxVerdict};
 pub use orphan::{OrphanConfig, OrphanCounters, OrphanPool, OrphanSource, OrphanStats, Released};
+pub use removed::{Departure, Removal, RemovedPage};
 pub use sigcache::SignatureCache;
 pub use snapshot::{Counters, PoolEntry, Snapshot, Stats, Template};

@@ -14,6 +14,7 @@ use crate::config::MempoolConfig;
 use crate::error::MempoolError;
 use crate::orphan::{OrphanPool, OrphanSource, OrphanStats, Released};
 use crate::pool::{AppKey, Candidate, Pool};
+use crate::removed::{Departure, RemovalLog, RemovedPage};
 use crate::sigcache::SignatureCache;
 use crate::snapshot::{is_fee_less, Counters, PoolEntry, Snapshot, Stats, Template};
 
@@ -126,6 +127,18 @@ struct Writer {
     counters: Counters,
     version: u64,
     orphans: OrphanPool,
+    removed: RemovalLog,
+}
+
+impl Writer {
+    /// Counts an admission and logs what it evicted.
+    fn note_admitted(&mut self, a: &Admitted) {
+        self.counters.admitted += 1;
+        self.counters.evicted += a.evicted.len() as u64;
+        for t in &a.evicted {
+            self.removed.push(*t, Departure::Evicted);
+        }
+    }
 }
 
 /// The transaction pool. Share it as `Arc<Mempool>`: any number of readers, one writer at a
@@ -411,6 +424,7 @@ impl Mempool {
     pub fn new(hash: HashKind, config: MempoolConfig) -> Mempool {
         let sig_cache = Arc::new(SignatureCache::new(config.sig_cache_capacity));
         let orphans = OrphanPool::new(config.orphans.clone());
+        let removed = RemovalLog::new(config.removed_log);
         Mempool {
             hash,
             config,
@@ -419,6 +433,7 @@ impl Mempool {
                 counters: Counters::default(),
                 version: 0,
                 orphans,
+                removed,
             }),
             published: ArcSwap::from_pointee(Snapshot::default()),
             sig_cache,
@@ -483,6 +498,14 @@ impl Mempool {
         self.published.load().bytes()
     }
 
+    /// At most `limit` of the latest transactions that left the pool unconfirmed (evicted,
+    /// conflicted, expired, dropped or not returned after a reorganisation), after log position
+    /// `after`, oldest first; the log keeps the newest [`MempoolConfig::removed_log`]. Takes
+    /// the writer's lock for the copy.
+    pub fn removed(&self, after: u64, limit: usize) -> RemovedPage {
+        self.lock().removed.page(after, limit)
+    }
+
     /// Figures for metrics.
     pub fn stats(&self) -> Stats {
         let s = self.published.load();
@@ -533,10 +556,7 @@ impl Mempool {
         let (verdicts, _) = run_admission(&mut w.pool, &self.config, &self.sig_cache, env, items);
         for v in &verdicts {
             match v {
-                Ok(a) => {
-                    w.counters.admitted += 1;
-                    w.counters.evicted += a.evicted.len() as u64;
-                }
+                Ok(a) => w.note_admitted(a),
                 Err(e) => *w.counters.rejected.entry(e.reason()).or_default() += 1,
             }
         }
@@ -607,10 +627,7 @@ impl Mempool {
             .collect();
         for v in &verdicts {
             match v {
-                TxVerdict::Admitted(a) => {
-                    w.counters.admitted += 1;
-                    w.counters.evicted += a.evicted.len() as u64;
-                }
+                TxVerdict::Admitted(a) => w.note_admitted(a),
                 TxVerdict::Refused(e) => *w.counters.rejected.entry(e.reason()).or_default() += 1,
                 TxVerdict::Orphan(_) => {}
             }
@@ -681,8 +698,7 @@ impl Mempool {
                 match (r, missing.remove(&k)) {
                     (Ok(a), _) => {
                         frontier.push(a.txid);
-                        w.counters.admitted += 1;
-                        w.counters.evicted += a.evicted.len() as u64;
+                        w.note_admitted(&a);
                         w.orphans.counters_mut().admitted += 1;
                         out.push(a);
                     }
@@ -756,6 +772,12 @@ impl Mempool {
             w.counters.confirmed += removed.confirmed as u64;
             w.counters.conflicted += removed.conflicted.len() as u64;
             w.counters.expired += removed.expired.len() as u64;
+            for t in &removed.conflicted {
+                w.removed.push(*t, Departure::Conflict);
+            }
+            for t in &removed.expired {
+                w.removed.push(*t, Departure::Expired);
+            }
             self.publish(&mut w);
         }
         removed
@@ -772,6 +794,7 @@ impl Mempool {
     pub fn reorg(&self, env: &TxEnv<'_>, returned: Vec<Tx>) -> ReorgOutcome {
         let returned = prepare(env.ctx.params.hash, returned);
         let n_returned = returned.len();
+        let txids: Vec<Hash> = returned.iter().map(|r| r.txid).collect();
         let mut w = self.lock();
         let old = w.pool.by_admission();
         let mut items = returned;
@@ -784,12 +807,16 @@ impl Mempool {
         let mut fresh = Pool::new(w.pool.next_seq());
         let (verdicts, _) = run_admission(&mut fresh, &self.config, &self.sig_cache, env, items);
         let mut out = ReorgOutcome::default();
-        let mut evicted = 0u64;
+        let mut evicted = Vec::new();
+        let mut not_returned = Vec::new();
         for (k, v) in verdicts.into_iter().enumerate() {
             if let Ok(a) = &v {
-                evicted += a.evicted.len() as u64;
+                evicted.extend_from_slice(&a.evicted);
             }
             if k < n_returned {
+                if let Err(e) = &v {
+                    not_returned.push((txids[k], e.reason()));
+                }
                 out.returned.push(v);
             } else if let Err(e) = v {
                 // A returned transaction with the same txid took its place.
@@ -801,7 +828,16 @@ impl Mempool {
         w.pool = fresh;
         w.counters.readmitted += out.returned.iter().filter(|v| v.is_ok()).count() as u64;
         w.counters.dropped += out.dropped.len() as u64;
-        w.counters.evicted += evicted;
+        w.counters.evicted += evicted.len() as u64;
+        for t in evicted {
+            w.removed.push(t, Departure::Evicted);
+        }
+        for (t, reason) in not_returned {
+            w.removed.push(t, Departure::NotReturned(reason));
+        }
+        for (t, e) in &out.dropped {
+            w.removed.push(*t, Departure::Dropped(e.reason()));
+        }
         self.publish(&mut w);
         out
     }

@@ -269,6 +269,13 @@ fn full_pool_evicts_lowest_package_and_refuses_a_lowest_newcomer() {
     assert_eq!(pool.len(), 2);
     let s = pool.stats();
     assert_eq!((s.counters.evicted, s.counters.rejected.get("pool-full")), (2, Some(&1)));
+    // The evicted are in the removal log, with why; the refused newcomer is not (it never
+    // entered).
+    let log = pool.removed(0, 10);
+    let logged: HashSet<(Hash, &str)> = log.entries.iter().map(|e| (e.txid, e.why.kind())).collect();
+    assert_eq!(logged, HashSet::from([(a.txid(net.p.hash), "evicted"), (a1.txid(net.p.hash), "evicted")]));
+    assert_eq!((log.oldest, log.last), (1, 2));
+    assert_eq!(pool.removed(1, 10).entries.len(), 1, "a page starts after the position asked");
     pool.audit().unwrap();
     // By bytes too.
     let size = b.encoded_len() as u64;
@@ -352,6 +359,12 @@ fn remove_block_confirms_evicts_conflicts_with_descendants_and_makes_roots() {
     pool.audit().unwrap();
     let s = pool.stats();
     assert_eq!((s.counters.confirmed, s.counters.conflicted), (1, 2));
+    let logged: HashSet<(Hash, &str)> =
+        pool.removed(0, 10).entries.iter().map(|e| (e.txid, e.why.kind())).collect();
+    assert_eq!(
+        logged,
+        HashSet::from([(b.txid(net.p.hash), "conflict"), (b_child.txid(net.p.hash), "conflict")])
+    );
     // The rest mines on top.
     let t = pool.template(u64::MAX, usize::MAX);
     assert_eq!(t.txs.len(), 2);
@@ -411,6 +424,17 @@ fn reorg_returns_transactions_and_drops_what_became_invalid() {
     pool.audit().unwrap();
     let s = pool.stats();
     assert_eq!((s.counters.readmitted, s.counters.dropped), (1, 1));
+    // t2 was confirmed, then disconnected and refused back; t4 was pooled and dropped: both
+    // are in the removal log with the refusal's reason.
+    let logged: Vec<(Hash, &str, Option<&str>)> =
+        pool.removed(0, 10).entries.iter().map(|e| (e.txid, e.why.kind(), e.why.reason())).collect();
+    assert_eq!(
+        logged,
+        [
+            (t2.txid(net.p.hash), "not-returned", Some("missing-input")),
+            (t4.txid(net.p.hash), "dropped", Some("missing-input"))
+        ]
+    );
     // And the template mines on the new tip.
     let t = pool.template(u64::MAX, usize::MAX);
     assert_block_order(&snap, &t.txs, &net);

@@ -22,8 +22,8 @@ use scalechain_chain::export::{block_json, tx_json};
 use scalechain_client::ops;
 use scalechain_client::types::ApiError as ErrorBody;
 pub use scalechain_client::types::{
-    AppEntries, AppEntry, BlockJson, BlockTxids, MempoolJson, PeerInfo, Status, SubmitResult, SubmitTxs, Tip,
-    TxResult, TxState, TxStatus, UtxoJson,
+    AppEntries, AppEntry, BlockJson, BlockTxids, MempoolJson, PeerInfo, RemovalJson, RemovedJson, Status,
+    SubmitResult, SubmitTxs, Tip, TxResult, TxState, TxStatus, UtxoJson,
 };
 use scalechain_types::codec::Decode;
 use scalechain_types::{Hash, Tx};
@@ -107,6 +107,37 @@ fn limit(query: QueryPairs, default: usize, max: usize) -> Result<usize, ApiErro
     }
 }
 
+/// `?after=N&limit=M` of a log endpoint, parsed so every mistake is a JSON 400 naming it (an
+/// unknown or repeated parameter, a value that is not an integer in range).
+fn after_and_limit(query: QueryPairs, default: usize, max: usize) -> Result<(u64, usize), ApiError> {
+    let Query(pairs) = query.map_err(|e| ApiError::bad(format!("query: {}", e.body_text())))?;
+    let (mut after, mut n) = (None, None);
+    for (k, v) in pairs {
+        let slot = match k.as_str() {
+            "after" => &mut after,
+            "limit" => &mut n,
+            _ => return Err(ApiError::bad(format!("query: unknown parameter {k:?} (after, limit)"))),
+        };
+        if slot.replace(v).is_some() {
+            return Err(ApiError::bad(format!("{k}: given more than once")));
+        }
+    }
+    let after = match after {
+        None => 0,
+        Some(a) => a
+            .parse::<u64>()
+            .map_err(|_| ApiError::bad(format!("after: {a:?} is not an integer in 0..=2^64-1")))?,
+    };
+    let n = match n {
+        None => default,
+        Some(s) => match s.parse::<usize>() {
+            Ok(n) if n <= max => n,
+            _ => return Err(ApiError::bad(format!("limit: {s:?} is not an integer in 0..={max}"))),
+        },
+    };
+    Ok((after, n))
+}
+
 /// A path segment, or a JSON 400 if it is not valid percent-encoded UTF-8.
 fn segment(p: Result<Path<String>, PathRejection>, what: &str) -> Result<String, ApiError> {
     p.map(|Path(s)| s).map_err(|e| ApiError::bad(format!("{what}: {}", e.body_text())))
@@ -143,6 +174,7 @@ pub(crate) fn lower_hex(what: &str, s: &str) -> Result<Vec<u8>, String> {
         submit,
         utxos,
         mempool,
+        mempool_removed,
         metrics,
         openapi,
         apps::value,
@@ -159,6 +191,8 @@ pub(crate) fn lower_hex(what: &str, s: &str) -> Result<Vec<u8>, String> {
         SubmitResult,
         UtxoJson,
         MempoolJson,
+        RemovalJson,
+        RemovedJson,
         PeerInfo,
         BlockJson,
         AppEntry,
@@ -182,6 +216,7 @@ pub fn router(state: ApiState) -> Router {
         .route(ops::SUBMIT.path, post(submit))
         .route(ops::UTXOS.path, get(utxos))
         .route(ops::MEMPOOL.path, get(mempool))
+        .route(ops::MEMPOOL_REMOVED.path, get(mempool_removed))
         .route(ops::METRICS.path, get(metrics))
         .route(ops::OPENAPI.path, get(openapi))
         .merge(apps::router())
@@ -481,6 +516,31 @@ async fn mempool(State(s): State<ApiState>, q: QueryPairs) -> ApiResult<MempoolJ
         admitted: stats.counters.admitted,
         rejected: stats.counters.rejected.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
         evicted: stats.counters.evicted,
+    }))
+}
+
+/// Transactions that left the mempool unconfirmed, and why: a page of the node's removal log
+/// (it keeps the newest `mempool.removed_log` entries), so that nothing the node accepted
+/// vanishes without a word.
+#[utoipa::path(get, path = "/mempool/removed", params(("after" = Option<u64>, Query, description = "entries after this log position (default 0: from the oldest kept)", minimum = 0), ("limit" = Option<u32>, Query, description = "most entries (default 1000)", minimum = 0, maximum = 10000)),
+    responses((status = 200, body = RemovedJson), (status = 400, body = ErrorBody)))]
+async fn mempool_removed(State(s): State<ApiState>, q: QueryPairs) -> ApiResult<RemovedJson> {
+    s.shared.metrics.api_requests.add(1);
+    let (after, n) = after_and_limit(q, 1000, 10_000)?;
+    let page = s.shared.mempool.removed(after, n);
+    Ok(Json(RemovedJson {
+        entries: page
+            .entries
+            .iter()
+            .map(|e| RemovalJson {
+                seq: e.seq,
+                txid: e.txid,
+                kind: e.why.kind().to_string(),
+                reason: e.why.reason().map(str::to_string),
+            })
+            .collect(),
+        oldest: page.oldest,
+        last: page.last,
     }))
 }
 

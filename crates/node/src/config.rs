@@ -138,6 +138,10 @@ pub struct MempoolSection {
     pub orphans_per_peer: usize,
     /// Seconds an orphan waits for its parent before it leaves. Default 600.
     pub orphan_expiry_s: u64,
+    /// Transactions that left the pool unconfirmed (evicted, conflicted, expired, dropped)
+    /// remembered for `GET /mempool/removed`, newest kept; 0 keeps none. Default 50,000
+    /// (about 3 MB).
+    pub removed_log: usize,
 }
 
 /// Mining settings.
@@ -229,6 +233,7 @@ impl Default for MempoolSection {
             orphan_bytes: 10_000_000,
             orphans_per_peer: 1_250,
             orphan_expiry_s: 600,
+            removed_log: 50_000,
         }
     }
 }

@@ -184,6 +184,7 @@ pub async fn run(
             dust_limit: Amount::new(mp.dust_limit)
                 .map_err(|e| NodeError::Config(format!("mempool.dust_limit: {e}")))?,
             orphans: mp.orphan_config(),
+            removed_log: mp.removed_log,
             ..MempoolConfig::default()
         },
     );

@@ -8,7 +8,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use scalechain_client::ops::{self, Schema};
-use scalechain_client::types::{AppEntry, AppRange, BlockId, Owner, PeerInfo, SubmitTxs, TxState};
+use scalechain_client::types::{
+    AppEntry, AppRange, BlockId, Owner, PeerInfo, RemovalJson, RemovedJson, SubmitTxs, TxState,
+};
 use scalechain_client::{Client, ClientError};
 use scalechain_consensus::params::{devnet_premine_key, SigMode};
 use scalechain_consensus::{genesis_block, Apps, Params};
@@ -164,6 +166,10 @@ async fn extractor_rejections_are_json_4xx_and_the_document_covers_every_route()
         // Query strings: unknown parameters, repeats, and non-numbers.
         ("GET", "/mempool?limit=1&limit=2", None, 400, "more than once"),
         ("GET", "/mempool?foo=1", None, 400, "unknown parameter"),
+        ("GET", "/mempool/removed?after=-1", None, 400, "after"),
+        ("GET", "/mempool/removed?after=1&after=2", None, 400, "more than once"),
+        ("GET", "/mempool/removed?limit=10001", None, 400, "limit"),
+        ("GET", "/mempool/removed?since=1", None, 400, "unknown parameter"),
         ("GET", &format!("/utxos/{hex64}?limit=-1"), None, 400, "limit"),
         ("GET", &format!("/utxos/{hex64}?limit=%FF"), None, 400, "limit"),
         // Application state reads: kinds, keys and their query.
@@ -189,6 +195,9 @@ async fn extractor_rejections_are_json_4xx_and_the_document_covers_every_route()
     // Good list queries still answer.
     let (s, v) = call("GET", &format!("{base}/mempool?limit=0"), None, None).await;
     assert_eq!(s, 200, "{v}");
+    let (s, v) = call("GET", &format!("{base}/mempool/removed?after=0&limit=10"), None, None).await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v, serde_json::json!({"entries": [], "oldest": 1, "last": 0}));
     let (s, v) = call("GET", &format!("{base}/utxos/{hex64}?limit=5"), None, None).await;
     assert_eq!(s, 200, "{v}");
     assert_eq!(v, serde_json::json!([]));
@@ -207,6 +216,7 @@ async fn extractor_rejections_are_json_4xx_and_the_document_covers_every_route()
         ("/txs", "post"),
         ("/utxos/{owner}", "get"),
         ("/mempool", "get"),
+        ("/mempool/removed", "get"),
         ("/metrics", "get"),
         ("/openapi.json", "get"),
         ("/apps/{kind}/state", "get"),
@@ -439,6 +449,14 @@ async fn the_openapi_document_describes_the_types_the_client_decodes() {
     };
     let peer_known = PeerInfo { role: Some("miner".into()), ..peer.clone() };
     let tx_json = in_pool.tx.clone();
+    let evicted =
+        RemovalJson { seq: 1, txid: tx.txid(HashKind::Sha256), kind: "evicted".into(), reason: None };
+    let dropped = RemovalJson {
+        seq: 2,
+        kind: "dropped".into(),
+        reason: Some("missing-input".into()),
+        ..evicted.clone()
+    };
     let samples: BTreeMap<&str, Vec<Value>> = [
         ("Status", vec![serde_json::to_value(client.status().await.unwrap()).unwrap()]),
         ("Tip", vec![serde_json::to_value(client.tip().await.unwrap()).unwrap()]),
@@ -476,6 +494,22 @@ async fn the_openapi_document_describes_the_types_the_client_decodes() {
             vec![serde_json::to_value(AppEntry { key: "65".into(), value: "00ff".into() }).unwrap()],
         ),
         ("AppEntries", vec![serde_json::to_value(&entries).unwrap()]),
+        (
+            "RemovalJson",
+            vec![serde_json::to_value(&evicted).unwrap(), serde_json::to_value(&dropped).unwrap()],
+        ),
+        (
+            "RemovedJson",
+            vec![
+                serde_json::to_value(client.mempool_removed(0, Some(5)).await.unwrap()).unwrap(),
+                serde_json::to_value(RemovedJson {
+                    entries: vec![evicted.clone(), dropped.clone()],
+                    oldest: 1,
+                    last: 2,
+                })
+                .unwrap(),
+            ],
+        ),
         ("ApiError", vec![serde_json::to_value(&error).unwrap()]),
     ]
     .into_iter()

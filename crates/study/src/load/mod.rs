@@ -21,8 +21,10 @@
 //! Everything that talks to a node does it through [`NodeApi`], which the API client
 //! implements and tests replace.
 
+pub mod account;
 pub mod clock;
 pub mod converge;
+pub mod fund;
 pub mod prepare;
 pub mod report;
 pub mod rounds;

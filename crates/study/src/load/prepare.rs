@@ -1,6 +1,11 @@
 //! The load before the clock starts: each fund's coins are split into as many outputs as the
-//! load spends from it (one split transaction per fund), and every load transaction spends one
-//! split output back to its owner, signed in advance (in parallel).
+//! load spends from it, and every load transaction spends one split output back to its owner,
+//! signed in advance (in parallel).
+//!
+//! A split pays out at most [`MAX_SPLIT_OUTPUTS`] outputs, so every funding transaction stays
+//! far below the mempool's size limit; a fund whose share is larger is split in a tree, level by
+//! level (each level spends the outputs of the one before), and [`fund`](super::fund::fund)
+//! submits the levels in requests that fit the API's limits.
 
 use rayon::prelude::*;
 
@@ -12,6 +17,9 @@ use scalechain_types::{Amount, Hash, HashKind, Lock, OutPoint, SecretKey, Tx, Tx
 
 /// The fee of each load transaction.
 pub const FEE: u64 = 1_000;
+
+/// The most outputs one funding transaction pays (≈ 41 KB of outputs).
+pub const MAX_SPLIT_OUTPUTS: usize = 1_000;
 
 /// A transfer of `prevs` (all locked to `key`) to `outputs`, signed.
 fn transfer(prevs: &[OutPoint], key: &SecretKey, outputs: Vec<TxOut>, kind: HashKind, chain_id: &Hash) -> Tx {
@@ -37,11 +45,97 @@ pub struct Fund {
 
 /// A prepared load.
 pub struct Prepared {
-    /// The split transactions, one per fund that can pay its share; they must be confirmed
-    /// before the load is offered.
-    pub splits: Vec<Tx>,
+    /// The funding transactions by level: level 0 spends the funds' coins, each later level
+    /// spends outputs of the level before. Each level must be confirmed before the next is
+    /// offered, and the last before the load.
+    pub funding: Vec<Vec<Tx>>,
     /// The load, funds interleaved so consecutive transactions spend different splits.
     pub load: Vec<Tx>,
+}
+
+impl Prepared {
+    /// The number of funding transactions over all levels.
+    pub fn funding_txs(&self) -> usize {
+        self.funding.iter().map(Vec::len).sum()
+    }
+}
+
+/// The fee a split of `inputs` coins into `outputs` outputs pays: at least one unit per byte
+/// of an upper bound of its size, on top of a fixed fee.
+fn split_fee(inputs: usize, outputs: usize) -> u64 {
+    let size = 17 + inputs * (36 + 1 + 33 + 64) + outputs * TxOut::LEN;
+    100 * FEE + size as u64
+}
+
+/// How many leaves each child of a split that must yield `n > fan` leaves yields: the
+/// smallest power of `fan` that `fan` children cover `n` with.
+fn group(n: usize, fan: usize) -> usize {
+    let mut g = 1usize;
+    while g.saturating_mul(fan) < n {
+        g = g.saturating_mul(fan);
+    }
+    g
+}
+
+/// The fees of the whole tree that turns `inputs` coins into `n` leaves, `fan` outputs at most
+/// per transaction (`None` on overflow).
+fn tree_fees(n: usize, inputs: usize, fan: usize) -> Option<u64> {
+    if n <= fan {
+        return Some(split_fee(inputs, n));
+    }
+    let g = group(n, fan);
+    let c = n.div_ceil(g);
+    let full = tree_fees(g, 1, fan)?.checked_mul(c as u64 - 1)?;
+    let last = tree_fees(n - g * (c - 1), 1, fan)?;
+    split_fee(inputs, c).checked_add(full)?.checked_add(last)
+}
+
+/// One fund's tree of splits.
+struct Tree<'a> {
+    key: &'a SecretKey,
+    lock: Lock,
+    leaf: u64,
+    fan: usize,
+    kind: HashKind,
+    chain_id: &'a Hash,
+    levels: Vec<Vec<Tx>>,
+}
+
+impl Tree<'_> {
+    /// Splits `prevs` into `n` leaves of `self.leaf` each, at `level`; returns the leaves.
+    fn split(&mut self, prevs: &[OutPoint], n: usize, level: usize) -> Option<Vec<OutPoint>> {
+        let sizes: Vec<usize> = if n <= self.fan {
+            vec![1; n]
+        } else {
+            let g = group(n, self.fan);
+            let c = n.div_ceil(g);
+            (0..c).map(|i| if i + 1 < c { g } else { n - g * (c - 1) }).collect()
+        };
+        let outputs = sizes
+            .iter()
+            .map(|&m| {
+                let fees = if n <= self.fan { 0 } else { tree_fees(m, 1, self.fan)? };
+                let value = self.leaf.checked_mul(m as u64)?.checked_add(fees)?;
+                Some(TxOut { value: Amount::new(value).ok()?, lock: self.lock })
+            })
+            .collect::<Option<Vec<TxOut>>>()?;
+        let tx = transfer(prevs, self.key, outputs, self.kind, self.chain_id);
+        let txid = tx.txid(self.kind);
+        if self.levels.len() <= level {
+            self.levels.resize_with(level + 1, Vec::new);
+        }
+        self.levels[level].push(tx);
+        let mut leaves = Vec::with_capacity(n);
+        for (i, &m) in sizes.iter().enumerate() {
+            let out = OutPoint { txid, index: u32::try_from(i).ok()? };
+            if n <= self.fan {
+                leaves.push(out);
+            } else {
+                leaves.extend(self.split(&[out], m, level + 1)?);
+            }
+        }
+        Some(leaves)
+    }
 }
 
 /// Splits each fund's coins into as many outputs as the load spends from it, and signs the
@@ -49,40 +143,49 @@ pub struct Prepared {
 /// [`FEE`]. Funds whose coins cannot pay for their share are left out (the load is then
 /// shorter than `total`).
 pub fn prepare(kind: HashKind, chain_id: &Hash, funds: &[Fund], total: usize) -> Prepared {
+    prepare_with(kind, chain_id, funds, total, MAX_SPLIT_OUTPUTS)
+}
+
+/// [`prepare`] with at most `fan` (≥ 2) outputs per funding transaction.
+pub fn prepare_with(kind: HashKind, chain_id: &Hash, funds: &[Fund], total: usize, fan: usize) -> Prepared {
+    let fan = fan.max(2);
     let n = funds.len().max(1);
     let per = total.div_ceil(n).max(1);
-    let built: Vec<Option<(Tx, Vec<Tx>)>> = funds
+    // Per fund: its splits by level, and its load.
+    type Built = Option<(Vec<Vec<Tx>>, Vec<Tx>)>;
+    let built: Vec<Built> = funds
         .par_iter()
         .enumerate()
         .map(|(i, f)| {
-            let have = Amount::checked_sum(f.coins.iter().map(|c| c.1.value)).ok()?.get();
-            let lock = f.coins.first()?.1.lock;
-            // The split pays at least one unit per byte on top of the fixed fee.
-            let size = 17 + f.coins.len() * (36 + 1 + 33 + 64) + per * TxOut::LEN;
-            let split_fee = (100 * FEE).checked_add(size as u64)?;
-            let value_each = have.checked_sub(split_fee)? / per as u64;
-            if value_each <= FEE {
+            let share = total.saturating_sub(i * per).min(per);
+            if share == 0 {
                 return None;
             }
-            let out = TxOut { value: Amount::new(value_each).ok()?, lock };
+            let have = Amount::checked_sum(f.coins.iter().map(|c| c.1.value)).ok()?.get();
+            let lock = f.coins.first()?.1.lock;
+            let fees = tree_fees(share, f.coins.len(), fan)?;
+            let leaf = have.checked_sub(fees)? / share as u64;
+            if leaf <= FEE {
+                return None;
+            }
+            let mut tree = Tree { key: &f.key, lock, leaf, fan, kind, chain_id, levels: Vec::new() };
             let prevs: Vec<OutPoint> = f.coins.iter().map(|c| c.0).collect();
-            let split = transfer(&prevs, &f.key, vec![out; per], kind, chain_id);
-            let sid = split.txid(kind);
-            let left = total.saturating_sub(i * per).min(per);
-            let back = TxOut { value: Amount::new(value_each - FEE).ok()?, lock };
-            let load = (0..left)
-                .map(|j| {
-                    let prev = OutPoint { txid: sid, index: u32::try_from(j).ok()? };
-                    Some(transfer(&[prev], &f.key, vec![back], kind, chain_id))
-                })
-                .collect::<Option<Vec<Tx>>>()?;
-            Some((split, load))
+            let leaves = tree.split(&prevs, share, 0)?;
+            let back = TxOut { value: Amount::new(leaf - FEE).ok()?, lock };
+            let load =
+                leaves.iter().map(|&prev| transfer(&[prev], &f.key, vec![back], kind, chain_id)).collect();
+            Some((tree.levels, load))
         })
         .collect();
-    let mut splits = Vec::with_capacity(n);
+    let mut funding: Vec<Vec<Tx>> = Vec::new();
     let mut per_key: Vec<Vec<Tx>> = Vec::with_capacity(n);
-    for (s, l) in built.into_iter().flatten() {
-        splits.push(s);
+    for (levels, l) in built.into_iter().flatten() {
+        if funding.len() < levels.len() {
+            funding.resize_with(levels.len(), Vec::new);
+        }
+        for (level, txs) in levels.into_iter().enumerate() {
+            funding[level].extend(txs);
+        }
         per_key.push(l);
     }
     // Interleave keys so consecutive transactions spend different splits.
@@ -99,7 +202,7 @@ pub fn prepare(kind: HashKind, chain_id: &Hash, funds: &[Fund], total: usize) ->
             break;
         }
     }
-    Prepared { splits, load }
+    Prepared { funding, load }
 }
 
 /// The devnet's funds from its genesis: every premine output, with its key.
@@ -116,8 +219,9 @@ pub fn premine_funds(p: &Params, sig: SigMode) -> Vec<Fund> {
         .collect()
 }
 
-/// The most coins of one key a split spends.
-pub const MAX_FUND_COINS: usize = 1_000;
+/// The most coins of one key a split spends (so that a split of them into
+/// [`MAX_SPLIT_OUTPUTS`] outputs stays below the mempool's 100,000-byte default limit).
+pub const MAX_FUND_COINS: usize = 400;
 
 /// The spendable coins the node lists for premine keys `0..keys` at tip height `tip` (at most
 /// [`MAX_FUND_COINS`] each, largest first); keys without coins are left out.
@@ -152,29 +256,36 @@ pub async fn premine_funds_on(
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-    use std::collections::HashSet;
+    use std::collections::{HashMap, HashSet};
 
     use super::*;
 
-    #[test]
-    fn the_load_spends_each_split_output_once_interleaving_the_funds() {
-        let p = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
-        let funds: Vec<Fund> = premine_funds(&p, SigMode::Ed25519).into_iter().take(3).collect();
+    /// Checks a prepared load as a chain would: every funding transaction spends outputs that
+    /// exist (the funds' coins or an earlier level's) once, pays at least its size, and every
+    /// load transaction spends one leaf, pays [`FEE`] and is signed.
+    fn check(p: &Params, funds: &[Fund], prepared: &Prepared, fan: usize) -> usize {
         let chain_id = p.chain_id();
-        let Prepared { splits, load } = prepare(p.hash, &chain_id, &funds, 10);
-        assert_eq!((splits.len(), load.len()), (3, 10));
-        // 10 over 3 funds: 4 outputs per split.
-        assert!(splits.iter().all(|s| s.outputs.len() == 4));
-        let split_ids: Vec<Hash> = splits.iter().map(|s| s.txid(p.hash)).collect();
-        let spent: Vec<OutPoint> = load.iter().map(|t| t.inputs[0].prev).collect();
-        assert_eq!(spent.iter().collect::<HashSet<_>>().len(), 10, "no output spent twice");
-        assert!(spent.iter().all(|o| split_ids.contains(&o.txid)));
-        assert_ne!(spent[0].txid, spent[1].txid, "consecutive transactions spend different splits");
-        for t in &load {
-            let input: u64 = splits.iter().find(|s| s.txid(p.hash) == t.inputs[0].prev.txid).unwrap().outputs
-                [0]
-            .value
-            .get();
+        let mut coins: HashMap<OutPoint, u64> =
+            funds.iter().flat_map(|f| f.coins.iter().map(|c| (c.0, c.1.value.get()))).collect();
+        for level in &prepared.funding {
+            let mut next = HashMap::new();
+            for t in level {
+                assert!(t.outputs.len() <= fan, "{} outputs", t.outputs.len());
+                let size = t.encoded_len() as u64;
+                assert!(size <= 100_000, "a funding transaction of {size} bytes");
+                let spent: u64 =
+                    t.inputs.iter().map(|i| coins.remove(&i.prev).expect("an unspent coin")).sum();
+                let paid: u64 = t.outputs.iter().map(|o| o.value.get()).sum();
+                assert!(spent - paid >= size, "fee {} for {size} bytes", spent - paid);
+                let txid = t.txid(p.hash);
+                for (i, o) in t.outputs.iter().enumerate() {
+                    next.insert(OutPoint { txid, index: i as u32 }, o.value.get());
+                }
+            }
+            coins.extend(next);
+        }
+        for t in &prepared.load {
+            let input = coins.remove(&t.inputs[0].prev).expect("a leaf spent once");
             assert_eq!(input - t.outputs[0].value.get(), FEE);
             let msg = scalechain_types::keys::sighash(p.hash, &chain_id, &t.txid(p.hash));
             assert!(scalechain_types::keys::verify(
@@ -184,9 +295,56 @@ mod tests {
             )
             .is_ok());
         }
+        prepared.load.len()
+    }
+
+    #[test]
+    fn the_load_spends_each_split_output_once_interleaving_the_funds() {
+        let p = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
+        let funds: Vec<Fund> = premine_funds(&p, SigMode::Ed25519).into_iter().take(3).collect();
+        let chain_id = p.chain_id();
+        let prepared = prepare(p.hash, &chain_id, &funds, 10);
+        assert_eq!((prepared.funding.len(), prepared.funding_txs()), (1, 3));
+        assert_eq!(check(&p, &funds, &prepared, MAX_SPLIT_OUTPUTS), 10);
+        // 10 over 3 funds: 4, 4 and 2 outputs.
+        let outs: Vec<usize> = prepared.funding[0].iter().map(|s| s.outputs.len()).collect();
+        assert_eq!(outs, [4, 4, 2]);
+        let spent: Vec<OutPoint> = prepared.load.iter().map(|t| t.inputs[0].prev).collect();
+        assert_eq!(spent.iter().collect::<HashSet<_>>().len(), 10, "no output spent twice");
+        assert_ne!(spent[0].txid, spent[1].txid, "consecutive transactions spend different splits");
         // A fund too small for its share is left out.
         let mut poor = premine_funds(&p, SigMode::Ed25519).into_iter().take(1).collect::<Vec<_>>();
         poor[0].coins[0].1.value = Amount::new(50_000).unwrap();
-        assert!(prepare(p.hash, &chain_id, &poor, 100).splits.is_empty());
+        let none = prepare(p.hash, &chain_id, &poor, 100);
+        assert!(none.funding.is_empty() && none.load.is_empty());
+    }
+
+    #[test]
+    fn a_share_larger_than_one_split_is_funded_by_a_tree_of_bounded_splits() {
+        let p = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
+        let funds: Vec<Fund> = premine_funds(&p, SigMode::Ed25519).into_iter().take(2).collect();
+        // 2 × 50 leaves, 4 outputs a split: 4 × 16 per fund, so three levels.
+        let prepared = prepare_with(p.hash, &p.chain_id(), &funds, 100, 4);
+        assert_eq!(prepared.funding.len(), 3);
+        assert_eq!(check(&p, &funds, &prepared, 4), 100);
+        // An uneven share: the last child yields fewer leaves.
+        let prepared = prepare_with(p.hash, &p.chain_id(), &funds[..1], 7, 2);
+        assert_eq!(check(&p, &funds[..1], &prepared, 2), 7);
+        // Several coins of one key go into the first split.
+        let mut two: Vec<Fund> = premine_funds(&p, SigMode::Ed25519).into_iter().take(1).collect();
+        let coin = two[0].coins[0].1;
+        two[0].coins.push((OutPoint { txid: Hash([7; 32]), index: 3 }, coin));
+        let prepared = prepare_with(p.hash, &p.chain_id(), &two, 30, 5);
+        assert_eq!(prepared.funding[0][0].inputs.len(), 2);
+        assert_eq!(check(&p, &two, &prepared, 5), 30);
+    }
+
+    #[test]
+    fn split_fees_cover_every_level() {
+        // One level: one split. Two levels of a fan of 10 for 25 leaves: 3 children (10, 10, 5).
+        assert_eq!(tree_fees(5, 1, 10), Some(split_fee(1, 5)));
+        assert_eq!(group(25, 10), 10);
+        assert_eq!(tree_fees(25, 2, 10), Some(split_fee(2, 3) + 2 * split_fee(1, 10) + split_fee(1, 5)));
+        assert_eq!(group(1_500_000 / 1024, MAX_SPLIT_OUTPUTS), MAX_SPLIT_OUTPUTS);
     }
 }

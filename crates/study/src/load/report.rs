@@ -11,6 +11,8 @@ use serde_json::json;
 
 use scalechain_types::Hash;
 
+use super::account::Accounting;
+
 /// The value at quantile `q` (0 to 1) of `sorted` (nearest rank; 0 for no values).
 pub fn percentile(sorted: &[f64], q: f64) -> f64 {
     if sorted.is_empty() {
@@ -166,6 +168,8 @@ pub struct Summary {
     pub window_s: f64,
     /// Did the nodes converge?
     pub converged: bool,
+    /// Where every accepted transaction ended.
+    pub accounting: Accounting,
 }
 
 /// `x` rounded to `1 / per` (`per` = 10: one decimal).
@@ -205,6 +209,18 @@ impl Summary {
             self.cpu.us_per_tx,
             self.cpu.per_proc.iter().map(|(n, s)| format!("{n} {s:.1} s")).collect::<Vec<_>>().join(", ")
         );
+        let _ = writeln!(t, "  {}", self.accounting.line());
+        if !self.accounting.lost_sample.is_empty() {
+            let sample: Vec<String> = self.accounting.lost_sample.iter().map(Hash::to_string).collect();
+            let _ = writeln!(t, "  lost, for example: {}", sample.join(", "));
+        }
+        if !self.accounting.log_overflowed.is_empty() {
+            let _ = writeln!(
+                t,
+                "  removal logs that forgot entries: {}",
+                self.accounting.log_overflowed.join(", ")
+            );
+        }
         let _ = writeln!(t, "  converged: {}", self.converged);
         t
     }
@@ -212,6 +228,7 @@ impl Summary {
     /// The JSON object devnet prints as its last line with `--json`.
     pub fn json(&self) -> serde_json::Value {
         let c = &self.confirmed;
+        let a = &self.accounting;
         let seconds: serde_json::Map<String, serde_json::Value> =
             self.cpu.per_proc.iter().map(|(n, s)| (n.clone(), json!(round_to(*s, 100.0)))).collect();
         json!({
@@ -221,6 +238,15 @@ impl Summary {
             "tps": round_to(c.tps, 10.0),
             "latency_ms": {"p50": c.latency.p50.round(), "p95": c.latency.p95.round(), "p99": c.latency.p99.round()},
             "converged": self.converged,
+            "accounting": {
+                "accepted": a.accepted,
+                "confirmed": a.confirmed,
+                "pooled": a.pooled,
+                "pooled_at": a.pooled_at,
+                "removed": a.removed,
+                "lost": a.lost,
+                "lost_sample": a.lost_sample.iter().map(Hash::to_string).collect::<Vec<_>>(),
+            },
             "offered_tps": self.offered_tps,
             "duration_s": self.duration_s,
             "refused": self.refused,
@@ -310,6 +336,12 @@ mod tests {
             },
             window_s: 5.04,
             converged: true,
+            accounting: Accounting {
+                accepted: 600,
+                confirmed: 599,
+                removed: BTreeMap::from([("evicted".to_string(), 1)]),
+                ..Accounting::default()
+            },
         }
     }
 
@@ -327,6 +359,7 @@ mod tests {
                  \x20 confirmed 600  in 5.0 s  = 119 TPS\n\
                  \x20 latency ms  p50 812  p95 1491  p99 1602\n\
                  \x20 CPU over 5.0 s: 0.61 cores busy, 5132 µs per confirmed tx (bootstrap 0.1 s, peer0 2.5 s, devnet 0.5 s)\n\
+                 \x20 accepted 600: confirmed 599, pooled 0, removed 1 (evicted 1), lost 0\n\
                  \x20 converged: true\n"
             )
         );
@@ -335,6 +368,7 @@ mod tests {
         assert_eq!(
             keys,
             [
+                "accounting",
                 "confirmed",
                 "converged",
                 "cpu",
@@ -357,5 +391,10 @@ mod tests {
             (json!(0.61), json!(5132.0))
         );
         assert_eq!(j["cpu"]["window_s"], json!(5.0));
+        assert_eq!(j["accounting"]["removed"], json!({"evicted": 1}));
+        assert_eq!(
+            (j["accounting"]["lost"].clone(), j["accounting"]["confirmed"].clone()),
+            (json!(0), json!(599))
+        );
     }
 }

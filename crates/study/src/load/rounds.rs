@@ -13,6 +13,7 @@ use scalechain_consensus::params::{SigMode, DEVNET_PREMINE_OUTPUTS};
 use scalechain_consensus::Params;
 use scalechain_types::{Hash, Tx};
 
+use super::fund::fund;
 use super::prepare::{premine_funds_on, prepare, Prepared};
 use super::submit::{offer, Counters, OfferConfig};
 use super::watch::wait_confirmed;
@@ -88,41 +89,25 @@ pub async fn run(
         if funds.is_empty() {
             return Err(LoadError::NoFunds(format!("premine keys 0..{keys} hold no spendable coins")));
         }
-        let Prepared { splits, load } = prepare(kind, &chain.chain_id, &funds, total);
-        if splits.is_empty() {
+        let Prepared { funding, load } = prepare(kind, &chain.chain_id, &funds, total);
+        if funding.is_empty() {
             return Err(LoadError::NoFunds(format!(
                 "premine keys 0..{keys} hold too little to fund {total} transfers"
             )));
         }
-        let verdicts = node.submit(&splits).await?;
-        let mut funded = HashSet::new();
-        for (t, v) in splits.iter().zip(&verdicts.results) {
-            if v.accepted {
-                funded.insert(t.txid(kind));
-            } else {
-                stats.set_note(format!(
-                    "a funding transaction was refused: {}: {}",
-                    v.reason.clone().unwrap_or_default(),
-                    v.detail.clone().unwrap_or_default()
-                ));
-            }
+        let funded = fund(node, &funding, kind, tip.height, CONFIRM_WAIT, CONFIRM_POLL, &clock, stop).await;
+        let funded = match funded {
+            Err(LoadError::Stopped) => break,
+            f => f?,
+        };
+        if let Some((_, why)) = funded.refused.first() {
+            stats.set_note(format!("a funding transaction was refused: {why}"));
         }
-        if funded.is_empty() {
-            return Err(LoadError::FundingRefused("every funding transaction was refused".into()));
-        }
+        let height = funded.height;
         let load: Vec<Tx> = load
             .into_iter()
-            .filter(|t| t.inputs.first().is_some_and(|i| funded.contains(&i.prev.txid)))
+            .filter(|t| t.inputs.first().is_some_and(|i| funded.confirmed.contains(&i.prev.txid)))
             .collect();
-        let n = funded.len();
-        let (left, height) =
-            wait_confirmed(node, funded, tip.height, CONFIRM_WAIT, CONFIRM_POLL, &clock, stop).await?;
-        if stop.load(Ordering::Relaxed) {
-            break;
-        }
-        if !left.is_empty() {
-            return Err(LoadError::NotFunded { funded: n - left.len(), total: n, after: CONFIRM_WAIT });
-        }
         let schedule = FixedRate { tps, total: load.len() as u64 };
         let offered =
             offer(&load, &schedule, std::slice::from_ref(node), &clock, &cfg, &stats.counters, stop).await?;
