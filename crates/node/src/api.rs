@@ -519,6 +519,14 @@ async fn mempool(State(s): State<ApiState>, q: QueryPairs) -> ApiResult<MempoolJ
     }))
 }
 
+/// This process's resident memory (`VmRSS` of `/proc/self/status`), where there is one.
+fn resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: u64 = line.trim_start_matches("VmRSS:").trim().trim_end_matches("kB").trim().parse().ok()?;
+    kb.checked_mul(1024)
+}
+
 /// Transactions that left the mempool unconfirmed, and why: a page of the node's removal log
 /// (it keeps the newest `mempool.removed_log` entries), so that nothing the node accepted
 /// vanishes without a word.
@@ -555,7 +563,35 @@ async fn metrics(State(s): State<ApiState>) -> Response {
         let c = sh.chain.read();
         (c.tip_height(), c.orphan_count(), c.utxos().len())
     };
+    let store = sh.chain.read().store().memory();
     let st = sh.mempool.stats();
+    if let Some(rss) = resident_bytes() {
+        e.value("process_resident_memory_bytes", "Resident memory of the node process.", "gauge", rss as f64);
+    }
+    e.value(
+        "store_write_buffer_bytes",
+        "Bytes in the store's memtables (bounded through store.journal_bytes).",
+        "gauge",
+        store.write_buffer as f64,
+    )
+    .value(
+        "store_cache_bytes",
+        "Bytes in the store's block cache (store.cache_bytes).",
+        "gauge",
+        store.cache as f64,
+    )
+    .value(
+        "store_journal_bytes",
+        "Bytes of the store's journals (store.journal_bytes).",
+        "gauge",
+        store.journal as f64,
+    )
+    .value(
+        "sig_cache_entries",
+        "Verdicts the signature cache holds (mempool.sig_cache).",
+        "gauge",
+        st.sig_cache_len as f64,
+    );
     e.value("chain_height", "Tip height.", "gauge", height as f64)
         .value("chain_orphans", "Blocks waiting for their parent.", "gauge", orphans as f64)
         .value("utxos", "Unspent outputs.", "gauge", utxos as f64)

@@ -11,6 +11,7 @@ use scalechain_consensus::params::SigMode;
 use scalechain_consensus::VerifyMode;
 use scalechain_mempool::OrphanConfig;
 use scalechain_p2p::msg::Role;
+use scalechain_store::StoreMemory;
 use scalechain_types::HashKind;
 
 /// Everything a node needs to start.
@@ -32,6 +33,40 @@ pub struct NodeConfig {
     pub mempool: MempoolSection,
     /// Mining (role `miner` only).
     pub miner: MinerSection,
+    /// The chain store's memory.
+    pub store: StoreSection,
+}
+
+/// The chain store's memory bounds.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct StoreSection {
+    /// Block cache: bytes of on-disk tables kept decoded in memory. Default 16 MiB.
+    pub cache_bytes: u64,
+    /// Journals, at most; reaching it writes the oldest memtables out, so it also bounds the
+    /// data held in memtables. At least 64 MiB (the default).
+    pub journal_bytes: u64,
+}
+
+impl Default for StoreSection {
+    fn default() -> Self {
+        let d = StoreMemory::default();
+        StoreSection { cache_bytes: d.cache_bytes, journal_bytes: d.journal_bytes }
+    }
+}
+
+impl StoreSection {
+    /// The store's memory bounds, or what is wrong with the settings.
+    pub fn memory(&self) -> Result<StoreMemory, String> {
+        if self.journal_bytes < StoreMemory::MIN_JOURNAL_BYTES {
+            return Err(format!(
+                "store.journal_bytes = {} is below the store engine's minimum {} (64 MiB)",
+                self.journal_bytes,
+                StoreMemory::MIN_JOURNAL_BYTES
+            ));
+        }
+        Ok(StoreMemory { cache_bytes: self.cache_bytes, journal_bytes: self.journal_bytes })
+    }
 }
 
 /// Which chain.
@@ -142,6 +177,10 @@ pub struct MempoolSection {
     /// remembered for `GET /mempool/removed`, newest kept; 0 keeps none. Default 50,000
     /// (about 3 MB).
     pub removed_log: usize,
+    /// Signature verdicts remembered (wtxids of admitted transactions, so block connection does
+    /// not verify their signatures again), first in, first out; about 100 bytes each. Default
+    /// 200,000.
+    pub sig_cache: usize,
 }
 
 /// Mining settings.
@@ -170,6 +209,7 @@ impl Default for NodeConfig {
             api: ApiSection::default(),
             mempool: MempoolSection::default(),
             miner: MinerSection::default(),
+            store: StoreSection::default(),
         }
     }
 }
@@ -234,6 +274,7 @@ impl Default for MempoolSection {
             orphans_per_peer: 1_250,
             orphan_expiry_s: 600,
             removed_log: 50_000,
+            sig_cache: 200_000,
         }
     }
 }
@@ -338,5 +379,16 @@ mod tests {
         assert!(c.api_addr().is_err());
         c.api.listen = "off".into();
         assert_eq!(c.api_addr().unwrap(), None);
+    }
+
+    #[test]
+    fn store_memory_settings_reach_the_store_and_a_journal_below_the_minimum_is_refused() {
+        let c = NodeConfig::from_toml("[store]\ncache_bytes = 1048576\njournal_bytes = 134217728\n").unwrap();
+        assert_eq!(c.store.memory().unwrap(), StoreMemory { cache_bytes: 1 << 20, journal_bytes: 128 << 20 });
+        assert_eq!(NodeConfig::default().store.memory().unwrap(), StoreMemory::default());
+        let low = NodeConfig::from_toml("[store]\njournal_bytes = 1000\n").unwrap();
+        let e = low.store.memory().unwrap_err();
+        assert!(e.starts_with("store.journal_bytes = 1000 is below"), "{e}");
+        assert!(NodeConfig::from_toml("[store]\ncache = 1\n").unwrap_err().contains("cache"));
     }
 }

@@ -118,8 +118,10 @@ pub fn open_chain(cfg: &NodeConfig, apps: Apps, reindex: bool) -> Result<Chain<D
     }
     let params = params_of(cfg);
     let verify = VerifyConfig::parallel(random32()?).with_mode(cfg.chain.verify_mode);
+    let mem = cfg.store.memory().map_err(NodeError::Config)?;
     if reindex && dir.exists() {
-        let old = Chain::open(DiskStore::open(&dir).map_err(ChainError::from)?, apps.clone(), verify)?;
+        let old =
+            Chain::open(DiskStore::open_with(&dir, mem).map_err(ChainError::from)?, apps.clone(), verify)?;
         let blocks: Vec<Block> = (1..=old.tip_height())
             .map(|h| {
                 old.block_at(h)?.ok_or_else(|| ChainError::Corrupt(format!("main-chain block {h} missing")))
@@ -129,7 +131,7 @@ pub fn open_chain(cfg: &NodeConfig, apps: Apps, reindex: bool) -> Result<Chain<D
         let moved = dir.with_extension(format!("old-{}", now_ms()));
         std::fs::rename(&dir, &moved).map_err(|e| io("moving aside", &dir, e))?;
         let mut fresh = Chain::open_or_init(
-            DiskStore::open(&dir).map_err(ChainError::from)?,
+            DiskStore::open_with(&dir, mem).map_err(ChainError::from)?,
             &params,
             apps.clone(),
             verify,
@@ -142,7 +144,12 @@ pub fn open_chain(cfg: &NodeConfig, apps: Apps, reindex: bool) -> Result<Chain<D
         std::fs::remove_dir_all(&moved).map_err(|e| io("removing", &moved, e))?;
         return Ok(fresh);
     }
-    Ok(Chain::open_or_init(DiskStore::open(&dir).map_err(ChainError::from)?, &params, apps, verify)?)
+    Ok(Chain::open_or_init(
+        DiskStore::open_with(&dir, mem).map_err(ChainError::from)?,
+        &params,
+        apps,
+        verify,
+    )?)
 }
 
 fn reward_lock(cfg: &NodeConfig, params: &Params) -> Result<Lock, NodeError> {
@@ -185,6 +192,7 @@ pub async fn run(
                 .map_err(|e| NodeError::Config(format!("mempool.dust_limit: {e}")))?,
             orphans: mp.orphan_config(),
             removed_log: mp.removed_log,
+            sig_cache_capacity: mp.sig_cache,
             ..MempoolConfig::default()
         },
     );

@@ -125,7 +125,23 @@ async fn bad_requests_get_json_4xx_and_good_ones_answer() {
     let e = client.block(99_999).await.unwrap_err();
     assert_eq!(e.status(), Some(404), "{e}");
     assert!(e.to_string().contains("HTTP 404 not-found: no block at height 99999"), "{e}");
-    assert!(client.metrics().await.unwrap().contains("scalechain_chain_height"));
+    let metrics = client.metrics().await.unwrap();
+    assert!(metrics.contains("scalechain_chain_height"));
+    // Every part of the node's memory that a setting bounds has its size in the metrics.
+    let gauge = |name: &str| -> f64 {
+        let line = metrics
+            .lines()
+            .find(|l| l.starts_with(&format!("scalechain_{name} ")))
+            .unwrap_or_else(|| panic!("{name}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    assert!(gauge("process_resident_memory_bytes") > 1e6);
+    assert!(gauge("store_journal_bytes") > 0.0);
+    for name in
+        ["store_write_buffer_bytes", "store_cache_bytes", "sig_cache_entries", "mempool_bytes", "utxos"]
+    {
+        assert!(gauge(name) >= 0.0, "{name}");
+    }
     let _ = n.stop.take().unwrap().send(());
     tokio::time::timeout(Duration::from_secs(30), &mut n.task).await.unwrap().unwrap();
 }

@@ -180,14 +180,65 @@ fn net_changes<'a, K: Copy + Eq + std::hash::Hash, V>(
     m
 }
 
+/// The memory a [`DiskStore`] may hold, bounded by two settings of the engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StoreMemory {
+    /// The block cache (bytes of on-disk tables kept decoded in memory).
+    pub cache_bytes: u64,
+    /// The journals, at most: once they reach it the engine writes the oldest memtables out to
+    /// tables, so it also bounds the data held in memtables (every write is journalled
+    /// first). At least [`StoreMemory::MIN_JOURNAL_BYTES`].
+    pub journal_bytes: u64,
+}
+
+impl StoreMemory {
+    /// The engine's lower bound for `journal_bytes` (64 MiB).
+    pub const MIN_JOURNAL_BYTES: u64 = 64 << 20;
+}
+
+impl Default for StoreMemory {
+    /// A 16 MiB cache and 64 MiB of journals (the engine's own defaults are 32 MiB and 512 MiB,
+    /// which let a busy node hold hundreds of MB of memtables).
+    fn default() -> Self {
+        StoreMemory { cache_bytes: 16 << 20, journal_bytes: StoreMemory::MIN_JOURNAL_BYTES }
+    }
+}
+
+/// What a [`DiskStore`] holds in memory now ([`DiskStore::memory`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StoreMemoryUse {
+    /// Bytes in memtables (active and sealed, not yet written out).
+    pub write_buffer: u64,
+    /// Bytes in the block cache.
+    pub cache: u64,
+    /// Bytes of journal files on disk.
+    pub journal: u64,
+}
+
 impl DiskStore {
-    /// Opens the store in `dir`, creating the directory and an empty store if needed.
+    /// [`DiskStore::open_with`] the default [`StoreMemory`].
+    pub fn open(dir: &Path) -> Result<DiskStore, StoreError> {
+        DiskStore::open_with(dir, StoreMemory::default())
+    }
+
+    /// What the store holds in memory now, and its journals on disk.
+    pub fn memory(&self) -> StoreMemoryUse {
+        StoreMemoryUse {
+            write_buffer: self.db.write_buffer_size(),
+            cache: self.db.cache_size(),
+            journal: self.db.journal_disk_space().unwrap_or(0),
+        }
+    }
+
+    /// Opens the store in `dir`, creating the directory and an empty store if needed, with the
+    /// memory bounds `mem` (a `journal_bytes` below [`StoreMemory::MIN_JOURNAL_BYTES`] is
+    /// raised to it).
     ///
     /// Fails with [`StoreError::Version`] if the directory holds another format version, with
     /// [`StoreError::Damaged`] if the database does not read or has lost commits that its
     /// commit marker records, and with [`StoreError::Engine`] if it cannot be opened for
     /// another reason (for instance, another process holds it).
-    pub fn open(dir: &Path) -> Result<DiskStore, StoreError> {
+    pub fn open_with(dir: &Path, mem: StoreMemory) -> Result<DiskStore, StoreError> {
         std::fs::create_dir_all(dir)
             .map_err(|e| StoreError::Engine(format!("creating {}: {e}", dir.display())))?;
         let engine = engine_at(dir);
@@ -206,7 +257,11 @@ impl DiskStore {
             path: dir.to_path_buf(),
             detail: format!("{}: {}", b.path.display(), b.why),
         })?;
-        let db = Database::builder(dir).open().map_err(&engine)?;
+        let db = Database::builder(dir)
+            .cache_size(mem.cache_bytes)
+            .max_journaling_size(mem.journal_bytes.max(StoreMemory::MIN_JOURNAL_BYTES))
+            .open()
+            .map_err(&engine)?;
         let open = |name: &str| db.keyspace(name, KeyspaceCreateOptions::default).map_err(&engine);
         let mut store = DiskStore {
             path: dir.to_path_buf(),

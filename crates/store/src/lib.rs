@@ -30,7 +30,7 @@ mod disk;
 pub mod marker;
 mod mem;
 
-pub use disk::DiskStore;
+pub use disk::{DiskStore, StoreMemory, StoreMemoryUse};
 pub use mem::MemStore;
 
 use scalechain_consensus::{BlockUndo, Coin};
