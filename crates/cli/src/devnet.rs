@@ -31,7 +31,7 @@ use scalechain_study::load::account::account;
 use scalechain_study::load::converge::{converge, wait_connected, wait_height};
 use scalechain_study::load::fund::fund;
 use scalechain_study::load::prepare::{premine_funds, prepare, Prepared};
-use scalechain_study::load::report::{self, cpu, NodeEnd, Summary};
+use scalechain_study::load::report::{self, cpu, memory, NodeEnd, Summary};
 use scalechain_study::load::submit::{offer, Counters, OfferConfig};
 use scalechain_study::load::watch::{confirmations, Watcher};
 use scalechain_study::load::{Clock, FixedRate, LoadError, SystemClock};
@@ -66,6 +66,13 @@ pub struct DevnetArgs {
     /// Mining threads per miner.
     #[arg(long, default_value_t = 1)]
     miner_threads: usize,
+    /// Seconds between samples of each node's resident memory (from the start of the load to
+    /// convergence).
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    memory_every: u64,
+    /// Write the memory samples here as `rss.csv` and `rss.svg` (a soak run's curve).
+    #[arg(long)]
+    memory_out: Option<PathBuf>,
 }
 
 /// How often the waits look.
@@ -141,6 +148,12 @@ pub fn devnet(a: DevnetArgs) -> Result<(), Fail> {
     }
     let summary = summary?;
     eprint!("{}", summary.text());
+    if let Some(dir) = &a.memory_out {
+        let title = format!("Resident memory, {} tx/s offered for {} s", a.tps, a.duration);
+        memory::write(dir, &summary.memory, &title)
+            .map_err(|e| Fail(1, format!("writing the memory samples: {e}")))?;
+        eprintln!("devnet: memory samples in {}", dir.join("rss.csv").display());
+    }
     if a.json {
         println!("{}", summary.json());
     }
@@ -231,6 +244,23 @@ async fn drive(
             }
         })
     };
+    let sampler = {
+        let (done, pids) = (done.clone(), pids.to_vec());
+        let every = Duration::from_secs(a.memory_every);
+        tokio::spawn(async move {
+            let mut samples = Vec::new();
+            let mut next = offer_start;
+            while !done.load(Ordering::Relaxed) {
+                let t = clock.now().saturating_sub(offer_start).as_secs_f64();
+                samples.push(memory::sample(&pids, t));
+                next += every;
+                while clock.now() < next && !done.load(Ordering::Relaxed) {
+                    clock.sleep(Duration::from_millis(250).min(next.saturating_sub(clock.now()))).await;
+                }
+            }
+            samples
+        })
+    };
     let cpu0 = cpu::sample(pids, "devnet");
     let schedule = FixedRate { tps: a.tps, total: load.len() as u64 };
     let cfg = OfferConfig { hash: kind, ..OfferConfig::default() };
@@ -264,6 +294,8 @@ async fn drive(
     };
     clock.sleep(Duration::from_millis(200)).await;
     done.store(true, Ordering::Relaxed);
+    let mut memory = sampler.await.map_err(|e| Fail(2, format!("the memory sampler failed: {e}")))?;
+    memory.push(memory::sample(pids, clock.now().saturating_sub(offer_start).as_secs_f64()));
     let watcher = watcher.await.map_err(|e| Fail(2, format!("the block watcher failed: {e}")))?;
 
     // The converged main chain, read from peer 0.
@@ -300,5 +332,6 @@ async fn drive(
         window_s,
         converged: converged.converged,
         accounting,
+        memory,
     })
 }

@@ -73,6 +73,100 @@ pub fn confirmed(
     }
 }
 
+/// Resident memory of processes over a run, from `/proc` (Linux; elsewhere nothing).
+pub mod memory {
+    use std::fmt::Write as _;
+    use std::path::Path;
+
+    use crate::plot::{write_svg, Chart, Series};
+    use crate::StudyError;
+
+    /// The resident bytes in the text of a `/proc/<pid>/status` file (its `VmRSS` line).
+    pub fn parse_status(status: &str) -> Option<u64> {
+        let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+        let kb: u64 = line.trim_start_matches("VmRSS:").trim().trim_end_matches("kB").trim().parse().ok()?;
+        kb.checked_mul(1024)
+    }
+
+    /// Resident bytes of `pid`.
+    pub fn resident(pid: u32) -> Option<u64> {
+        parse_status(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?)
+    }
+
+    /// One sample: seconds since the load started, and (name, resident bytes) per process that
+    /// answered.
+    #[derive(Clone, Debug, Default, PartialEq)]
+    pub struct Sample {
+        /// Seconds since the load started.
+        pub t_s: f64,
+        /// Resident bytes per process.
+        pub rss: Vec<(String, u64)>,
+    }
+
+    /// Samples each process of `pids` at `t_s`.
+    pub fn sample(pids: &[(String, u32)], t_s: f64) -> Sample {
+        Sample { t_s, rss: pids.iter().filter_map(|(n, p)| Some((n.clone(), resident(*p)?))).collect() }
+    }
+
+    /// The samples as CSV: `t_s` then one column of MiB per process (in the first sample's
+    /// order; empty where a process did not answer).
+    pub fn csv(samples: &[Sample]) -> String {
+        let names: Vec<&str> =
+            samples.first().map_or(vec![], |s| s.rss.iter().map(|(n, _)| n.as_str()).collect());
+        let mut out =
+            format!("t_s,{}\n", names.iter().map(|n| format!("{n}_rss_mib")).collect::<Vec<_>>().join(","));
+        for s in samples {
+            let _ = write!(out, "{:.0}", s.t_s);
+            for n in &names {
+                let v = s
+                    .rss
+                    .iter()
+                    .find(|(m, _)| m == n)
+                    .map(|(_, b)| format!("{:.1}", *b as f64 / 1_048_576.0));
+                let _ = write!(out, ",{}", v.unwrap_or_default());
+            }
+            out.push('\n');
+        }
+        out
+    }
+
+    /// The samples as a chart: resident MiB of each process against minutes.
+    pub fn chart(samples: &[Sample], title: &str) -> Chart {
+        let names: Vec<String> =
+            samples.first().map_or(vec![], |s| s.rss.iter().map(|(n, _)| n.clone()).collect());
+        let series = names
+            .iter()
+            .map(|n| {
+                let pts = samples
+                    .iter()
+                    .filter_map(|s| {
+                        let b = s.rss.iter().find(|(m, _)| m == n)?.1;
+                        Some((s.t_s / 60.0, b as f64 / 1_048_576.0))
+                    })
+                    .collect();
+                Series::line(n.clone(), pts)
+            })
+            .collect();
+        Chart {
+            title: title.into(),
+            x_label: "time since the load started (min)".into(),
+            y_label: "resident memory (MiB)".into(),
+            log_x: false,
+            log_y: false,
+            series,
+        }
+    }
+
+    /// Writes `rss.csv` and `rss.svg` into `dir`.
+    pub fn write(dir: &Path, samples: &[Sample], title: &str) -> Result<(), StudyError> {
+        std::fs::create_dir_all(dir).map_err(|source| StudyError::Io { path: dir.to_path_buf(), source })?;
+        let csv_path = dir.join("rss.csv");
+        std::fs::write(&csv_path, csv(samples))
+            .map_err(|source| StudyError::Io { path: csv_path, source })?;
+        write_svg(&dir.join("rss.svg"), &[chart(samples, title)])
+    }
+}
+
 /// CPU time of processes, from `/proc` (Linux; elsewhere every figure is zero).
 pub mod cpu {
     /// (name, CPU seconds) per process.
@@ -170,6 +264,8 @@ pub struct Summary {
     pub converged: bool,
     /// Where every accepted transaction ended.
     pub accounting: Accounting,
+    /// Resident memory of the nodes over the run.
+    pub memory: Vec<memory::Sample>,
 }
 
 /// `x` rounded to `1 / per` (`per` = 10: one decimal).
@@ -221,6 +317,19 @@ impl Summary {
                 self.accounting.log_overflowed.join(", ")
             );
         }
+        if let (Some(first), Some(last)) = (self.memory.first(), self.memory.last()) {
+            let mib = |s: &memory::Sample| -> Vec<String> {
+                s.rss.iter().map(|(n, b)| format!("{n} {:.0}", *b as f64 / 1_048_576.0)).collect()
+            };
+            let _ = writeln!(
+                t,
+                "  resident MiB at {:.0} s: {}; at {:.0} s: {}",
+                first.t_s,
+                mib(first).join(", "),
+                last.t_s,
+                mib(last).join(", ")
+            );
+        }
         let _ = writeln!(t, "  converged: {}", self.converged);
         t
     }
@@ -247,6 +356,14 @@ impl Summary {
                 "lost": a.lost,
                 "lost_sample": a.lost_sample.iter().map(Hash::to_string).collect::<Vec<_>>(),
             },
+            "memory_mib": self.memory.iter().map(|m| {
+                let mut o = serde_json::Map::new();
+                o.insert("t_s".into(), json!(m.t_s.round()));
+                for (n, b) in &m.rss {
+                    o.insert(n.clone(), json!(round_to(*b as f64 / 1_048_576.0, 10.0)));
+                }
+                serde_json::Value::Object(o)
+            }).collect::<Vec<_>>(),
             "offered_tps": self.offered_tps,
             "duration_s": self.duration_s,
             "refused": self.refused,
@@ -310,6 +427,26 @@ mod tests {
         assert_eq!(cpu::usage(&a, &b, 2.0, 0).us_per_tx, 0.0);
     }
 
+    #[test]
+    fn resident_memory_comes_from_the_vmrss_line_and_becomes_csv_and_a_chart() {
+        assert_eq!(memory::parse_status("Name:\tx\nVmRSS:\t   2048 kB\nThreads: 3\n"), Some(2 << 20));
+        assert_eq!(memory::parse_status("Name:\tx\n"), None);
+        assert!(memory::resident(std::process::id()).unwrap() > 0, "this process has a resident set");
+        assert!(
+            memory::sample(&[("gone".into(), u32::MAX)], 0.0).rss.is_empty(),
+            "a gone process is left out"
+        );
+        let samples = vec![
+            memory::Sample { t_s: 0.0, rss: vec![("a".into(), 1 << 20), ("b".into(), 3 << 19)] },
+            memory::Sample { t_s: 60.4, rss: vec![("a".into(), 2 << 20)] },
+        ];
+        assert_eq!(memory::csv(&samples), "t_s,a_rss_mib,b_rss_mib\n0,1.0,1.5\n60,2.0,\n");
+        let c = memory::chart(&samples, "soak");
+        assert_eq!(c.series.len(), 2);
+        assert_eq!(c.series[0].points, [(0.0, 1.0), (60.4 / 60.0, 2.0)]);
+        assert_eq!(c.series[1].points, [(0.0, 1.5)]);
+    }
+
     fn summary() -> Summary {
         Summary {
             peers: 1,
@@ -342,6 +479,10 @@ mod tests {
                 removed: BTreeMap::from([("evicted".to_string(), 1)]),
                 ..Accounting::default()
             },
+            memory: vec![
+                memory::Sample { t_s: 0.0, rss: vec![("peer0".into(), 20 << 20)] },
+                memory::Sample { t_s: 5.2, rss: vec![("peer0".into(), 31 << 19)] },
+            ],
         }
     }
 
@@ -360,6 +501,7 @@ mod tests {
                  \x20 latency ms  p50 812  p95 1491  p99 1602\n\
                  \x20 CPU over 5.0 s: 0.61 cores busy, 5132 µs per confirmed tx (bootstrap 0.1 s, peer0 2.5 s, devnet 0.5 s)\n\
                  \x20 accepted 600: confirmed 599, pooled 0, removed 1 (evicted 1), lost 0\n\
+                 \x20 resident MiB at 0 s: peer0 20; at 5 s: peer0 16\n\
                  \x20 converged: true\n"
             )
         );
@@ -374,6 +516,7 @@ mod tests {
                 "cpu",
                 "duration_s",
                 "latency_ms",
+                "memory_mib",
                 "nodes",
                 "offered_tps",
                 "refused",
@@ -392,6 +535,7 @@ mod tests {
         );
         assert_eq!(j["cpu"]["window_s"], json!(5.0));
         assert_eq!(j["accounting"]["removed"], json!({"evicted": 1}));
+        assert_eq!(j["memory_mib"][1], json!({"t_s": 5.0, "peer0": 15.5}));
         assert_eq!(
             (j["accounting"]["lost"].clone(), j["accounting"]["confirmed"].clone()),
             (json!(0), json!(599))
