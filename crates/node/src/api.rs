@@ -570,7 +570,7 @@ async fn metrics(State(s): State<ApiState>) -> Response {
     }
     e.value(
         "store_write_buffer_bytes",
-        "Bytes in the store's memtables (bounded through store.journal_bytes).",
+        "Bytes in the store's memtables (store.memtable_bytes).",
         "gauge",
         store.write_buffer as f64,
     )
@@ -580,12 +580,7 @@ async fn metrics(State(s): State<ApiState>) -> Response {
         "gauge",
         store.cache as f64,
     )
-    .value(
-        "store_journal_bytes",
-        "Bytes of the store's journals (store.journal_bytes).",
-        "gauge",
-        store.journal as f64,
-    )
+    .value("store_journal_bytes", "Bytes of the store's journals on disk.", "gauge", store.journal as f64)
     .value(
         "sig_cache_entries",
         "Verdicts the signature cache holds (mempool.sig_cache).",

@@ -43,29 +43,29 @@ pub struct NodeConfig {
 pub struct StoreSection {
     /// Block cache: bytes of on-disk tables kept decoded in memory. Default 16 MiB.
     pub cache_bytes: u64,
-    /// Journals, at most; reaching it writes the oldest memtables out, so it also bounds the
-    /// data held in memtables. At least 64 MiB (the default).
-    pub journal_bytes: u64,
+    /// Memtables (writes not yet in on-disk tables), as the store engine counts them; past it
+    /// they are written out (the heap they take is up to about twice this). At least 1 MiB.
+    /// Default 32 MiB.
+    pub memtable_bytes: u64,
 }
 
 impl Default for StoreSection {
     fn default() -> Self {
         let d = StoreMemory::default();
-        StoreSection { cache_bytes: d.cache_bytes, journal_bytes: d.journal_bytes }
+        StoreSection { cache_bytes: d.cache_bytes, memtable_bytes: d.memtable_bytes }
     }
 }
 
 impl StoreSection {
     /// The store's memory bounds, or what is wrong with the settings.
     pub fn memory(&self) -> Result<StoreMemory, String> {
-        if self.journal_bytes < StoreMemory::MIN_JOURNAL_BYTES {
+        if self.memtable_bytes < 1 << 20 {
             return Err(format!(
-                "store.journal_bytes = {} is below the store engine's minimum {} (64 MiB)",
-                self.journal_bytes,
-                StoreMemory::MIN_JOURNAL_BYTES
+                "store.memtable_bytes = {} is below the minimum 1048576 (1 MiB)",
+                self.memtable_bytes
             ));
         }
-        Ok(StoreMemory { cache_bytes: self.cache_bytes, journal_bytes: self.journal_bytes })
+        Ok(StoreMemory { cache_bytes: self.cache_bytes, memtable_bytes: self.memtable_bytes })
     }
 }
 
@@ -382,13 +382,17 @@ mod tests {
     }
 
     #[test]
-    fn store_memory_settings_reach_the_store_and_a_journal_below_the_minimum_is_refused() {
-        let c = NodeConfig::from_toml("[store]\ncache_bytes = 1048576\njournal_bytes = 134217728\n").unwrap();
-        assert_eq!(c.store.memory().unwrap(), StoreMemory { cache_bytes: 1 << 20, journal_bytes: 128 << 20 });
+    fn store_memory_settings_reach_the_store_and_a_budget_below_the_minimum_is_refused() {
+        let c =
+            NodeConfig::from_toml("[store]\ncache_bytes = 1048576\nmemtable_bytes = 134217728\n").unwrap();
+        assert_eq!(
+            c.store.memory().unwrap(),
+            StoreMemory { cache_bytes: 1 << 20, memtable_bytes: 128 << 20 }
+        );
         assert_eq!(NodeConfig::default().store.memory().unwrap(), StoreMemory::default());
-        let low = NodeConfig::from_toml("[store]\njournal_bytes = 1000\n").unwrap();
+        let low = NodeConfig::from_toml("[store]\nmemtable_bytes = 1000\n").unwrap();
         let e = low.store.memory().unwrap_err();
-        assert!(e.starts_with("store.journal_bytes = 1000 is below"), "{e}");
+        assert!(e.starts_with("store.memtable_bytes = 1000 is below"), "{e}");
         assert!(NodeConfig::from_toml("[store]\ncache = 1\n").unwrap_err().contains("cache"));
     }
 }

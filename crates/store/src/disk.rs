@@ -159,6 +159,8 @@ pub struct DiskStore {
     /// The commit marker.
     marker: marker::Writer,
     poisoned: bool,
+    /// Its memory bounds.
+    mem: StoreMemory,
 }
 
 impl fmt::Debug for DiskStore {
@@ -180,27 +182,23 @@ fn net_changes<'a, K: Copy + Eq + std::hash::Hash, V>(
     m
 }
 
-/// The memory a [`DiskStore`] may hold, bounded by two settings of the engine.
+/// The memory a [`DiskStore`] may hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StoreMemory {
     /// The block cache (bytes of on-disk tables kept decoded in memory).
     pub cache_bytes: u64,
-    /// The journals, at most: once they reach it the engine writes the oldest memtables out to
-    /// tables, so it also bounds the data held in memtables (every write is journalled
-    /// first). At least [`StoreMemory::MIN_JOURNAL_BYTES`].
-    pub journal_bytes: u64,
-}
-
-impl StoreMemory {
-    /// The engine's lower bound for `journal_bytes` (64 MiB).
-    pub const MIN_JOURNAL_BYTES: u64 = 64 << 20;
+    /// The memtables (writes not yet in on-disk tables), as the engine counts them: once a
+    /// write leaves more than this, and earlier memtables have been written out, every
+    /// keyspace's memtable is sealed and written out. The engine's own bound is 64 MiB per
+    /// keyspace (eight keyspaces). The engine's count leaves out its index overhead, so the
+    /// heap they take is up to about twice this.
+    pub memtable_bytes: u64,
 }
 
 impl Default for StoreMemory {
-    /// A 16 MiB cache and 64 MiB of journals (the engine's own defaults are 32 MiB and 512 MiB,
-    /// which let a busy node hold hundreds of MB of memtables).
+    /// A 16 MiB cache and 32 MiB of memtables.
     fn default() -> Self {
-        StoreMemory { cache_bytes: 16 << 20, journal_bytes: StoreMemory::MIN_JOURNAL_BYTES }
+        StoreMemory { cache_bytes: 16 << 20, memtable_bytes: 32 << 20 }
     }
 }
 
@@ -231,8 +229,7 @@ impl DiskStore {
     }
 
     /// Opens the store in `dir`, creating the directory and an empty store if needed, with the
-    /// memory bounds `mem` (a `journal_bytes` below [`StoreMemory::MIN_JOURNAL_BYTES`] is
-    /// raised to it).
+    /// memory bounds `mem`.
     ///
     /// Fails with [`StoreError::Version`] if the directory holds another format version, with
     /// [`StoreError::Damaged`] if the database does not read or has lost commits that its
@@ -257,11 +254,7 @@ impl DiskStore {
             path: dir.to_path_buf(),
             detail: format!("{}: {}", b.path.display(), b.why),
         })?;
-        let db = Database::builder(dir)
-            .cache_size(mem.cache_bytes)
-            .max_journaling_size(mem.journal_bytes.max(StoreMemory::MIN_JOURNAL_BYTES))
-            .open()
-            .map_err(&engine)?;
+        let db = Database::builder(dir).cache_size(mem.cache_bytes).open().map_err(&engine)?;
         let open = |name: &str| db.keyspace(name, KeyspaceCreateOptions::default).map_err(&engine);
         let mut store = DiskStore {
             path: dir.to_path_buf(),
@@ -278,6 +271,7 @@ impl DiskStore {
             seq: 0,
             marker: marker::Writer::new(dir),
             poisoned: false,
+            mem,
         };
         match store.meta.get(meta::FORMAT_VERSION).map_err(&engine)? {
             Some(v) => {
@@ -410,12 +404,48 @@ impl DiskStore {
         Ok((tip, u64::from_le_bytes(fixed(&height, "meta: `tip_height`")?)))
     }
 
-    /// Commits a batch without waiting for the disk. Any failure poisons the store.
+    /// Commits a batch without waiting for the disk, then keeps the memtables within
+    /// [`StoreMemory::memtable_bytes`]. Any failure poisons the store.
     fn write(&mut self, batch: OwnedWriteBatch) -> Result<(), StoreError> {
         batch.commit().map_err(|e| {
             self.poisoned = true;
             StoreError::Engine(format!("{}: write failed: {e}", self.path.display()))
-        })
+        })?;
+        self.bound_memtables()
+    }
+
+    /// Every keyspace, for the engine-wide operations.
+    fn keyspaces(&self) -> [&Keyspace; 8] {
+        [
+            &self.meta,
+            &self.blocks,
+            &self.headers,
+            &self.undo,
+            &self.heights,
+            &self.utxos,
+            &self.app,
+            &self.txids,
+        ]
+    }
+
+    /// Past the memtable budget, and with no earlier memtable still waiting to be written out,
+    /// seals every keyspace's memtable so the engine writes it out (its own trigger is 64 MiB
+    /// per keyspace). The data stays readable throughout: sealed memtables are read until
+    /// their tables are in place.
+    fn bound_memtables(&mut self) -> Result<(), StoreError> {
+        if self.db.write_buffer_size() <= self.mem.memtable_bytes
+            || self.keyspaces().iter().any(|k| k.sealed_memtable_count() > 0)
+        {
+            return Ok(());
+        }
+        let failed = self.keyspaces().iter().find_map(|k| k.rotate_memtable().err());
+        match failed {
+            None => Ok(()),
+            Some(e) => {
+                self.poisoned = true;
+                Err(StoreError::Engine(format!("{}: sealing a memtable failed: {e}", self.path.display())))
+            }
+        }
     }
 
     /// Commits a batch durably as the next commit and records it in the commit marker;

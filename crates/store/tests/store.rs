@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use scalechain_consensus::{BlockUndo, Coin};
 use scalechain_store::{
-    ChainStore, Commit, DiskStore, MemStore, StoreError, StoredState, TxLocation, FORMAT_VERSION,
+    ChainStore, Commit, DiskStore, MemStore, StoreError, StoreMemory, StoredState, TxLocation, FORMAT_VERSION,
 };
 use scalechain_types::codec::Encode;
 use scalechain_types::{Amount, Block, Hash, HashKind, Header, Lock, OutPoint, Scheme, Target, Tx, TxOut};
@@ -899,4 +899,49 @@ fn disk_a_store_moves_to_its_new_directory_even_after_an_interrupted_move() {
     // Nothing left to move; a second call changes nothing.
     assert!(!DiskStore::relocate(&old, &new).unwrap());
     assert!(!DiskStore::relocate(&tmp.path().join("none"), &tmp.path().join("none/chain")).unwrap());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Memory
+
+/// Blocks of about 1 MB each (a coinbase carrying the bytes).
+fn big_block(height: u64, prev: Hash) -> (Hash, Block) {
+    let (_, mut b) = block(height, prev, height);
+    b.txs[0].data = vec![height as u8; 1 << 20];
+    (b.hash(HashKind::Sha256), b)
+}
+
+/// Writes 24 blocks of 1 MB and returns the most the memtables held once the engine's
+/// writes-out had caught up after each.
+fn memtable_peak(mem: StoreMemory) -> u64 {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = DiskStore::open_with(dir.path(), mem).unwrap();
+    let (gid, g, first) = genesis();
+    s.init(PARAMS, &g, gid, &first).unwrap();
+    let mut prev = gid;
+    let mut peak = 0;
+    for h in 1..=24 {
+        let (id, b) = big_block(h, prev);
+        s.put_block(&id, &b).unwrap();
+        prev = id;
+        let deadline = Instant::now() + std::time::Duration::from_secs(2);
+        while s.memory().write_buffer > mem.memtable_bytes + (2 << 20) && Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        peak = peak.max(s.memory().write_buffer);
+    }
+    // Everything written is still there.
+    assert_eq!(s.get_block(&prev).unwrap().unwrap().txs[0].data.len(), 1 << 20);
+    peak
+}
+
+#[test]
+fn memtables_stay_within_their_budget() {
+    let budget = StoreMemory { cache_bytes: 1 << 20, memtable_bytes: 4 << 20 };
+    let bounded = memtable_peak(budget);
+    // The budget, plus what was written while an earlier write-out was still running.
+    assert!(bounded <= 8 << 20, "{bounded} bytes in memtables against a 4 MiB budget");
+    // Without the bound the engine keeps up to 64 MiB per keyspace: all 24 MB stay in memory.
+    let unbounded = memtable_peak(StoreMemory { cache_bytes: 1 << 20, memtable_bytes: 1 << 40 });
+    assert!(unbounded > 20 << 20, "{unbounded}");
 }
