@@ -51,6 +51,11 @@ use crate::mem::{check_commit, check_totals, check_value_len, main_chain_from, n
 use crate::{archive, marker};
 use crate::{ChainStore, Commit, StoreError, StoredState, TxLocation, FORMAT_VERSION, OLDEST_FORMAT_VERSION};
 
+/// What a commit marker records, for messages.
+fn recorded(m: &marker::Mark) -> String {
+    format!("its commit marker records commit #{} (tip {} at height {})", m.seq, m.tip, m.tip_height)
+}
+
 /// Keyspace names (part of the on-disk format).
 mod ks {
     pub const META: &str = "meta";
@@ -61,6 +66,8 @@ mod ks {
     pub const UTXOS: &str = "utxos";
     pub const APP: &str = "app";
     pub const TXIDS: &str = "txids";
+    /// Every keyspace, in creation order.
+    pub const ALL: [&str; 8] = [META, BLOCKS, HEADERS, UNDO, HEIGHTS, UTXOS, APP, TXIDS];
 }
 
 /// Keys of the `meta` keyspace (part of the on-disk format).
@@ -236,8 +243,6 @@ impl DiskStore {
     /// commit marker records, and with [`StoreError::Engine`] if it cannot be opened for
     /// another reason (for instance, another process holds it).
     pub fn open_with(dir: &Path, mem: StoreMemory) -> Result<DiskStore, StoreError> {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| StoreError::Engine(format!("creating {}: {e}", dir.display())))?;
         let engine = engine_at(dir);
         let mark = marker::read(dir).map_err(|e| {
             let path = dir.join(marker::FILE);
@@ -249,6 +254,16 @@ impl DiskStore {
                 },
             }
         })?;
+        if !DiskStore::exists(dir) {
+            // A marker without a database: the database's files are gone, not a new store.
+            if let Some(m) = &mark {
+                return Err(StoreError::Damaged {
+                    path: dir.to_path_buf(),
+                    detail: format!("the database holds no chain, but {}", recorded(m)),
+                });
+            }
+            DiskStore::create(dir, mem)?;
+        }
         // Before the engine reads its archives: a damaged count in one would abort the process.
         archive::check_dir(dir).map_err(|b| StoreError::Damaged {
             path: dir.to_path_buf(),
@@ -302,8 +317,7 @@ impl DiskStore {
     /// commit it must hold the same chain and tip.
     fn check_mark(&self, m: &marker::Mark) -> Result<(), StoreError> {
         let engine = engine_at(&self.path);
-        let recorded =
-            format!("its commit marker records commit #{} (tip {} at height {})", m.seq, m.tip, m.tip_height);
+        let recorded = recorded(m);
         let damaged = |detail: String| StoreError::Damaged { path: self.path.clone(), detail };
         let Some(chain_id) = self.meta.get(meta::CHAIN_ID).map_err(&engine)? else {
             return Err(damaged(format!("the database holds no chain, but {recorded}")));
@@ -328,6 +342,40 @@ impl DiskStore {
         if self.seq == m.seq && (tip, tip_height) != (m.tip, m.tip_height) {
             return Err(damaged(format!("{held}, but {recorded}")));
         }
+        Ok(())
+    }
+
+    /// Creates an empty store in `dir` (absent or empty): its files are made in a directory
+    /// beside it and renamed into place once every keyspace exists, so a process killed while
+    /// creating leaves no half-made store (the engine cannot reopen a keyspace whose creation
+    /// was cut short: its directory exists, its record does not). A staging directory such a
+    /// kill left is removed first.
+    fn create(dir: &Path, mem: StoreMemory) -> Result<(), StoreError> {
+        let staging = dir.with_extension("creating");
+        let fail = |what: &str, p: &Path, e: std::io::Error| {
+            StoreError::Engine(format!(
+                "creating the store in {}: {what} {}: {e}",
+                dir.display(),
+                p.display()
+            ))
+        };
+        if staging.exists() {
+            std::fs::remove_dir_all(&staging).map_err(|e| fail("removing", &staging, e))?;
+        }
+        std::fs::create_dir_all(&staging).map_err(|e| fail("creating", &staging, e))?;
+        {
+            let engine = engine_at(&staging);
+            let db = Database::builder(&staging).cache_size(mem.cache_bytes).open().map_err(&engine)?;
+            for name in ks::ALL {
+                db.keyspace(name, KeyspaceCreateOptions::default).map_err(&engine)?;
+            }
+            db.persist(PersistMode::SyncAll).map_err(&engine)?;
+        }
+        if dir.exists() {
+            // Only an empty directory gives way; anything in it is not ours to remove.
+            std::fs::remove_dir(dir).map_err(|e| fail("replacing", dir, e))?;
+        }
+        std::fs::rename(&staging, dir).map_err(|e| fail("renaming", &staging, e))?;
         Ok(())
     }
 

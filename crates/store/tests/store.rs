@@ -945,3 +945,33 @@ fn memtables_stay_within_their_budget() {
     let unbounded = memtable_peak(StoreMemory { cache_bytes: 1 << 20, memtable_bytes: 1 << 40 });
     assert!(unbounded > 20 << 20, "{unbounded}");
 }
+
+#[test]
+fn a_store_is_created_whole_and_a_creation_cut_short_leaves_nothing_in_the_way() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("chain");
+    // What a process killed while creating the store leaves: a half-made staging directory
+    // (here: an engine directory with one keyspace folder and no record of it).
+    let staging = tmp.path().join("chain.creating");
+    std::fs::create_dir_all(staging.join("keyspaces").join("3")).unwrap();
+    std::fs::write(staging.join("version"), b"junk").unwrap();
+    let mut s = DiskStore::open(&dir).unwrap();
+    assert!(!staging.exists(), "the leftover is removed");
+    assert!(DiskStore::exists(&dir));
+    assert!(s.load().unwrap().is_none(), "a new store holds no chain");
+    let (gid, g, first) = genesis();
+    s.init(PARAMS, &g, gid, &first).unwrap();
+    drop(s);
+    // An existing empty directory is taken; one holding anything else is not touched.
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    assert!(DiskStore::open(&empty).is_ok());
+    let busy = tmp.path().join("busy");
+    std::fs::create_dir_all(&busy).unwrap();
+    std::fs::write(busy.join("notes.txt"), b"mine").unwrap();
+    let e = DiskStore::open(&busy).unwrap_err().to_string();
+    assert!(e.contains("creating the store in") && e.contains("busy"), "{e}");
+    assert_eq!(std::fs::read(busy.join("notes.txt")).unwrap(), b"mine");
+    let reopened = DiskStore::open(&dir).unwrap();
+    assert_eq!(reopened.load().unwrap().unwrap().chain_id, gid);
+}
