@@ -29,6 +29,7 @@ use scalechain_voting::app::{
 use scalechain_voting::tally::{self, EaKeys, StoredBallot, TallyResult};
 use scalechain_voting::{elgamal, paillier, Statement};
 
+use crate::wallet::{self, ApiOpts, WalletOpts};
 use crate::Fail;
 
 /// The EA's secret key file inside `--ea-dir`.
@@ -114,6 +115,17 @@ pub enum VoteCmd {
         /// A label for people (at most 64 bytes).
         #[arg(long, default_value = "election")]
         label: String,
+        /// The wallet paying the election's fee (ballots ride fee-less; an election pays like
+        /// a transfer, so that publishing elections cannot crowd ballots out).
+        #[arg(long, default_value = "wallet.json")]
+        wallet: PathBuf,
+        /// Read the wallet's passphrase from the first line of this file (otherwise from the
+        /// environment variable SCALECHAIN_PASSPHRASE).
+        #[arg(long)]
+        passphrase_file: Option<PathBuf>,
+        /// Fee per 1,000 bytes of the election transaction.
+        #[arg(long, default_value_t = 1_000)]
+        fee_rate: u64,
     },
     /// As the election authority: the registration token of a voter (offline); prints it.
     Register {
@@ -190,8 +202,22 @@ pub fn run(cmd: VoteCmd) -> Result<(), Fail> {
             demo(voters, candidates, scheme, invalid, json, seed)
         }
         VoteCmd::Keygen { out } => keygen(&out),
-        VoteCmd::Election { node, ea_dir, candidates, scheme, voters_max, start, end, label } => {
-            election(&node, &ea_dir, candidates, scheme.into(), voters_max, start, end, &label)
+        VoteCmd::Election {
+            node,
+            ea_dir,
+            candidates,
+            scheme,
+            voters_max,
+            start,
+            end,
+            label,
+            wallet,
+            passphrase_file,
+            fee_rate,
+        } => {
+            let e = Published { candidates, scheme: scheme.into(), voters: voters_max, start, end, label };
+            let pay = Payer { wallet, passphrase_file, fee_rate };
+            election(&node, &ea_dir, &e, &pay)
         }
         VoteCmd::Register { ea_dir, voter_pubkey } => register(&ea_dir, &voter_pubkey),
         VoteCmd::Cast { node, election, choice, voter_key, token } => {
@@ -303,8 +329,9 @@ impl Api {
                 .ok_or_else(|| Fail(2, "POST /txs: no txid in the verdict".into()));
         }
         let reason = v.reason.as_deref().unwrap_or("refused");
-        let hint = if reason == "fee-less-full" || reason == "low-fee" {
-            " (vote transactions carry no fee: the node holds them within mempool.max_fee_less_bytes)"
+        let hint = if matches!(reason, "fee-less-full" | "fee-less-group-full" | "low-fee") {
+            " (ballots carry no fee: the node holds them within mempool.max_fee_less_bytes, each \
+             election's within mempool.max_fee_less_group_bytes)"
         } else {
             ""
         };
@@ -394,48 +421,74 @@ fn ea_keys(dir: &Path) -> Result<EaKeys, Fail> {
     EaKeys::from_json(&read_small(&path)?).map_err(|e| usage(format!("{}: {e}", path.display())))
 }
 
-#[allow(clippy::too_many_arguments)]
-fn election(
-    node: &NodeOpts,
-    dir: &Path,
+/// An election to publish.
+struct Published {
     candidates: usize,
     scheme: scalechain_voting::BallotScheme,
     voters: u64,
     start: u64,
     end: u64,
-    label: &str,
-) -> Result<(), Fail> {
+    label: String,
+}
+
+/// The wallet paying for a transaction, and at what rate.
+struct Payer {
+    wallet: PathBuf,
+    passphrase_file: Option<PathBuf>,
+    fee_rate: u64,
+}
+
+fn election(node: &NodeOpts, dir: &Path, p: &Published, pay: &Payer) -> Result<(), Fail> {
     if dir.join(KEYS_FILE).exists() {
         return Err(usage(format!("{} already holds EA keys; use another directory", dir.display())));
     }
     let api = Api::new(node)?;
     let tip = api.client.status().map_err(api_fail)?.height;
-    if end <= tip {
-        return Err(usage(format!("the window ends at height {end}, but the chain is at {tip} already")));
+    if p.end <= tip {
+        return Err(usage(format!("the window ends at height {}, but the chain is at {tip} already", p.end)));
     }
-    let keys = EaKeys::generate(scheme, &mut rng()?).map_err(|e| Fail(2, e.to_string()))?;
-    let e = keys.election(candidates, start, end, voters, label).map_err(|e| usage(e.to_string()))?;
+    let wallet_opts = WalletOpts {
+        wallet: pay.wallet.clone(),
+        passphrase_file: pay.passphrase_file.clone(),
+        hash: Some(node.hash),
+    };
+    let wallet_api =
+        ApiOpts { api: Some(node.api.clone()), token: node.api_token.clone(), token_file: None }.client()?;
+    let payer = wallet::open(&wallet_opts)?;
+    let keys = EaKeys::generate(p.scheme, &mut rng()?).map_err(|e| Fail(2, e.to_string()))?;
+    let e =
+        keys.election(p.candidates, p.start, p.end, p.voters, &p.label).map_err(|e| usage(e.to_string()))?;
     let kind = node.hash;
     let id = e.id(kind);
+    // Funded before anything is written: a wallet that cannot pay leaves no keys behind.
+    let data = Message::Election(e.clone()).encode();
+    let built = wallet::fund_app_tx(&wallet_api, &wallet_opts, &payer, VOTE_KIND, &data, pay.fee_rate)?;
     std::fs::create_dir_all(dir).map_err(|x| usage(format!("creating {}: {x}", dir.display())))?;
     create_file(&dir.join(KEYS_FILE), &keys.to_json().map_err(|x| Fail(2, x.to_string()))?, true)?;
     let public = json!({
         "id": id.to_string(),
         "hash": kind.name(),
-        "scheme": scheme.name(),
-        "candidates": candidates,
-        "start": start,
-        "end": end,
-        "label": label,
+        "scheme": p.scheme.name(),
+        "candidates": p.candidates,
+        "start": p.start,
+        "end": p.end,
+        "label": p.label,
         "encoding": hex::encode(e.encode()),
     });
     create_file(&dir.join(ELECTION_FILE), &format!("{public:#}\n"), false)?;
-    let tx = Message::Election(e).into_tx();
-    let txid = api.submit(&tx)?;
-    if txid != tx.txid(kind).to_string() {
-        return Err(usage(format!("the node hashes with another function than {} (--hash)", kind.name())));
-    }
-    eprintln!("election published in transaction {txid}; keys in {}", dir.display());
+    wallet::submit_built(&wallet_api, &built).map_err(|x| {
+        Fail(
+            x.code(),
+            format!("{x} (the keys stay in {}; publish again from another directory)", dir.display()),
+        )
+    })?;
+    eprintln!(
+        "election published in transaction {} (fee {} for {} bytes); keys in {}",
+        built.txid,
+        built.fee,
+        built.size,
+        dir.display()
+    );
     println!("{id}");
     Ok(())
 }

@@ -28,11 +28,11 @@ use scalechain_consensus::params::SigMode;
 use scalechain_consensus::Params;
 use scalechain_node::NodeConfig;
 use scalechain_types::codec::Decode;
-use scalechain_types::{Amount, Hash, HashKind, Lock, OutPoint, Scheme, Tx, TxOut};
+use scalechain_types::{Amount, Hash, HashKind, Lock, OutPoint, Scheme, Tx, TxKind, TxOut};
 use scalechain_wallet::{
-    balance, build_transfer, encode_address, parse_address, AddressError, AddressHrp, BalanceError,
-    BuildError, BuildOptions, BuiltTransfer, ChainContext, FeeRate, KdfParams, KeyId, KeystoreError,
-    Passphrase, PassphraseError, Seed, SeedError, TransferRequest, Wallet,
+    balance, build_app_tx, build_transfer, encode_address, parse_address, AddressError, AddressHrp,
+    AppTxRequest, BalanceError, BuildError, BuildOptions, BuiltTransfer, ChainContext, FeeRate, KdfParams,
+    KeyId, Keyring, KeystoreError, Passphrase, PassphraseError, Seed, SeedError, TransferRequest, Wallet,
 };
 
 use crate::Fail;
@@ -619,6 +619,44 @@ pub(crate) fn send(
     })?;
     let value = amount("--amount", args.amount)?;
     let rate = FeeRate::per_kb(amount("--fee-rate", args.fee_rate)?);
+    let built = fund(api, opts, wallet, |signer, ctx, coins, change| {
+        let req = TransferRequest { coins, to, amount: value, change, options: BuildOptions::new(rate) };
+        build_transfer(signer, ctx, &req)
+    })?;
+    submit_built(api, &built)?;
+    Ok(built)
+}
+
+/// Builds and signs an application transaction of `kind` carrying `data`, its fee at
+/// `fee_rate` per 1,000 bytes paid from `wallet` (an election, say); [`submit_built`] submits it.
+pub(crate) fn fund_app_tx(
+    api: &Api,
+    opts: &WalletOpts,
+    wallet: &Wallet,
+    kind: TxKind,
+    data: &[u8],
+    fee_rate: u64,
+) -> Result<BuiltTransfer, WalletError> {
+    let rate = FeeRate::per_kb(amount("--fee-rate", fee_rate)?);
+    fund(api, opts, wallet, |signer, ctx, coins, change| {
+        let req = AppTxRequest { coins, kind, data, change, options: BuildOptions::new(rate) };
+        build_app_tx(signer, ctx, &req)
+    })
+}
+
+/// Builds a transaction with `build` from the wallet's spendable coins (mature, and not spent
+/// by a pooled transaction), change to its first key.
+fn fund(
+    api: &Api,
+    opts: &WalletOpts,
+    wallet: &Wallet,
+    build: impl FnOnce(
+        &Keyring<'_>,
+        &ChainContext,
+        &[(OutPoint, TxOut)],
+        Lock,
+    ) -> Result<BuiltTransfer, BuildError>,
+) -> Result<BuiltTransfer, WalletError> {
     let chain = node_chain(api, opts)?;
     let kind = chain.params.hash;
     let change =
@@ -646,8 +684,7 @@ pub(crate) fn send(
         .map(|c| (c.outpoint, c.out))
         .collect();
     let ctx = ChainContext { hash: kind, chain_id: chain.chain_id };
-    let req = TransferRequest { coins: &coins, to, amount: value, change, options: BuildOptions::new(rate) };
-    let built = build_transfer(&wallet.keyring(kind), &ctx, &req).map_err(|source| {
+    build(&wallet.keyring(kind), &ctx, &coins, change).map_err(|source| {
         let mut note = String::new();
         if immature > 0 {
             note.push_str(&format!("; {immature} immature coinbase coins left out"));
@@ -659,7 +696,11 @@ pub(crate) fn send(
             note.push_str("; the mempool was too large to check for coins already being spent");
         }
         WalletError::Build { source, note }
-    })?;
+    })
+}
+
+/// Submits a built transaction; the node's refusal is [`WalletError::Refused`].
+pub(crate) fn submit_built(api: &Api, built: &BuiltTransfer) -> Result<(), WalletError> {
     let r = api.submit(std::slice::from_ref(&built.tx))?;
     let v = r.results.into_iter().next().ok_or_else(|| WalletError::bad(api.base(), "no verdict"))?;
     if !v.accepted {
@@ -669,7 +710,7 @@ pub(crate) fn send(
             detail: v.detail.unwrap_or_default(),
         });
     }
-    Ok(built)
+    Ok(())
 }
 
 /// Describes a sent transfer: the txid on `out`, the rest on `info`.

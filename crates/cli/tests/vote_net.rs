@@ -1,6 +1,7 @@
 //! Elections over a real node (a miner process on 127.0.0.1 with the default configuration,
 //! OS-chosen ports, every wait bounded), one per ballot scheme: the EA publishes an election
-//! with `vote election`, registers voters with `vote register`, voters cast with `vote cast` (a
+//! with `vote election`, its fee paid from a wallet holding a devnet premine key (a wallet that
+//! cannot pay publishes nothing and leaves no keys behind), registers voters with `vote register`, voters cast with `vote cast` (a
 //! second ballot of one voter is refused by the node), blocks are mined, the EA tallies with
 //! `vote tally` and anyone checks the result with `vote verify`; a tampered result fails
 //! verification, and bad ids get JSON 4xx.
@@ -14,7 +15,7 @@ use scalechain_client::blocking::Client;
 use scalechain_client::launcher::{LaunchError, Launcher, NodeSpec, Role};
 use scalechain_client::types::{AppRange, TxState};
 use scalechain_client::ClientError;
-use scalechain_types::Hash;
+use scalechain_types::{Hash, HashKind};
 
 const EXE: &str = env!("CARGO_BIN_EXE_scalechain");
 
@@ -28,10 +29,10 @@ fn wait_until(what: &str, deadline: Instant, f: impl FnMut() -> bool) {
     }
 }
 
-/// A miner with the default mempool policy (vote transactions, which are bare, enter as
-/// fee-less application transactions), configured by a file.
+/// A miner with the default mempool policy (ballots, which are bare, enter as fee-less
+/// application transactions; elections pay a fee), configured by a file.
 fn start_miner(net: &mut Launcher) -> (String, Client) {
-    // The default minimum fee rate: vote transactions enter as fee-less ones.
+    // The default minimum fee rate: ballots enter as fee-less transactions.
     let node = net.start(NodeSpec::new("miner", Role::Miner).config("role = \"miner\"\n")).unwrap();
     (node.api_addr().to_string(), node.blocking_client().unwrap())
 }
@@ -78,6 +79,36 @@ struct Setup {
     /// The window: 14 blocks from the next one.
     start: u64,
     end: u64,
+    /// A wallet holding a devnet premine key, and its passphrase file.
+    wallet: PathBuf,
+    pass: PathBuf,
+}
+
+/// `scalechain wallet ARGS` (the passphrase from the file `pass`); asserts success.
+fn wallet_ok(wallet: &Path, pass: &Path, args: &[&str]) {
+    let out = Command::new(EXE)
+        .arg("wallet")
+        .args(args)
+        .args(["--wallet", wallet.to_str().unwrap(), "--passphrase-file", pass.to_str().unwrap()])
+        .env_remove("SCALECHAIN_PASSPHRASE")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "wallet {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// A new wallet at `dir/NAME.json`, holding devnet premine key `premine` if given; its path and
+/// passphrase file.
+fn new_wallet(dir: &Path, name: &str, premine: Option<u64>) -> (PathBuf, PathBuf) {
+    let (wallet, pass) = (dir.join(format!("{name}.json")), dir.join(format!("{name}.pass")));
+    std::fs::write(&pass, "election passphrase\n").unwrap();
+    wallet_ok(&wallet, &pass, &["new"]);
+    if let Some(i) = premine {
+        let seed = HashKind::Sha256.hash_parts(&[b"scalechain/devnet/premine", &i.to_le_bytes()]);
+        let seed_file = dir.join(format!("{name}.seed"));
+        std::fs::write(&seed_file, format!("{}\n", hex::encode(seed.0))).unwrap();
+        wallet_ok(&wallet, &pass, &["import", "--seed-file", seed_file.to_str().unwrap()]);
+    }
+    (wallet, pass)
 }
 
 /// Starts a miner, waits for its first block, and picks a window.
@@ -88,15 +119,30 @@ fn setup(secs: u64) -> Setup {
     let (api, node) = start_miner(&mut net);
     wait_until("height 1", deadline, || node.status().unwrap().height >= 1);
     let h0 = node.status().unwrap().height;
-    Setup { deadline, tmp, _net: net, api, node, start: h0 + 1, end: h0 + 14 }
+    // Devnet premine key 1023 is an Ed25519 key (public knowledge).
+    let (wallet, pass) = new_wallet(tmp.path(), "ea-wallet", Some(1023));
+    Setup { deadline, tmp, _net: net, api, node, start: h0 + 1, end: h0 + 14, wallet, pass }
 }
 
-/// `vote election` of `scheme` with `candidates` for heights `start..=end`; the election id.
-fn publish(api: &str, ea_s: &str, scheme: &str, candidates: usize, start: u64, end: u64) -> String {
+/// `vote election` of `scheme` with `candidates` for heights `start..=end`, paid from `payer`
+/// (wallet, passphrase file); the election id.
+fn publish(
+    api: &str,
+    payer: (&Path, &Path),
+    ea_s: &str,
+    scheme: &str,
+    candidates: usize,
+    start: u64,
+    end: u64,
+) -> String {
     vote_ok(&[
         "election",
         "--api",
         api,
+        "--wallet",
+        payer.0.to_str().unwrap(),
+        "--passphrase-file",
+        payer.1.to_str().unwrap(),
         "--ea-dir",
         ea_s,
         "--candidates",
@@ -164,11 +210,38 @@ fn tampered_fails(api: &str, id: &str, v: &serde_json::Value, counts: serde_json
 
 #[test]
 fn an_elgamal_election_over_a_node_tallies_and_verifies() {
-    let Setup { deadline, tmp, _net, api, node, start, end } = setup(90);
+    let Setup { deadline, tmp, _net, api, node, start, end, wallet, pass } = setup(90);
     let height = || node.status().unwrap().height;
     let ea = tmp.path().join("ea");
     let ea_s = ea.to_str().unwrap();
-    let id = publish(&api, ea_s, "elgamal", 3, start, end);
+    // A wallet without coins cannot pay for an election: nothing is published or written.
+    let (empty, empty_pass) = new_wallet(tmp.path(), "empty", None);
+    let unpaid = tmp.path().join("unpaid");
+    let out = vote(&[
+        "election",
+        "--api",
+        &api,
+        "--wallet",
+        empty.to_str().unwrap(),
+        "--passphrase-file",
+        empty_pass.to_str().unwrap(),
+        "--ea-dir",
+        unpaid.to_str().unwrap(),
+        "--candidates",
+        "3",
+        "--voters-max",
+        "10",
+        "--start",
+        &start.to_string(),
+        "--end",
+        &end.to_string(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("insufficient funds"), "{err}");
+    assert!(!unpaid.exists(), "no keys are written for an election that cannot be paid");
+
+    let id = publish(&api, (&wallet, &pass), ea_s, "elgamal", 3, start, end);
     assert_eq!(id.len(), 64, "{id}");
     #[cfg(unix)]
     {
@@ -182,6 +255,10 @@ fn an_elgamal_election_over_a_node_tallies_and_verifies() {
             "election",
             "--api",
             &api,
+            "--wallet",
+            wallet.to_str().unwrap(),
+            "--passphrase-file",
+            pass.to_str().unwrap(),
             "--ea-dir",
             ea_s,
             "--candidates",
@@ -269,10 +346,10 @@ fn an_elgamal_election_over_a_node_tallies_and_verifies() {
 
 #[test]
 fn a_paillier_election_over_a_node_tallies_and_verifies() {
-    let Setup { deadline, tmp, _net, api, node, start, end } = setup(120);
+    let Setup { deadline, tmp, _net, api, node, start, end, wallet, pass } = setup(120);
     let height = || node.status().unwrap().height;
     let ea_s = tmp.path().join("ea").to_str().unwrap().to_string();
-    let id = publish(&api, &ea_s, "paillier", 3, start, end);
+    let id = publish(&api, (&wallet, &pass), &ea_s, "paillier", 3, start, end);
     let election: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(tmp.path().join("ea/election.json")).unwrap()).unwrap();
     assert_eq!(election["scheme"], "paillier", "{election}");

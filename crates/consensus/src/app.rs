@@ -213,6 +213,18 @@ pub trait AppModule: Send + Sync {
         Vec::new()
     }
 
+    /// The group a transaction may ride fee-less in, if its module lets it: the mempool holds
+    /// such a transaction below its minimum fee rate when it has no inputs (no coins to pay
+    /// with) and pays no fee, within a budget of bytes for all fee-less transactions and a
+    /// smaller one per group, so no one group (the ballots of one election) can crowd out the
+    /// others. Policy only: blocks are judged without it. Must be a pure function of the
+    /// transaction, and cheap; a transaction that does not decode has none. Default: `None`
+    /// (the module's transactions pay fees like transfers).
+    fn fee_less_group(&self, tx: &Tx, params: &Params) -> Option<Hash> {
+        let _ = (tx, params);
+        None
+    }
+
     /// The last block height at which the transaction can be included, when its validity ends
     /// with the chain's height (a ballot past its voting window). The mempool drops a pooled
     /// transaction once the block at that height is connected, so no miner builds a block that

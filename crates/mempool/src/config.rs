@@ -18,11 +18,16 @@ pub struct MempoolConfig {
     /// Minimum fee per 1,000 bytes of a transaction's encoding.
     pub min_fee_rate: u64,
     /// Most bytes of fee-less application transactions held below `min_fee_rate`. Such a
-    /// transaction ([`crate::PoolEntry::is_fee_less`]: an application kind with no inputs, such
-    /// as a ballot) has no coins to pay a fee with; its module's own rules (a ballot needs the
-    /// election authority's token, and a voter holds one key in the pool) bound how many exist,
-    /// and this bounds the memory they take. 0 refuses them below the minimum.
+    /// transaction ([`crate::PoolEntry::fee_less`]: one with no inputs and no fee that its
+    /// module lets ride fee-less, such as a ballot) has no coins to pay a fee with; its
+    /// module's own rules (a ballot needs the election authority's token, and a voter holds
+    /// one key in the pool) bound how many exist, and this bounds the memory they take. 0
+    /// refuses them below the minimum.
     pub max_fee_less_bytes: u64,
+    /// Most of those bytes one fee-less group (the ballots of one election) may hold, so that
+    /// one group cannot crowd out the others: filling the budget takes
+    /// `max_fee_less_bytes / max_fee_less_group_bytes` groups (elections, each paying a fee).
+    pub max_fee_less_group_bytes: u64,
     /// Outputs worth less are refused.
     pub dust_limit: Amount,
     /// Largest transaction encoding the pool takes (the consensus limit still applies).
@@ -38,7 +43,7 @@ pub struct MempoolConfig {
 
 impl Default for MempoolConfig {
     /// 64 MiB or 100,000 transactions, chains of 25, 100 per 1,000 bytes, 4 MiB of fee-less
-    /// application transactions, dust below 546, transactions up to 100,000 bytes, 200,000
+    /// application transactions and 1 MiB of one group, dust below 546, transactions up to 100,000 bytes, 200,000
     /// cached signature verdicts, the orphan pool's defaults ([`OrphanConfig`]), a log of the
     /// last 50,000 transactions that left unconfirmed.
     fn default() -> Self {
@@ -49,6 +54,7 @@ impl Default for MempoolConfig {
             max_descendants: 25,
             min_fee_rate: 100,
             max_fee_less_bytes: 4 << 20,
+            max_fee_less_group_bytes: 1 << 20,
             dust_limit: Amount::new(546).unwrap_or(Amount::ZERO),
             max_tx_bytes: 100_000,
             sig_cache_capacity: 200_000,

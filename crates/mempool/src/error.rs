@@ -73,6 +73,19 @@ pub enum MempoolError {
         /// The limit ([`crate::MempoolConfig::max_fee_less_bytes`]).
         max: u64,
     },
+    /// A fee-less application transaction would take its group's share of the fee-less space
+    /// past its limit.
+    #[error("{size} bytes of fee-less application transaction would take the {held} such bytes of its group {group} past the limit {max}")]
+    FeeLessGroupFull {
+        /// The transaction's encoded size.
+        size: u64,
+        /// Its group ([`crate::PoolEntry::fee_less`]).
+        group: Hash,
+        /// Bytes the group already holds.
+        held: u64,
+        /// The limit ([`crate::MempoolConfig::max_fee_less_group_bytes`]).
+        max: u64,
+    },
     /// An output is worth less than the dust limit.
     #[error("output {output} of {value} is below the dust limit {limit}")]
     Dust {
@@ -130,6 +143,7 @@ impl MempoolError {
             MempoolError::TooManyDescendants { .. } => "too-many-descendants",
             MempoolError::LowFee { .. } => "low-fee",
             MempoolError::FeeLessFull { .. } => "fee-less-full",
+            MempoolError::FeeLessGroupFull { .. } => "fee-less-group-full",
             MempoolError::Dust { .. } => "dust",
             MempoolError::TooLarge { .. } => "too-large",
             MempoolError::PoolFull { .. } => "pool-full",
@@ -169,6 +183,7 @@ mod tests {
             MempoolError::TooManyDescendants { ancestor: h, count: 26, max: 25 },
             MempoolError::LowFee { fee: Amount::ZERO, size: 100, rate: 0, min: 1 },
             MempoolError::FeeLessFull { size: 1, held: 2, max: 2 },
+            MempoolError::FeeLessGroupFull { size: 1, group: Hash([0; 32]), held: 2, max: 2 },
             MempoolError::Dust { output: 0, value: Amount::ZERO, limit: Amount::ZERO },
             MempoolError::TooLarge { size: 2, max: 1 },
             MempoolError::PoolFull { rate: 1, lowest: 2 },
@@ -186,6 +201,7 @@ mod tests {
                 "too-many-descendants",
                 "low-fee",
                 "fee-less-full",
+                "fee-less-group-full",
                 "dust",
                 "too-large",
                 "pool-full",

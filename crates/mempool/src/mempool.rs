@@ -16,7 +16,7 @@ use crate::orphan::{OrphanPool, OrphanSource, OrphanStats, Released};
 use crate::pool::{AppKey, Candidate, Pool};
 use crate::removed::{Departure, RemovalLog, RemovedPage};
 use crate::sigcache::SignatureCache;
-use crate::snapshot::{is_fee_less, Counters, PoolEntry, Snapshot, Stats, Template};
+use crate::snapshot::{Counters, PoolEntry, Snapshot, Stats, Template};
 
 /// A transaction the pool took.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -206,6 +206,15 @@ fn app_last_height(apps: &Apps, params: &Params, tx: &Tx) -> Option<u64> {
     module_of(apps, tx)?.last_height(tx, params)
 }
 
+/// The fee-less group of `tx` paying `fee` ([`PoolEntry::fee_less`]): none unless it has no
+/// inputs, pays nothing, and its module names a group.
+fn fee_less_group(apps: &Apps, params: &Params, tx: &Tx, fee: u64) -> Option<Hash> {
+    if !tx.inputs.is_empty() || fee != 0 {
+        return None;
+    }
+    module_of(apps, tx)?.fee_less_group(tx, params)
+}
+
 /// The application module owning `tx`; none for transfers, coinbases and unknown kinds.
 fn module_of<'a>(apps: &'a Apps, tx: &Tx) -> Option<&'a Arc<dyn AppModule>> {
     if tx.kind == TxKind::TRANSFER || tx.is_coinbase() {
@@ -243,17 +252,26 @@ fn place(
     }
     let rate = FeeRate::of(c.fee, c.size);
     if rate < FeeRate::of(cfg.min_fee_rate, 1000) {
-        if !is_fee_less(&c.tx, c.fee) {
+        let Some(group) = c.fee_less else {
             return Err(MempoolError::LowFee {
                 fee: Amount::new(c.fee).unwrap_or(Amount::MAX),
                 size: c.size,
                 rate: rate.per_1000_bytes(),
                 min: cfg.min_fee_rate,
             });
-        }
+        };
         let held = pool.fee_less_bytes();
         if held.saturating_add(c.size) > cfg.max_fee_less_bytes {
             return Err(MempoolError::FeeLessFull { size: c.size, held, max: cfg.max_fee_less_bytes });
+        }
+        let held = pool.fee_less_group_bytes(&group);
+        if held.saturating_add(c.size) > cfg.max_fee_less_group_bytes {
+            return Err(MempoolError::FeeLessGroupFull {
+                size: c.size,
+                group,
+                held,
+                max: cfg.max_fee_less_group_bytes,
+            });
         }
     }
     let plan = pool.plan(cfg, &c)?;
@@ -358,6 +376,7 @@ fn run_admission(
                 Ok(v) => {
                     let keys = std::mem::take(&mut keys[i]);
                     let last_height = app_last_height(env.ctx.apps, env.ctx.params, &tx);
+                    let fee_less = fee_less_group(env.ctx.apps, env.ctx.params, &tx, v.fee.get());
                     let c = Candidate {
                         tx: Arc::new(tx),
                         txid,
@@ -366,6 +385,7 @@ fn run_admission(
                         size,
                         keys,
                         last_height,
+                        fee_less,
                     };
                     place(pool, cfg, env, c)
                 }

@@ -81,6 +81,8 @@ pub(crate) struct Pool {
     bytes: u64,
     /// Bytes of the fee-less application transactions among them.
     fee_less_bytes: u64,
+    /// Those bytes by fee-less group (no empty group listed).
+    fee_less_groups: HashMap<Hash, u64>,
     next_seq: u64,
 }
 
@@ -95,6 +97,8 @@ pub(crate) struct Candidate {
     pub keys: Vec<AppKey>,
     /// The last height a block may include it at ([`scalechain_consensus::AppModule::last_height`]).
     pub last_height: Option<u64>,
+    /// Its fee-less group ([`PoolEntry::fee_less`]).
+    pub fee_less: Option<Hash>,
 }
 
 /// The checks a candidate passed, and what inserting it takes.
@@ -122,6 +126,11 @@ impl Pool {
     /// Bytes of the pooled fee-less application transactions ([`PoolEntry::is_fee_less`]).
     pub fn fee_less_bytes(&self) -> u64 {
         self.fee_less_bytes
+    }
+
+    /// Bytes of the pooled fee-less application transactions of `group`.
+    pub fn fee_less_group_bytes(&self, group: &Hash) -> u64 {
+        self.fee_less_groups.get(group).copied().unwrap_or(0)
     }
 
     pub fn next_seq(&self) -> u64 {
@@ -326,6 +335,7 @@ impl Pool {
             fee: scalechain_types::Amount::new(c.fee).unwrap_or(scalechain_types::Amount::MAX),
             size: c.size,
             seq,
+            fee_less: c.fee_less,
         });
         for i in &entry.tx.inputs {
             self.spends.insert(i.prev, c.txid);
@@ -362,8 +372,9 @@ impl Pool {
         self.nodes.insert(c.txid, node);
         self.entries.insert(c.txid, entry.clone());
         self.bytes += c.size;
-        if entry.is_fee_less() {
+        if let Some(g) = entry.fee_less {
             self.fee_less_bytes += c.size;
+            *self.fee_less_groups.entry(g).or_default() += c.size;
         }
         entry
     }
@@ -385,8 +396,14 @@ impl Pool {
         self.by_score.remove(&node.key());
         self.entries.remove(txid);
         self.bytes -= node.entry.size;
-        if node.entry.is_fee_less() {
+        if let Some(g) = node.entry.fee_less {
             self.fee_less_bytes -= node.entry.size;
+            if let Some(held) = self.fee_less_groups.get_mut(&g) {
+                *held -= node.entry.size;
+                if *held == 0 {
+                    self.fee_less_groups.remove(&g);
+                }
+            }
         }
         for i in &node.entry.tx.inputs {
             if self.spends.get(&i.prev) == Some(txid) {
@@ -470,6 +487,23 @@ impl Pool {
                 "{} fee-less bytes over the limit {}",
                 self.fee_less_bytes, cfg.max_fee_less_bytes
             ));
+        }
+        let mut groups: HashMap<Hash, u64> = HashMap::new();
+        for n in self.nodes.values() {
+            if let Some(g) = n.entry.fee_less {
+                *groups.entry(g).or_default() += n.entry.size;
+            }
+        }
+        if groups != self.fee_less_groups {
+            return Err(format!("fee-less groups {:?} but entries sum to {groups:?}", self.fee_less_groups));
+        }
+        if let Some((g, held)) = groups.iter().find(|(_, b)| **b > cfg.max_fee_less_group_bytes) {
+            if cfg.min_fee_rate > 0 {
+                return Err(format!(
+                    "fee-less group {g} holds {held} bytes, over the limit {}",
+                    cfg.max_fee_less_group_bytes
+                ));
+            }
         }
         if self.nodes.len() > cfg.max_txs || self.bytes > cfg.max_bytes {
             return Err(format!("{} txs / {} bytes over the limits", self.nodes.len(), self.bytes));
@@ -568,7 +602,16 @@ mod tests {
     fn cand(t: Tx, fee: u64) -> Candidate {
         let txid = t.txid(HashKind::Sha256);
         let size = t.encoded_len() as u64;
-        Candidate { tx: Arc::new(t), txid, wtxid: txid, fee, size, keys: Vec::new(), last_height: None }
+        Candidate {
+            tx: Arc::new(t),
+            txid,
+            wtxid: txid,
+            fee,
+            size,
+            keys: Vec::new(),
+            last_height: None,
+            fee_less: None,
+        }
     }
 
     fn add(pool: &mut Pool, cfg: &MempoolConfig, t: Tx, fee: u64) -> Result<Hash, MempoolError> {

@@ -13,13 +13,6 @@ use std::sync::Arc;
 use imbl::OrdMap;
 use scalechain_types::{Amount, FeeRate, Hash, Tx};
 
-/// Is `tx`, paying `fee`, a fee-less application transaction: not a transfer, no inputs (so no
-/// coins to pay with), no fee? Such transactions are held below the minimum fee rate, within
-/// [`crate::MempoolConfig::max_fee_less_bytes`].
-pub fn is_fee_less(tx: &Tx, fee: u64) -> bool {
-    tx.kind != scalechain_types::TxKind::TRANSFER && tx.inputs.is_empty() && fee == 0
-}
-
 /// A pooled transaction and what admission learnt about it. Immutable once pooled.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PoolEntry {
@@ -35,6 +28,10 @@ pub struct PoolEntry {
     pub size: u64,
     /// Admission order: larger is later. Unique within a pool.
     pub seq: u64,
+    /// The fee-less group it rides in, if it is a fee-less application transaction: one with
+    /// no inputs and no fee whose module names a group
+    /// ([`scalechain_consensus::AppModule::fee_less_group`]; a ballot's is its election).
+    pub fee_less: Option<Hash>,
 }
 
 impl PoolEntry {
@@ -43,9 +40,9 @@ impl PoolEntry {
         FeeRate::of(self.fee.get(), self.size)
     }
 
-    /// Is it a fee-less application transaction ([`is_fee_less`])?
+    /// Is it a fee-less application transaction ([`PoolEntry::fee_less`])?
     pub fn is_fee_less(&self) -> bool {
-        is_fee_less(&self.tx, self.fee.get())
+        self.fee_less.is_some()
     }
 }
 
@@ -427,6 +424,7 @@ mod tests {
                 fee: Amount::new(*fee).unwrap_or(Amount::ZERO),
                 size: t.encoded_len() as u64,
                 seq: seq as u64,
+                fee_less: None,
             };
             s.bytes += e.size;
             s.entries.insert(txid, Arc::new(e));

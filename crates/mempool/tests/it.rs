@@ -604,6 +604,10 @@ impl scalechain_consensus::AppModule for Keyed {
     fn last_height(&self, tx: &Tx, _: &scalechain_consensus::Params) -> Option<u64> {
         tx.data.get(33).map(|h| u64::from(*h))
     }
+    /// The tag (33rd byte) names the fee-less group; tag 255 rides in none (pays fees).
+    fn fee_less_group(&self, tx: &Tx, _: &scalechain_consensus::Params) -> Option<Hash> {
+        tx.data.get(32).filter(|t| **t != 255).map(|t| Hash([*t; 32]))
+    }
 }
 
 /// A bare transaction of the keyed module holding `key` (tagged so txids differ).
@@ -679,6 +683,37 @@ fn fee_less_application_transactions_are_held_within_their_own_budget() {
     let none = net.pool(MempoolConfig { max_fee_less_bytes: 0, ..cfg() });
     assert_eq!(reasons(&none.admit(&net.env(), vec![a])), ["fee-less-full"]);
     assert!(none.is_empty());
+}
+
+#[test]
+fn one_fee_less_group_cannot_take_the_budget_of_the_others() {
+    let mut net = Net::new();
+    net.apps.register(Arc::new(Keyed));
+    let size = keyed(1, 0).encoded_len() as u64;
+    // Room for four fee-less transactions, two of any one group.
+    let pool =
+        net.pool(MempoolConfig { max_fee_less_bytes: 4 * size, max_fee_less_group_bytes: 2 * size, ..cfg() });
+    let flood: Vec<Tx> = (1..=5).map(|k| keyed(k, 7)).collect();
+    let v = pool.admit(&net.env(), flood.clone());
+    assert_eq!(
+        reasons(&v),
+        ["ok", "ok", "fee-less-group-full", "fee-less-group-full", "fee-less-group-full"]
+    );
+    assert_eq!(
+        v[2],
+        Err(MempoolError::FeeLessGroupFull { size, group: Hash([7; 32]), held: 2 * size, max: 2 * size })
+    );
+    // Another group still gets in, up to the whole budget.
+    let v = pool.admit(&net.env(), vec![keyed(6, 8), keyed(7, 8), keyed(8, 9)]);
+    assert_eq!(reasons(&v), ["ok", "ok", "fee-less-full"]);
+    pool.audit().unwrap();
+    // A confirmed member frees room in its group.
+    let block = net.block_on(&net.chain.tip_header(), std::slice::from_ref(&flood[0]), 0);
+    pool.remove_block(&block, &net.apps, &net.p);
+    assert_eq!(reasons(&pool.admit(&net.env(), vec![flood[2].clone()])), ["ok"]);
+    pool.audit().unwrap();
+    // A transaction its module keeps out of every group pays the minimum fee like any other.
+    assert!(matches!(&pool.admit(&net.env(), vec![keyed(9, 255)])[0], Err(MempoolError::LowFee { .. })));
 }
 
 #[test]

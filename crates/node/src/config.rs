@@ -155,10 +155,13 @@ pub struct MempoolSection {
     pub max_bytes: usize,
     /// Minimum fee per 1,000 bytes. Default 1.
     pub min_fee_rate: u64,
-    /// Most bytes of fee-less application transactions (ballots and elections: no inputs, so
-    /// no fee) held below `min_fee_rate`; their module's rules bound how many can exist. 0
-    /// refuses them. Default 8 MB.
+    /// Most bytes of fee-less application transactions (ballots: no inputs, so no fee) held
+    /// below `min_fee_rate`; their module's rules bound how many can exist. 0 refuses them.
+    /// Default 8 MB.
     pub max_fee_less_bytes: u64,
+    /// Most of those bytes one group (the ballots of one election) may hold, so that no
+    /// election's ballots crowd out another's. Default 2 MB.
+    pub max_fee_less_group_bytes: u64,
     /// Outputs below this value are dust and refused. Default 1.
     pub dust_limit: u64,
     /// Longest chain of unconfirmed ancestors. Default 25.
@@ -267,6 +270,7 @@ impl Default for MempoolSection {
             max_bytes: 300_000_000,
             min_fee_rate: 1,
             max_fee_less_bytes: 8_000_000,
+            max_fee_less_group_bytes: 2_000_000,
             dust_limit: 1,
             max_ancestors: 25,
             orphans: 5_000,

@@ -188,6 +188,7 @@ pub async fn run(
             max_ancestors: mp.max_ancestors,
             min_fee_rate: mp.min_fee_rate,
             max_fee_less_bytes: mp.max_fee_less_bytes,
+            max_fee_less_group_bytes: mp.max_fee_less_group_bytes,
             dust_limit: Amount::new(mp.dust_limit)
                 .map_err(|e| NodeError::Config(format!("mempool.dust_limit: {e}")))?,
             orphans: mp.orphan_config(),

@@ -444,13 +444,27 @@ impl AppModule for VotingModule {
         "voting"
     }
 
+    /// An election may spend coins (to pay its fee) and make outputs (its change); a ballot
+    /// has neither: it rides fee-less ([`AppModule::fee_less_group`]), and an input would tie a
+    /// voter's ballot to coins.
     fn check_stateless(&self, tx: &Tx, params: &Params) -> Result<(), AppError> {
-        if !tx.inputs.is_empty() || !tx.outputs.is_empty() {
-            return Err(err("vote-not-bare", "a vote transaction has no inputs or outputs"));
-        }
         match Message::decode(&tx.data).map_err(|e| err("vote-malformed", e.to_string()))? {
             Message::Election(e) => e.check().map(|_| ()),
-            Message::Ballot(b) => check_ballot_stateless(params.hash, &b).map(|_| ()),
+            Message::Ballot(b) => {
+                if !tx.inputs.is_empty() || !tx.outputs.is_empty() {
+                    return Err(err("vote-not-bare", "a ballot has no inputs or outputs"));
+                }
+                check_ballot_stateless(params.hash, &b).map(|_| ())
+            }
+        }
+    }
+
+    /// Ballots ride fee-less, each election's in a group of its own (so one election's
+    /// ballots cannot crowd out another's); elections pay a fee like transfers.
+    fn fee_less_group(&self, tx: &Tx, params: &Params) -> Option<Hash> {
+        match Message::decode(&tx.data) {
+            Ok(Message::Ballot(b)) => Some(b.election.id(params.hash)),
+            Ok(Message::Election(_)) | Err(_) => None,
         }
     }
 

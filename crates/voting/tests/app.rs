@@ -9,12 +9,13 @@ use curve25519_dalek::scalar::Scalar;
 use rand_chacha::ChaCha20Rng;
 use rand_core::{Rng, SeedableRng};
 use scalechain_chain::{Accepted, Chain, MemStore};
-use scalechain_consensus::params::SigMode;
+use scalechain_consensus::params::{devnet_premine_key, SigMode};
 use scalechain_consensus::{Apps, Params, VerifyConfig};
 use scalechain_sim::workload::block_paying;
-use scalechain_types::{Hash, HashKind, Scheme, SecretKey, Tx};
+use scalechain_types::{Amount, Hash, HashKind, OutPoint, Scheme, SecretKey, Tx, TxIn, TxOut, Witness};
 use scalechain_voting::app::{
     ballots_prefix, token_message, CastBallot, Election, Message, SchemeKey, VotingModule, SCHEME_ELGAMAL,
+    VOTE_KIND,
 };
 use scalechain_voting::elgamal::{self, Ballot, Dlog, Statement};
 
@@ -116,6 +117,29 @@ fn sign(b: &mut CastBallot, voter: &SecretKey, kind: HashKind) {
 
 fn tx(b: CastBallot) -> Tx {
     Message::Ballot(b).into_tx()
+}
+
+/// `election` published by a transaction paying `fee` from premine output `i` of the devnet
+/// (its key is public knowledge), the rest back to the same lock.
+fn funded(v: &Vote, election: &Election, i: u32, fee: u64) -> Tx {
+    let kind = v.p.hash;
+    let genesis = v.chain.block_at(0).unwrap().unwrap();
+    let coinbase = &genesis.txs[0];
+    let key = devnet_premine_key(SigMode::Ed25519, u64::from(i));
+    let coin = coinbase.outputs[i as usize];
+    let change = TxOut { value: Amount::new(coin.value.get() - fee).unwrap(), lock: coin.lock };
+    let mut t = Tx {
+        version: 1,
+        kind: VOTE_KIND,
+        inputs: vec![TxIn {
+            prev: OutPoint { txid: coinbase.txid(kind), index: i },
+            witness: Witness { pubkey: key.public(), signature: [0; 64] },
+        }],
+        outputs: vec![change],
+        data: Message::Election(election.clone()).encode(),
+    };
+    let Ok(()) = t.sign_inputs::<std::convert::Infallible>(kind, &v.chain.chain_id(), |_, m| Ok(key.sign(m)));
+    t
 }
 
 #[test]
@@ -254,10 +278,9 @@ fn a_voters_second_ballot_is_refused_at_admission_while_the_first_is_pooled() {
     use scalechain_voting::app::ballot_conflict_key;
     let mut v = Vote::new(2, 100);
     let kind = v.p.hash;
-    // Vote transactions are bare: the default policy holds them as fee-less transactions.
+    // Ballots are bare: the default policy holds them as fee-less transactions.
     let pool = Mempool::new(kind, MempoolConfig::default());
-    let election = Message::Election(v.election.clone()).into_tx();
-    let twice = admit(&v, &pool, vec![election.clone(), Tx { version: 2, ..election.clone() }]);
+    let twice = admit(&v, &pool, vec![funded(&v, &v.election, 0, 1_000), funded(&v, &v.election, 1, 1_000)]);
     assert_eq!(reasons(&twice), ["ok", "app-conflict"], "one election id, pooled once");
     let t = pool.template(u64::MAX, usize::MAX);
     v.mine(&owned(&t.txs));
@@ -302,4 +325,64 @@ fn a_voters_second_ballot_is_refused_at_admission_while_the_first_is_pooled() {
 
 fn owned(txs: &[Arc<Tx>]) -> Vec<Tx> {
     txs.iter().map(|t| Tx::clone(t)).collect()
+}
+
+#[test]
+fn an_election_pays_a_fee_and_one_elections_ballots_cannot_crowd_out_anothers() {
+    use scalechain_mempool::{Mempool, MempoolConfig, MempoolError};
+    let mut v = Vote::new(2, 100);
+    let kind = v.p.hash;
+    let ballot_size = tx(v.ballot(1, 0, |_| {})).encoded_len() as u64;
+    // Room for three ballots of one election, more in all.
+    let cfg = MempoolConfig { max_fee_less_group_bytes: 3 * ballot_size, ..MempoolConfig::default() };
+    let pool = Mempool::new(kind, cfg);
+    // A bare election pays nothing: the pool refuses it like any transaction below the minimum.
+    let bare = Message::Election(v.election.clone()).into_tx();
+    let refused = admit(&v, &pool, vec![bare]);
+    assert!(matches!(refused[0], Err(MempoolError::LowFee { .. })), "{refused:?}");
+    // One paying its fee is pooled, mined, and its change is a coin like any other.
+    let paid = funded(&v, &v.election, 0, 1_000);
+    assert_eq!(reasons(&admit(&v, &pool, vec![paid.clone()])), ["ok"]);
+    let t = pool.template(u64::MAX, usize::MAX);
+    assert_eq!(owned(&t.txs), vec![paid.clone()]);
+    v.mine(&owned(&t.txs));
+    pool.remove_block(&v.chain.block_at(1).unwrap().unwrap(), v.chain.apps(), v.chain.params());
+    assert!(v.chain.app_state().keys().any(|k| k.ends_with(&v.id.0)), "the election is on chain");
+    let change = OutPoint { txid: paid.txid(kind), index: 0 };
+    assert!(
+        scalechain_consensus::UtxoView::coin(v.chain.utxos(), &change).is_some(),
+        "the election's change is spendable"
+    );
+
+    // A ballot spending a coin is not a ballot.
+    let mut with_input = tx(v.ballot(9, 0, |_| {}));
+    with_input.inputs = paid.inputs.clone();
+    let r = admit(&v, &pool, vec![with_input]);
+    assert_eq!(reasons(&r), ["vote-not-bare"]);
+
+    // Ballots ride free, each election's within its own share of the fee-less budget.
+    let ballots: Vec<Tx> = (1..=4).map(|i| tx(v.ballot(i, 0, |_| {}))).collect();
+    let r = admit(&v, &pool, ballots.clone());
+    assert_eq!(reasons(&r), ["ok", "ok", "ok", "fee-less-group-full"]);
+    assert_eq!(
+        r[3],
+        Err(MempoolError::FeeLessGroupFull {
+            size: ballot_size,
+            group: v.id,
+            held: 3 * ballot_size,
+            max: 3 * ballot_size
+        })
+    );
+    // A second election's ballots still get in.
+    let mut other = v.election.clone();
+    other.label = b"another election".to_vec();
+    let other_paid = funded(&v, &other, 1, 1_000);
+    assert_eq!(reasons(&admit(&v, &pool, vec![other_paid.clone()])), ["ok"]);
+    v.mine(&[other_paid]);
+    pool.remove_block(&v.chain.block_at(2).unwrap().unwrap(), v.chain.apps(), v.chain.params());
+    v.id = other.id(kind);
+    v.election = other;
+    let r = admit(&v, &pool, vec![tx(v.ballot(5, 1, |_| {})), tx(v.ballot(6, 2, |_| {}))]);
+    assert_eq!(reasons(&r), ["ok", "ok"]);
+    pool.audit().unwrap();
 }

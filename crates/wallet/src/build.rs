@@ -1,4 +1,5 @@
-//! Building and signing transfers: coin selection, fees from the encoded size, change, signing.
+//! Building and signing transfers and fee-paying application transactions: coin selection, fees
+//! from the encoded size, change, signing.
 //!
 //! **Coin selection is largest-first.** Coins are sorted by value (largest first, ties by
 //! outpoint, so the result is deterministic) and taken one by one until they pay the amount plus
@@ -22,6 +23,14 @@
 //! dust limit (and positive), a change output pays it back to the change lock. Otherwise there is
 //! no change output and the fee absorbs the remainder (the fee is then
 //! `inputs - amount >= fee(1 output)`). Outputs: the recipient first, then the change.
+//!
+//! **Application transactions** ([`build_app_tx`]: an election, say) are funded the same way
+//! with no recipient: the amount is zero, the size counts the data, and the change is the only
+//! output (none when it would be dust, the fee then taking every selected coin):
+//!
+//! ```text
+//! size = 17 + sum over inputs of (36 + 1 + key_len + 64) + 41 * (change ? 1 : 0) + data_len
+//! ```
 //!
 //! **Signing.** Every input signs `sighash(chain_id, txid)` with the key behind the lock of the
 //! coin it spends (the protocol's SIGHASH_ALL: one message for all inputs).
@@ -182,9 +191,45 @@ pub fn select_coins(
     if amount == Amount::ZERO {
         return Err(BuildError::ZeroAmount);
     }
+    select(coins, Shape { amount, paid_outputs: 1, data: 0 }, options)
+}
+
+/// Chooses coins to pay only the fee of an application transaction carrying `data_len` bytes
+/// of data and no output but the change (see the module docs): the selection's `amount` is
+/// zero. Only the coins' schemes matter for sizes; ownership is checked by [`build_app_tx`].
+pub fn select_fee(
+    coins: &[(OutPoint, TxOut)],
+    data_len: usize,
+    options: &BuildOptions,
+) -> Result<Selection, BuildError> {
+    select(coins, Shape { amount: Amount::ZERO, paid_outputs: 0, data: data_len }, options)
+}
+
+/// What a transaction pays besides its fee and change: `amount` over `paid_outputs` outputs,
+/// and `data` bytes of data.
+#[derive(Clone, Copy)]
+struct Shape {
+    amount: Amount,
+    paid_outputs: usize,
+    data: usize,
+}
+
+impl Shape {
+    /// The encoded size with inputs of `inputs_bytes` and `change` change outputs.
+    fn size(&self, inputs_bytes: usize, change: usize) -> usize {
+        BASE_SIZE + inputs_bytes + (self.paid_outputs + change) * TxOut::LEN + self.data
+    }
+}
+
+fn select(
+    coins: &[(OutPoint, TxOut)],
+    shape: Shape,
+    options: &BuildOptions,
+) -> Result<Selection, BuildError> {
     if options.max_inputs == 0 {
         return Err(BuildError::BadOptions("max_inputs must be at least 1".into()));
     }
+    let amount = shape.amount;
     let mut seen = HashSet::with_capacity(coins.len());
     let mut have = Amount::ZERO;
     for (op, out) in coins {
@@ -201,44 +246,44 @@ pub fn select_coins(
     let mut inputs_bytes = 0usize;
     for (n, (_, out)) in sorted.iter().enumerate() {
         if n == options.max_inputs {
-            let size = BASE_SIZE + inputs_bytes + TxOut::LEN;
-            let need = amount.get() + fee_at(rate, size)?.get();
+            let need = amount.get() + fee_at(rate, shape.size(inputs_bytes, 0))?.get();
             // Would every coin do? Then only the cap is in the way.
-            if funds_suffice(&sorted, amount, rate)? {
+            if funds_suffice(&sorted, shape, rate)? {
                 return Err(BuildError::TooManyInputs { max: options.max_inputs, reachable: total, need });
             }
             break;
         }
         total += out.value.get();
         inputs_bytes += input_size(out.lock.scheme);
-        let fee1 = fee_at(rate, BASE_SIZE + inputs_bytes + TxOut::LEN)?;
+        let fee1 = fee_at(rate, shape.size(inputs_bytes, 0))?;
         if total >= amount.get() + fee1.get() {
-            return finish(&sorted[..=n], total, amount, options, inputs_bytes);
+            return finish(&sorted[..=n], total, shape, options, inputs_bytes);
         }
     }
-    let size_all = transfer_size(sorted.iter().map(|(_, o)| o.lock.scheme), 1);
+    let all_inputs: usize = sorted.iter().map(|(_, o)| input_size(o.lock.scheme)).sum();
     Err(BuildError::InsufficientFunds {
         have: have.get(),
-        need: amount.get() + fee_at(rate, size_all)?.get(),
+        need: amount.get() + fee_at(rate, shape.size(all_inputs, 0))?.get(),
     })
 }
 
-fn funds_suffice(sorted: &[&(OutPoint, TxOut)], amount: Amount, rate: FeeRate) -> Result<bool, BuildError> {
+fn funds_suffice(sorted: &[&(OutPoint, TxOut)], shape: Shape, rate: FeeRate) -> Result<bool, BuildError> {
     let total: u64 = sorted.iter().map(|(_, o)| o.value.get()).sum();
-    let size = transfer_size(sorted.iter().map(|(_, o)| o.lock.scheme), 1);
-    Ok(total >= amount.get() + fee_at(rate, size)?.get())
+    let inputs: usize = sorted.iter().map(|(_, o)| input_size(o.lock.scheme)).sum();
+    Ok(total >= shape.amount.get() + fee_at(rate, shape.size(inputs, 0))?.get())
 }
 
 fn finish(
     chosen: &[&(OutPoint, TxOut)],
     total: u64,
-    amount: Amount,
+    shape: Shape,
     options: &BuildOptions,
     inputs_bytes: usize,
 ) -> Result<Selection, BuildError> {
+    let amount = shape.amount;
     let in_range = |v: u64| Amount::new(v).map_err(|_| BuildError::ValueOverflow(chosen[0].0));
-    let size1 = BASE_SIZE + inputs_bytes + TxOut::LEN;
-    let size2 = size1 + TxOut::LEN;
+    let size1 = shape.size(inputs_bytes, 0);
+    let size2 = shape.size(inputs_bytes, 1);
     let fee2 = fee_at(options.fee_rate, size2)?.get();
     let change = total.checked_sub(amount.get()).and_then(|r| r.checked_sub(fee2));
     let (change, fee, size) = match change {
@@ -290,7 +335,7 @@ pub struct BuiltTransfer {
     pub fee: Amount,
     /// Its encoded size.
     pub size: usize,
-    /// The change output's value (output 1), if any.
+    /// The change output's value (the last output), if any.
     pub change: Option<Amount>,
     /// The coins it spends, in input order.
     pub spent: Vec<(OutPoint, TxOut)>,
@@ -305,26 +350,75 @@ pub fn build_transfer(
     chain: &ChainContext,
     req: &TransferRequest<'_>,
 ) -> Result<BuiltTransfer, BuildError> {
-    for (op, out) in req.coins {
-        if signer.pubkey_for(&out.lock).is_none() {
-            return Err(BuildError::NotOurs {
-                outpoint: *op,
-                scheme: out.lock.scheme,
-                pubkey_hash: out.lock.pubkey_hash,
-            });
-        }
-    }
+    all_ours(signer, req.coins)?;
     let sel = select_coins(req.coins, req.amount, &req.options)?;
+    let paid = TxOut { value: req.amount, lock: req.to };
+    assemble(signer, chain, sel, TxKind::TRANSFER, vec![paid], Vec::new(), req.change)
+}
+
+/// An application transaction to fund: its kind and data, paid for by the wallet's coins.
+#[derive(Clone, Copy, Debug)]
+pub struct AppTxRequest<'a> {
+    /// The wallet's spendable coins, as the node lists them.
+    pub coins: &'a [(OutPoint, TxOut)],
+    /// The transaction kind (an application module's).
+    pub kind: TxKind,
+    /// The transaction's data (the module's message).
+    pub data: &'a [u8],
+    /// Where change goes (usually a key of the wallet).
+    pub change: Lock,
+    /// Fee rate, dust limit, input cap.
+    pub options: BuildOptions,
+}
+
+/// Selects coins to pay the fee of an application transaction of `req.kind` carrying
+/// `req.data` ([`select_fee`]), builds it with the change as its only output (none if the
+/// change would be dust) and signs every input with `signer`. Every coin offered must be the
+/// signer's, as for [`build_transfer`].
+pub fn build_app_tx(
+    signer: &dyn Signer,
+    chain: &ChainContext,
+    req: &AppTxRequest<'_>,
+) -> Result<BuiltTransfer, BuildError> {
+    if req.kind == TxKind::TRANSFER || req.kind == TxKind::COINBASE {
+        return Err(BuildError::BadOptions(format!("kind {} is not an application kind", req.kind.0)));
+    }
+    all_ours(signer, req.coins)?;
+    let sel = select_fee(req.coins, req.data.len(), &req.options)?;
+    assemble(signer, chain, sel, req.kind, Vec::new(), req.data.to_vec(), req.change)
+}
+
+/// [`BuildError::NotOurs`] for the first coin `signer` holds no key for.
+fn all_ours(signer: &dyn Signer, coins: &[(OutPoint, TxOut)]) -> Result<(), BuildError> {
+    match coins.iter().find(|(_, out)| signer.pubkey_for(&out.lock).is_none()) {
+        Some((op, out)) => Err(BuildError::NotOurs {
+            outpoint: *op,
+            scheme: out.lock.scheme,
+            pubkey_hash: out.lock.pubkey_hash,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// The transaction of `sel`: its inputs, `paid` then the change output, `data`; signed.
+fn assemble(
+    signer: &dyn Signer,
+    chain: &ChainContext,
+    sel: Selection,
+    kind: TxKind,
+    mut outputs: Vec<TxOut>,
+    data: Vec<u8>,
+    change_lock: Lock,
+) -> Result<BuiltTransfer, BuildError> {
     let mut inputs = Vec::with_capacity(sel.inputs.len());
     for (i, (op, out)) in sel.inputs.iter().enumerate() {
         let pubkey = signer.pubkey_for(&out.lock).ok_or(BuildError::SignerFailed { input: i })?;
         inputs.push(TxIn { prev: *op, witness: Witness { pubkey, signature: [0; 64] } });
     }
-    let mut outputs = vec![TxOut { value: req.amount, lock: req.to }];
     if let Some(change) = sel.change {
-        outputs.push(TxOut { value: change, lock: req.change });
+        outputs.push(TxOut { value: change, lock: change_lock });
     }
-    let mut tx = Tx { version: 1, kind: TxKind::TRANSFER, inputs, outputs, data: Vec::new() };
+    let mut tx = Tx { version: 1, kind, inputs, outputs, data };
     let txid = tx.txid(chain.hash);
     tx.sign_inputs(chain.hash, &chain.chain_id, |i, msg| {
         signer.sign_for(&sel.inputs[i].1.lock, msg).ok_or(BuildError::SignerFailed { input: i })
@@ -434,5 +528,27 @@ mod tests {
         let s = select_coins(&coins, Amount::new(100).unwrap(), &opts(0)).unwrap();
         assert_eq!(s.inputs.len(), 1);
         assert_eq!(s.inputs[0].0.index, 2);
+    }
+
+    #[test]
+    fn an_application_transaction_pays_only_its_fee_with_data_counted() {
+        let coins = [coin(1, 1_000, Scheme::Ed25519), coin(2, 50_000, Scheme::Ed25519)];
+        let o = opts(1000);
+        let s = select_fee(&coins, 300, &o).unwrap();
+        assert_eq!(s.inputs.iter().map(|c| c.0.index).collect::<Vec<_>>(), [2]);
+        assert_eq!(s.amount, Amount::ZERO);
+        // One input, the change as the only output, and the data.
+        assert_eq!(s.size, BASE_SIZE + input_size(Scheme::Ed25519) + TxOut::LEN + 300);
+        assert_eq!(s.fee.get(), s.size as u64);
+        assert_eq!(s.change.unwrap().get(), 50_000 - s.fee.get());
+        // A coin that covers only the fee leaves no change and no output.
+        let small = [coin(3, 600, Scheme::Ed25519)];
+        let s = select_fee(&small, 300, &o).unwrap();
+        assert_eq!((s.change, s.fee.get()), (None, 600));
+        assert_eq!(s.size, BASE_SIZE + input_size(Scheme::Ed25519) + 300);
+        // Too little for the fee of the data.
+        let e = select_fee(&[coin(4, 100, Scheme::Ed25519)], 300, &o).unwrap_err();
+        let need = (BASE_SIZE + input_size(Scheme::Ed25519) + 300) as u64;
+        assert_eq!(e, BuildError::InsufficientFunds { have: 100, need });
     }
 }

@@ -47,8 +47,8 @@ pub mod wallet;
 pub use address::{encode_address, parse_address, Address, AddressError, AddressHrp};
 pub use balance::{balance, AddressBalance, Balance, BalanceError};
 pub use build::{
-    build_transfer, select_coins, transfer_size, BuildError, BuildOptions, BuiltTransfer, ChainContext,
-    Selection, TransferRequest,
+    build_app_tx, build_transfer, select_coins, select_fee, transfer_size, AppTxRequest, BuildError,
+    BuildOptions, BuiltTransfer, ChainContext, Selection, TransferRequest,
 };
 pub use keys::{KeyId, Seed, SeedError};
 pub use keystore::{KdfParams, KeystoreError};
