@@ -3,12 +3,14 @@
 # node on a temporary data directory, runs every operation of /openapi.json with generated
 # valid and invalid inputs, and fails on any 5xx answer, on any request the node does not answer
 # (a panicking handler drops the connection), on a panic in the node's log, or if the node dies.
+# Then checks that /metrics parses as OpenMetrics (.ci/check-metrics.py).
 #
 # Usage: .ci/api-fuzz.sh [BINARY]
 #   BINARY                 the `scalechain` binary (default: build it with cargo, debug profile)
 #   API_FUZZ_MAX_EXAMPLES  test cases per operation and phase (default 100)
 #   API_FUZZ_SEED          schemathesis seed (default: random; printed, so a failure reproduces)
-# Needs python3 with schemathesis 4 (`pip install schemathesis==4.32.5`; .ci/run installs it).
+# Needs python3 with schemathesis 4 (`pip install schemathesis==4.32.5`) and prometheus-client
+# (`pip install prometheus-client==0.23.1`) for the /metrics check; .ci/run installs both.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -84,6 +86,11 @@ done
 
 if ! kill -0 "$node_pid" 2>/dev/null; then
   echo "api-fuzz: the node died during the run" >&2
+  status=1
+fi
+# After the fuzzing (so the API's latency histogram holds every request it made): /metrics
+# must parse with Prometheus' own client.
+if [ "$status" -eq 0 ] && ! python3 .ci/check-metrics.py "$api"; then
   status=1
 fi
 if grep -n "panicked" "$work/node.log" >&2; then

@@ -75,7 +75,7 @@ pub struct Json<T>(PhantomData<fn() -> T>);
 /// A JSON array of `T`.
 pub struct JsonList<T>(PhantomData<fn() -> T>);
 
-/// Plain text (Prometheus exposition).
+/// OpenMetrics text (the node's metrics).
 pub struct Text;
 
 /// A JSON document of no fixed shape (the OpenAPI document itself).
@@ -123,7 +123,7 @@ impl<T: DeserializeOwned + ToSchema> Response for JsonList<T> {
 
 impl Response for Text {
     type Output = String;
-    const MEDIA: &'static str = "text/plain";
+    const MEDIA: &'static str = "application/openmetrics-text";
     fn schema() -> Schema {
         Schema::Untyped
     }
@@ -292,7 +292,7 @@ mod tests {
         assert_eq!(submit.request.as_deref(), Some("SubmitTxs"));
         assert_eq!(submit.response, Schema::Named("SubmitResult".into()));
         assert_eq!(PEERS.describe().response, Schema::ListOf("PeerInfo".into()));
-        assert_eq!(METRICS.describe().media, "text/plain");
+        assert_eq!(METRICS.describe().media, "application/openmetrics-text");
     }
 
     #[test]

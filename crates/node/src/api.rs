@@ -29,7 +29,7 @@ use scalechain_types::codec::Decode;
 use scalechain_types::{Hash, Tx};
 use scalechain_wallet::{parse_address, AddressHrp};
 
-use crate::metrics::Exposition;
+use crate::metrics::{self, Scrape};
 
 #[path = "api_apps.rs"]
 pub mod apps;
@@ -222,6 +222,7 @@ pub fn router(state: ApiState) -> Router {
         .merge(apps::router())
         .fallback(|| async { ApiError::not_found("no such endpoint") })
         .layer(axum::extract::DefaultBodyLimit::max(max_body))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), track))
         .with_state(state)
 }
 
@@ -239,7 +240,6 @@ async fn openapi() -> Response {
 /// Node status.
 #[utoipa::path(get, path = "/status", responses((status = 200, body = Status)))]
 async fn status(State(s): State<ApiState>) -> Json<Status> {
-    s.shared.metrics.api_requests.add(1);
     let sh = &s.shared;
     let (height, tip, orphans) = {
         let c = sh.chain.read();
@@ -263,7 +263,6 @@ async fn status(State(s): State<ApiState>) -> Json<Status> {
 /// The tip.
 #[utoipa::path(get, path = "/tip", responses((status = 200, body = Tip)))]
 async fn tip(State(s): State<ApiState>) -> Json<Tip> {
-    s.shared.metrics.api_requests.add(1);
     let c = s.shared.chain.read();
     Json(Tip { height: c.tip_height(), hash: c.tip() })
 }
@@ -271,7 +270,6 @@ async fn tip(State(s): State<ApiState>) -> Json<Tip> {
 /// Connected peers.
 #[utoipa::path(get, path = "/peers", responses((status = 200, body = [PeerInfo])))]
 async fn peers(State(s): State<ApiState>) -> Json<Vec<PeerInfo>> {
-    s.shared.metrics.api_requests.add(1);
     Json(s.shared.peers.read().values().cloned().collect())
 }
 
@@ -310,7 +308,6 @@ fn find_block(s: &ApiState, id: BlockId) -> Result<scalechain_types::Block, ApiE
 #[utoipa::path(get, path = "/blocks/{id}", params(("id" = String, Path, description = "height (decimal) or block hash (64 lowercase hex digits)", pattern = r"^([0-9]{1,20}|[0-9a-f]{64})$", example = "0")),
     responses((status = 200, body = BlockJson), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn block(State(s): State<ApiState>, id: Result<Path<String>, PathRejection>) -> ApiResult<BlockJson> {
-    s.shared.metrics.api_requests.add(1);
     let id = segment(id, "block id")?;
     let b = find_block(&s, parse_block_id(&id)?)?;
     Ok(Json(block_json(s.shared.params.hash, &b)))
@@ -323,7 +320,6 @@ async fn block_txids(
     State(s): State<ApiState>,
     id: Result<Path<String>, PathRejection>,
 ) -> ApiResult<BlockTxids> {
-    s.shared.metrics.api_requests.add(1);
     let id = segment(id, "block id")?;
     let b = find_block(&s, parse_block_id(&id)?)?;
     let kind = s.shared.params.hash;
@@ -339,7 +335,6 @@ async fn block_txids(
 #[utoipa::path(get, path = "/txs/{txid}", params(("txid" = String, Path, description = "64 lowercase hex digits", pattern = r"^[0-9a-f]{64}$")),
     responses((status = 200, body = TxStatus), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn tx(State(s): State<ApiState>, id: Result<Path<String>, PathRejection>) -> ApiResult<TxStatus> {
-    s.shared.metrics.api_requests.add(1);
     let id = segment(id, "txid")?;
     let txid = parse_hash("txid", &id)?;
     let kind = s.shared.params.hash;
@@ -385,7 +380,6 @@ async fn submit(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult<SubmitResult> {
-    s.shared.metrics.api_requests.add(1);
     authorised(&s, &headers)?;
     let body = body.map_err(|e| {
         // Reading the body fails only through the client (too long, cut short): a 4xx.
@@ -470,7 +464,6 @@ async fn utxos(
     owner: Result<Path<String>, PathRejection>,
     q: QueryPairs,
 ) -> ApiResult<Vec<UtxoJson>> {
-    s.shared.metrics.api_requests.add(1);
     let owner = segment(owner, "owner")?;
     let n = limit(q, 1000, 100_000)?;
     // A pubkey hash is 64 lowercase hex digits (uppercase is refused, as for every digest);
@@ -505,7 +498,6 @@ async fn utxos(
 #[utoipa::path(get, path = "/mempool", params(("limit" = Option<u32>, Query, description = "most txids listed (default 1000)", minimum = 0, maximum = 100000)),
     responses((status = 200, body = MempoolJson), (status = 400, body = ErrorBody)))]
 async fn mempool(State(s): State<ApiState>, q: QueryPairs) -> ApiResult<MempoolJson> {
-    s.shared.metrics.api_requests.add(1);
     let n = limit(q, 1000, 100_000)?;
     let snap = s.shared.mempool.snapshot();
     let stats = s.shared.mempool.stats();
@@ -519,21 +511,12 @@ async fn mempool(State(s): State<ApiState>, q: QueryPairs) -> ApiResult<MempoolJ
     }))
 }
 
-/// This process's resident memory (`VmRSS` of `/proc/self/status`), where there is one.
-fn resident_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    let kb: u64 = line.trim_start_matches("VmRSS:").trim().trim_end_matches("kB").trim().parse().ok()?;
-    kb.checked_mul(1024)
-}
-
 /// Transactions that left the mempool unconfirmed, and why: a page of the node's removal log
 /// (it keeps the newest `mempool.removed_log` entries), so that nothing the node accepted
 /// vanishes without a word.
 #[utoipa::path(get, path = "/mempool/removed", params(("after" = Option<u64>, Query, description = "entries after this log position (default 0: from the oldest kept)", minimum = 0), ("limit" = Option<u32>, Query, description = "most entries (default 1000)", minimum = 0, maximum = 10000)),
     responses((status = 200, body = RemovedJson), (status = 400, body = ErrorBody)))]
 async fn mempool_removed(State(s): State<ApiState>, q: QueryPairs) -> ApiResult<RemovedJson> {
-    s.shared.metrics.api_requests.add(1);
     let (after, n) = after_and_limit(q, 1000, 10_000)?;
     let page = s.shared.mempool.removed(after, n);
     Ok(Json(RemovedJson {
@@ -552,88 +535,85 @@ async fn mempool_removed(State(s): State<ApiState>, q: QueryPairs) -> ApiResult<
     }))
 }
 
-/// Prometheus metrics.
-#[utoipa::path(get, path = "/metrics", responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
+/// Metrics in the OpenMetrics text format (Prometheus scrapes it).
+#[utoipa::path(get, path = "/metrics", responses((status = 200, description = "OpenMetrics text format", content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8")))]
 async fn metrics(State(s): State<ApiState>) -> Response {
     let sh = &s.shared;
-    sh.metrics.api_requests.add(1);
-    let mut e = Exposition::new();
-    sh.metrics.render(&mut e);
     let (height, orphans, utxos) = {
         let c = sh.chain.read();
         (c.tip_height(), c.orphan_count(), c.utxos().len())
     };
     let store = sh.chain.read().store().memory();
     let st = sh.mempool.stats();
-    if let Some(rss) = resident_bytes() {
-        e.value("process_resident_memory_bytes", "Resident memory of the node process.", "gauge", rss as f64);
-    }
-    e.value(
-        "store_write_buffer_bytes",
-        "Bytes in the store's memtables (store.memtable_bytes).",
-        "gauge",
-        store.write_buffer as f64,
-    )
-    .value(
-        "store_cache_bytes",
-        "Bytes in the store's block cache (store.cache_bytes).",
-        "gauge",
-        store.cache as f64,
-    )
-    .value("store_journal_bytes", "Bytes of the store's journals on disk.", "gauge", store.journal as f64)
-    .value(
-        "sig_cache_entries",
-        "Verdicts the signature cache holds (mempool.sig_cache).",
-        "gauge",
-        st.sig_cache_len as f64,
-    );
-    e.value("chain_height", "Tip height.", "gauge", height as f64)
-        .value("chain_orphans", "Blocks waiting for their parent.", "gauge", orphans as f64)
-        .value("utxos", "Unspent outputs.", "gauge", utxos as f64)
-        .value("mempool_txs", "Pooled transactions.", "gauge", st.count as f64)
-        .value("mempool_bytes", "Pooled bytes.", "gauge", st.bytes as f64)
-        .value(
-            "mempool_evicted_total",
-            "Transactions evicted for room.",
-            "counter",
-            st.counters.evicted as f64,
+    let mut e = Scrape::new();
+    e.process()
+        .gauge(
+            "store_write_buffer_bytes",
+            "Bytes in the store's memtables (store.memtable_bytes).",
+            store.write_buffer as f64,
         )
-        .value(
-            "mempool_expired_total",
+        .gauge(
+            "store_cache_bytes",
+            "Bytes in the store's block cache (store.cache_bytes).",
+            store.cache as f64,
+        )
+        .gauge("store_journal_bytes", "Bytes of the store's journals on disk.", store.journal as f64)
+        .gauge(
+            "sig_cache_entries",
+            "Verdicts the signature cache holds (mempool.sig_cache).",
+            st.sig_cache_len as f64,
+        )
+        .gauge("chain_height", "Tip height.", height as f64)
+        .gauge("chain_orphans", "Blocks waiting for their parent.", orphans as f64)
+        .gauge("utxos", "Unspent outputs.", utxos as f64)
+        .gauge("mempool_txs", "Pooled transactions.", st.count as f64)
+        .gauge("mempool_bytes", "Pooled bytes.", st.bytes as f64)
+        .counter("mempool_evicted", "Transactions evicted for room.", st.counters.evicted)
+        .counter(
+            "mempool_expired",
             "Transactions dropped because no later block may include them.",
-            "counter",
-            st.counters.expired as f64,
+            st.counters.expired,
         )
-        .value("sig_cache_hits_total", "Signature-cache hits.", "counter", st.sig_cache_hits as f64)
-        .value("sig_cache_lookups_total", "Signature-cache lookups.", "counter", st.sig_cache_lookups as f64)
-        .value("peers", "Connected peers.", "gauge", sh.peers.read().len() as f64);
+        .counter("sig_cache_hits", "Signature-cache hits.", st.sig_cache_hits)
+        .counter("sig_cache_lookups", "Signature-cache lookups.", st.sig_cache_lookups)
+        .gauge(
+            "orphans",
+            "Transactions waiting in the orphan pool for their parents.",
+            st.orphans.count as f64,
+        )
+        .counter("orphans_held", "Transactions taken in as orphans.", st.orphans.counters.held)
+        .counter(
+            "orphans_admitted",
+            "Orphans admitted once their parents came.",
+            st.orphans.counters.admitted,
+        )
+        .counter("orphans_expired", "Orphans that expired.", st.orphans.counters.expired)
+        .counter("orphans_evicted", "Orphans pushed out for room.", st.orphans.counters.evicted)
+        .gauge("peers", "Connected peers.", sh.peers.read().len() as f64);
     if let Some(n) = sh.net_stats.read().as_ref() {
         use std::sync::atomic::Ordering::Relaxed;
-        e.value("gossip_in_total", "Gossip messages received.", "counter", n.gossip_in.load(Relaxed) as f64)
-            .value(
-                "gossip_in_bytes_total",
-                "Gossip bytes received.",
-                "counter",
-                n.gossip_in_bytes.load(Relaxed) as f64,
-            )
-            .value(
-                "gossip_out_total",
-                "Gossip messages published.",
-                "counter",
-                n.gossip_out.load(Relaxed) as f64,
-            )
-            .value(
-                "gossip_publish_failed_total",
-                "Publishes that failed.",
-                "counter",
-                n.publish_failed.load(Relaxed) as f64,
-            )
-            .value(
-                "gossip_slow_peer_total",
-                "Slow-peer reports.",
-                "counter",
-                n.slow_peer.load(Relaxed) as f64,
-            );
+        e.counter("gossip_in", "Gossip messages received.", n.gossip_in.load(Relaxed))
+            .counter("gossip_in_bytes", "Gossip bytes received.", n.gossip_in_bytes.load(Relaxed))
+            .counter("gossip_out", "Gossip messages published.", n.gossip_out.load(Relaxed))
+            .counter("gossip_publish_failed", "Publishes that failed.", n.publish_failed.load(Relaxed))
+            .counter("gossip_slow_peer", "Slow-peer reports.", n.slow_peer.load(Relaxed));
     }
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], e.finish()).into_response()
+    ([(header::CONTENT_TYPE, metrics::CONTENT_TYPE)], sh.metrics.render(&e)).into_response()
+}
+
+/// Counts every API request, its errors (4xx and 5xx) and its latency to the response's head.
+async fn track(
+    State(s): State<ApiState>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let t0 = std::time::Instant::now();
+    let r = next.run(req).await;
+    let m = &s.shared.metrics;
+    m.api_requests.add(1);
+    if r.status().is_client_error() || r.status().is_server_error() {
+        m.api_errors.add(1);
+    }
+    m.api_request.observe(t0.elapsed());
+    r
 }

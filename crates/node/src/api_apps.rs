@@ -98,7 +98,6 @@ pub(super) async fn value(
     State(s): State<ApiState>,
     path: Result<Path<(String, String)>, PathRejection>,
 ) -> ApiResult<AppEntry> {
-    s.shared.metrics.api_requests.add(1);
     let Path((kind, key)) = path.map_err(|e| ApiError::bad(format!("kind/key: {}", e.body_text())))?;
     let kind = parse_kind(&kind)?;
     let k = parse_key("key", &key)?;
@@ -121,7 +120,6 @@ pub(super) async fn range(
     kind: Result<Path<String>, PathRejection>,
     query: QueryPairs,
 ) -> ApiResult<AppEntries> {
-    s.shared.metrics.api_requests.add(1);
     let kind = parse_kind(&segment(kind, "kind")?)?;
     let q = range_query(query)?;
     let n = q.limit;

@@ -73,7 +73,6 @@ pub fn accept(shared: &Shared, block: Block, origin: BlockOrigin<PeerId>) -> Out
     }
     if !outcome.released.is_empty() {
         shared.metrics.txs_admitted.add(outcome.released.len() as u64);
-        shared.metrics.set_orphans(&shared.mempool.orphan_stats());
     }
     shared.metrics.block_accept.observe(t0.elapsed());
     Outcome { outcome, origin }

@@ -1,76 +1,82 @@
-//! The node's metrics, rendered in the Prometheus text format at `/metrics`.
+//! The node's metrics, rendered in the OpenMetrics text format at `/metrics` by the
+//! `prometheus-client` crate (Prometheus' own Rust client).
 //!
-//! A per-node registry of atomics rather than a process-global recorder: tests run several
-//! nodes in one process, and every figure here is a plain counter, gauge or summed duration.
+//! A per-node registry rather than a process-global one: tests run several nodes in one
+//! process. The node's own counters, gauges and latency histograms live in [`Metrics`]; figures
+//! read from the node's state at scrape time (chain, mempool, store, network, the process) are
+//! gathered per scrape into a [`Scrape`] and rendered after them.
 
-use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use prometheus_client::encoding::text::{encode_eof, encode_registry};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::{ConstCounter, Counter as PromCounter};
+use prometheus_client::metrics::gauge::{ConstGauge, Gauge as PromGauge};
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::metrics::info::Info;
+use prometheus_client::registry::{Registry, Unit};
+
+/// The content type of [`Metrics::render`]'s document.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// Every metric name starts with this (and `_`).
+pub const PREFIX: &str = "scalechain";
+
 /// A monotonically increasing count.
-#[derive(Debug, Default)]
-pub struct Counter(AtomicU64);
+#[derive(Debug, Default, Clone)]
+pub struct Counter(PromCounter<u64>);
 
 impl Counter {
     /// Adds `n`.
     pub fn add(&self, n: u64) {
-        self.0.fetch_add(n, Ordering::Relaxed);
-    }
-
-    /// The current value.
-    pub fn get(&self) -> u64 {
-        self.0.load(Ordering::Relaxed)
+        self.0.inc_by(n);
     }
 }
 
 /// A value that goes up and down.
-#[derive(Debug, Default)]
-pub struct Gauge(AtomicU64);
+#[derive(Debug, Default, Clone)]
+pub struct Gauge(PromGauge<i64>);
 
 impl Gauge {
-    /// Sets the value.
-    pub fn set(&self, v: u64) {
-        self.0.store(v, Ordering::Relaxed);
-    }
-
     /// Adds one.
     pub fn inc(&self) {
-        self.0.fetch_add(1, Ordering::Relaxed);
+        self.0.inc();
     }
 
-    /// Subtracts one (saturating at zero).
+    /// Subtracts one.
     pub fn dec(&self) {
-        let _ = self.0.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| Some(v.saturating_sub(1)));
-    }
-
-    /// The current value.
-    pub fn get(&self) -> u64 {
-        self.0.load(Ordering::Relaxed)
+        self.0.dec();
     }
 }
 
-/// Time spent in a stage: a count and a sum, as a Prometheus summary without quantiles.
-#[derive(Debug, Default)]
-pub struct Timer {
-    count: AtomicU64,
-    micros: AtomicU64,
+/// Durations of a stage: a histogram in seconds, buckets from 10 µs by factors of 4 up to 42 s.
+#[derive(Debug, Clone)]
+pub struct Timer(Histogram);
+
+impl Default for Timer {
+    fn default() -> Self {
+        Timer(Histogram::new(exponential_buckets(1e-5, 4.0, 12)))
+    }
 }
 
 impl Timer {
     /// Records one observation.
     pub fn observe(&self, d: Duration) {
-        self.count.fetch_add(1, Ordering::Relaxed);
-        self.micros.fetch_add(d.as_micros() as u64, Ordering::Relaxed);
-    }
-
-    /// (observations, total seconds).
-    pub fn get(&self) -> (u64, f64) {
-        (self.count.load(Ordering::Relaxed), self.micros.load(Ordering::Relaxed) as f64 / 1e6)
+        self.0.observe(d.as_secs_f64());
     }
 }
 
-/// Every metric of a node.
-#[derive(Debug, Default)]
+/// What the build-info metric carries.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BuildLabels {
+    version: String,
+    profile: String,
+    target_arch: String,
+    target_os: String,
+}
+
+/// Every metric the node keeps itself.
+#[derive(Debug)]
 pub struct Metrics {
     /// Transactions received (API and gossip) before verification.
     pub txs_received: Counter,
@@ -104,147 +110,223 @@ pub struct Metrics {
     pub bans: Counter,
     /// API requests served.
     pub api_requests: Counter,
-    /// API requests answered with an error status.
+    /// API requests answered with an error status (4xx or 5xx).
     pub api_errors: Counter,
+    /// Time from an API request to its response's head.
+    pub api_request: Timer,
     /// API connections open now.
     pub api_connections: Gauge,
     /// Failed accepts on the API socket (too many open files and the like).
     pub api_accept_errors: Counter,
-    /// Transactions held in the orphan pool now.
-    pub orphans: Gauge,
-    /// Transactions taken in as orphans since start.
-    pub orphans_held: Gauge,
-    /// Orphans admitted once their parents came, since start.
-    pub orphans_admitted: Gauge,
-    /// Orphans that expired, since start.
-    pub orphans_expired: Gauge,
-    /// Orphans pushed out to make room, since start.
-    pub orphans_evicted: Gauge,
+    registry: Registry,
 }
 
-/// Builds the Prometheus text of `lines` (name, help, type, value).
-pub struct Exposition(String);
-
-impl Exposition {
-    /// An empty document.
-    pub fn new() -> Self {
-        Exposition(String::new())
-    }
-
-    /// A counter or gauge.
-    pub fn value(&mut self, name: &str, help: &str, kind: &str, v: f64) -> &mut Self {
-        let _ = writeln!(
-            self.0,
-            "# HELP scalechain_{name} {help}\n# TYPE scalechain_{name} {kind}\nscalechain_{name} {v}"
-        );
-        self
-    }
-
-    /// A summary of a timer.
-    pub fn timer(&mut self, name: &str, help: &str, t: &Timer) -> &mut Self {
-        let (n, s) = t.get();
-        let _ = writeln!(
-            self.0,
-            "# HELP scalechain_{name}_seconds {help}\n# TYPE scalechain_{name}_seconds summary\nscalechain_{name}_seconds_sum {s}\nscalechain_{name}_seconds_count {n}"
-        );
-        self
-    }
-
-    /// The document.
-    pub fn finish(self) -> String {
-        self.0
-    }
-}
-
-impl Default for Exposition {
+impl Default for Metrics {
     fn default() -> Self {
-        Self::new()
+        Metrics::new()
     }
 }
 
 impl Metrics {
-    /// The node's own metrics (the caller appends chain, mempool and network gauges).
-    pub fn render(&self, e: &mut Exposition) {
-        let c = |c: &Counter| c.get() as f64;
-        e.value(
-            "txs_received_total",
-            "Transactions received before verification.",
-            "counter",
-            c(&self.txs_received),
-        )
-        .value(
-            "txs_admitted_total",
-            "Transactions admitted to the mempool.",
-            "counter",
-            c(&self.txs_admitted),
-        )
-        .value("txs_rejected_total", "Transactions refused at admission.", "counter", c(&self.txs_rejected))
-        .value(
+    /// Every metric at zero, registered.
+    pub fn new() -> Metrics {
+        let m = Metrics {
+            txs_received: Counter::default(),
+            txs_admitted: Counter::default(),
+            txs_rejected: Counter::default(),
+            pipeline_depth: Gauge::default(),
+            pipeline_wait: Timer::default(),
+            pipeline_verify: Timer::default(),
+            pipeline_relay: Timer::default(),
+            blocks_received: Counter::default(),
+            blocks_connected: Counter::default(),
+            blocks_rejected: Counter::default(),
+            block_accept: Timer::default(),
+            reorgs: Counter::default(),
+            blocks_mined: Counter::default(),
+            penalties: Counter::default(),
+            bans: Counter::default(),
+            api_requests: Counter::default(),
+            api_errors: Counter::default(),
+            api_request: Timer::default(),
+            api_connections: Gauge::default(),
+            api_accept_errors: Counter::default(),
+            registry: Registry::with_prefix(PREFIX),
+        };
+        let mut r = Registry::with_prefix(PREFIX);
+        let counter =
+            |r: &mut Registry, name: &str, help: &str, c: &Counter| r.register(name, help, c.0.clone());
+        let timer = |r: &mut Registry, name: &str, help: &str, t: &Timer| {
+            r.register_with_unit(name, help, Unit::Seconds, t.0.clone());
+        };
+        counter(&mut r, "txs_received", "Transactions received before verification.", &m.txs_received);
+        counter(&mut r, "txs_admitted", "Transactions admitted to the mempool.", &m.txs_admitted);
+        counter(&mut r, "txs_rejected", "Transactions refused at admission.", &m.txs_rejected);
+        r.register(
             "pipeline_depth",
             "Batches waiting between receive and verify.",
-            "gauge",
-            self.pipeline_depth.get() as f64,
-        )
-        .timer("pipeline_wait", "Time batches waited in the pipeline buffer.", &self.pipeline_wait)
-        .timer("pipeline_verify", "Time spent verifying and admitting batches.", &self.pipeline_verify)
-        .timer("pipeline_relay", "Time spent relaying admitted transactions.", &self.pipeline_relay)
-        .value("blocks_received_total", "Blocks received.", "counter", c(&self.blocks_received))
-        .value(
-            "blocks_connected_total",
-            "Blocks that joined the main chain.",
-            "counter",
-            c(&self.blocks_connected),
-        )
-        .value("blocks_rejected_total", "Blocks refused as invalid.", "counter", c(&self.blocks_rejected))
-        .timer("block_accept", "Time spent validating and committing blocks.", &self.block_accept)
-        .value("reorgs_total", "Reorganisations.", "counter", c(&self.reorgs))
-        .value("blocks_mined_total", "Blocks mined by this node.", "counter", c(&self.blocks_mined))
-        .value("peer_penalties_total", "Penalties given to peers.", "counter", c(&self.penalties))
-        .value("peer_bans_total", "Peers banned.", "counter", c(&self.bans))
-        .value("api_requests_total", "API requests served.", "counter", c(&self.api_requests))
-        .value(
-            "api_errors_total",
-            "API requests answered with an error.",
-            "counter",
-            c(&self.api_errors),
+            m.pipeline_depth.0.clone(),
         );
-        let g = |g: &Gauge| g.get() as f64;
-        e.value("api_connections", "API connections open.", "gauge", g(&self.api_connections)).value(
-            "api_accept_errors_total",
-            "Failed accepts on the API socket.",
-            "counter",
-            c(&self.api_accept_errors),
-        );
-        e.value(
-            "orphans",
-            "Transactions waiting in the orphan pool for their parents.",
-            "gauge",
-            g(&self.orphans),
-        )
-        .value("orphans_held_total", "Transactions taken in as orphans.", "counter", g(&self.orphans_held))
-        .value(
-            "orphans_admitted_total",
-            "Orphans admitted once their parents came.",
-            "counter",
-            g(&self.orphans_admitted),
-        )
-        .value("orphans_expired_total", "Orphans that expired.", "counter", g(&self.orphans_expired))
-        .value(
-            "orphans_evicted_total",
-            "Orphans pushed out for room.",
-            "counter",
-            g(&self.orphans_evicted),
-        );
+        timer(&mut r, "pipeline_wait", "Time batches waited in the pipeline buffer.", &m.pipeline_wait);
+        timer(&mut r, "pipeline_verify", "Time spent verifying and admitting batches.", &m.pipeline_verify);
+        timer(&mut r, "pipeline_relay", "Time spent relaying admitted transactions.", &m.pipeline_relay);
+        counter(&mut r, "blocks_received", "Blocks received.", &m.blocks_received);
+        counter(&mut r, "blocks_connected", "Blocks that joined the main chain.", &m.blocks_connected);
+        counter(&mut r, "blocks_rejected", "Blocks refused as invalid.", &m.blocks_rejected);
+        timer(&mut r, "block_accept", "Time spent validating and committing blocks.", &m.block_accept);
+        counter(&mut r, "reorgs", "Reorganisations.", &m.reorgs);
+        counter(&mut r, "blocks_mined", "Blocks mined by this node.", &m.blocks_mined);
+        counter(&mut r, "peer_penalties", "Penalties given to peers.", &m.penalties);
+        counter(&mut r, "peer_bans", "Peers banned.", &m.bans);
+        counter(&mut r, "api_requests", "API requests served.", &m.api_requests);
+        counter(&mut r, "api_errors", "API requests answered with an error.", &m.api_errors);
+        timer(&mut r, "api_request", "Time from an API request to its response.", &m.api_request);
+        r.register("api_connections", "API connections open.", m.api_connections.0.clone());
+        counter(&mut r, "api_accept_errors", "Failed accepts on the API socket.", &m.api_accept_errors);
+        let build = BuildLabels {
+            version: env!("CARGO_PKG_VERSION").into(),
+            profile: if cfg!(debug_assertions) { "debug" } else { "release" }.into(),
+            target_arch: std::env::consts::ARCH.into(),
+            target_os: std::env::consts::OS.into(),
+        };
+        r.register("build", "The node's version and build.", Info::new(build));
+        Metrics { registry: r, ..m }
     }
 
-    /// Mirrors the orphan pool's figures (its counters are the source of truth).
-    pub fn set_orphans(&self, s: &scalechain_mempool::OrphanStats) {
-        self.orphans.set(s.count as u64);
-        self.orphans_held.set(s.counters.held);
-        self.orphans_admitted.set(s.counters.admitted);
-        self.orphans_expired.set(s.counters.expired);
-        self.orphans_evicted.set(s.counters.evicted);
+    /// The document: the node's own metrics, then `scrape`'s, then the end marker.
+    pub fn render(&self, scrape: &Scrape) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail; a metric that failed to encode would be a bug in
+        // the encoder, and the document is still returned with what came before it.
+        let _ = encode_registry(&mut out, &self.registry);
+        let _ = encode_registry(&mut out, &scrape.0);
+        let _ = encode_eof(&mut out);
+        out
     }
+}
+
+/// Figures read at scrape time, each registered once per scrape.
+#[derive(Debug)]
+pub struct Scrape(Registry);
+
+impl Default for Scrape {
+    fn default() -> Self {
+        Scrape::new()
+    }
+}
+
+impl Scrape {
+    /// No figures yet.
+    pub fn new() -> Scrape {
+        Scrape(Registry::with_prefix(PREFIX))
+    }
+
+    /// A gauge (`PREFIX_name`).
+    pub fn gauge(&mut self, name: &str, help: &str, v: f64) -> &mut Self {
+        self.0.register(name, help, ConstGauge::new(v));
+        self
+    }
+
+    /// A counter (`PREFIX_name_total`).
+    pub fn counter(&mut self, name: &str, help: &str, v: u64) -> &mut Self {
+        self.0.register(name, help, ConstCounter::new(v));
+        self
+    }
+
+    /// A counter in seconds (`PREFIX_name_seconds_total`).
+    pub fn seconds_counter(&mut self, name: &str, help: &str, v: f64) -> &mut Self {
+        self.0.register_with_unit(name, help, Unit::Seconds, ConstCounter::new(v));
+        self
+    }
+
+    /// The process's figures, as far as `/proc` tells them: CPU seconds, resident and virtual
+    /// memory, open and allowed file descriptors, threads, start time.
+    pub fn process(&mut self) -> &mut Self {
+        let p = ProcessStats::read();
+        if let Some(cpu) = p.cpu_seconds {
+            self.seconds_counter("process_cpu", "User and system CPU time of the node process.", cpu);
+        }
+        if let Some(rss) = p.resident_bytes {
+            self.gauge("process_resident_memory_bytes", "Resident memory of the node process.", rss as f64);
+        }
+        if let Some(v) = p.virtual_bytes {
+            self.gauge("process_virtual_memory_bytes", "Virtual memory of the node process.", v as f64);
+        }
+        if let Some(n) = p.open_fds {
+            self.gauge("process_open_fds", "Open file descriptors.", n as f64);
+        }
+        if let Some(n) = p.max_fds {
+            self.gauge("process_max_fds", "Most file descriptors the process may open.", n as f64);
+        }
+        if let Some(n) = p.threads {
+            self.gauge("process_threads", "Threads of the node process.", n as f64);
+        }
+        if let Some(t) = p.start_time_seconds {
+            self.gauge(
+                "process_start_time_seconds",
+                "Start of the process, seconds since the Unix epoch.",
+                t,
+            );
+        }
+        self
+    }
+}
+
+/// What `/proc/self` says of the process; a figure it cannot read is `None`.
+#[derive(Debug, Default, PartialEq)]
+pub struct ProcessStats {
+    /// User plus system CPU seconds.
+    pub cpu_seconds: Option<f64>,
+    /// Resident set size.
+    pub resident_bytes: Option<u64>,
+    /// Virtual memory size.
+    pub virtual_bytes: Option<u64>,
+    /// Open file descriptors.
+    pub open_fds: Option<u64>,
+    /// The soft limit on open file descriptors.
+    pub max_fds: Option<u64>,
+    /// Threads.
+    pub threads: Option<u64>,
+    /// Start time, seconds since the epoch.
+    pub start_time_seconds: Option<f64>,
+}
+
+impl ProcessStats {
+    /// Reads the figures of this process.
+    pub fn read() -> ProcessStats {
+        let stat = std::fs::read_to_string("/proc/self/stat").ok();
+        let ticks = rustix::param::clock_ticks_per_second() as f64;
+        let page = rustix::param::page_size() as u64;
+        let fields = stat.as_deref().and_then(stat_fields);
+        let field = |i: usize| fields.as_ref().and_then(|f| f.get(i)).and_then(|s| s.parse::<u64>().ok());
+        // Fields after the command name, counted from `state` (field 3 of proc(5)) as 0.
+        let (utime, stime, threads, start, vsize, rss) =
+            (field(11), field(12), field(17), field(19), field(20), field(21));
+        let boot = std::fs::read_to_string("/proc/stat").ok().and_then(|s| {
+            s.lines().find_map(|l| l.strip_prefix("btime ").and_then(|v| v.trim().parse::<u64>().ok()))
+        });
+        let open_fds = std::fs::read_dir("/proc/self/fd").ok().map(|d| d.count() as u64);
+        let max_fds = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
+        ProcessStats {
+            cpu_seconds: utime.zip(stime).filter(|_| ticks > 0.0).map(|(u, s)| (u + s) as f64 / ticks),
+            resident_bytes: rss.and_then(|p| p.checked_mul(page)),
+            virtual_bytes: vsize,
+            open_fds,
+            max_fds,
+            threads,
+            start_time_seconds: boot
+                .zip(start)
+                .filter(|_| ticks > 0.0)
+                .map(|(b, s)| b as f64 + s as f64 / ticks),
+        }
+    }
+}
+
+/// The fields of `/proc/self/stat` after the command name (which may hold spaces and
+/// parentheses: it ends at the last `)`).
+fn stat_fields(stat: &str) -> Option<Vec<&str>> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    Some(rest.split_whitespace().collect())
 }
 
 #[cfg(test)]
@@ -252,25 +334,50 @@ mod tests {
     use super::*;
 
     #[test]
-    fn exposition_is_prometheus_text() {
+    fn exposition_is_openmetrics_text() {
         let m = Metrics::default();
         m.txs_admitted.add(3);
         m.pipeline_verify.observe(Duration::from_millis(1500));
         m.pipeline_depth.inc();
         m.pipeline_depth.dec();
-        m.pipeline_depth.dec();
-        let mut e = Exposition::new();
-        m.render(&mut e);
-        let t = e.finish();
-        assert!(t.contains("# TYPE scalechain_txs_admitted_total counter\nscalechain_txs_admitted_total 3\n"));
-        assert!(t.contains(
-            "scalechain_pipeline_verify_seconds_sum 1.5\nscalechain_pipeline_verify_seconds_count 1\n"
-        ));
-        assert!(t.contains("scalechain_pipeline_depth 0\n"));
-        for line in t.lines().filter(|l| !l.starts_with('#')) {
-            let mut parts = line.split(' ');
-            assert!(parts.next().unwrap_or("").starts_with("scalechain_"));
-            assert!(parts.next().unwrap_or("x").parse::<f64>().is_ok(), "{line}");
-        }
+        let mut s = Scrape::new();
+        s.gauge("chain_height", "Tip height.", 7.0).counter("mempool_evicted", "Evicted.", 2).process();
+        let t = m.render(&s);
+        assert!(
+            t.contains("# TYPE scalechain_txs_admitted counter\nscalechain_txs_admitted_total 3\n"),
+            "{t}"
+        );
+        // 1.5 s falls in the bucket up to 2.62144 s (10 µs · 4^9), not in the one below.
+        assert!(t.contains("scalechain_pipeline_verify_seconds_sum 1.5\n"), "{t}");
+        assert!(t.contains("scalechain_pipeline_verify_seconds_count 1\n"), "{t}");
+        assert!(t.contains("scalechain_pipeline_verify_seconds_bucket{le=\"0.65536\"} 0\n"), "{t}");
+        assert!(t.contains("scalechain_pipeline_verify_seconds_bucket{le=\"2.62144\"} 1\n"), "{t}");
+        assert!(t.contains("scalechain_pipeline_depth 0\n"), "{t}");
+        assert!(t.contains("scalechain_chain_height 7.0\n"), "{t}");
+        assert!(t.contains("scalechain_mempool_evicted_total 2\n"), "{t}");
+        assert!(t.contains("scalechain_build_info{version=\""), "{t}");
+        assert!(t.contains("scalechain_process_cpu_seconds_total "), "{t}");
+        assert!(t.contains("scalechain_process_open_fds "), "{t}");
+        assert!(t.ends_with("# EOF\n"), "{t}");
+        assert_eq!(t.matches("# EOF").count(), 1);
+    }
+
+    #[test]
+    fn process_figures_are_read_and_plausible() {
+        let p = ProcessStats::read();
+        assert!(p.cpu_seconds.is_some_and(|c| c >= 0.0), "{p:?}");
+        assert!(p.resident_bytes.is_some_and(|r| r > 1 << 20), "{p:?}");
+        assert!(p.virtual_bytes.zip(p.resident_bytes).is_some_and(|(v, r)| v >= r), "{p:?}");
+        assert!(p.open_fds.zip(p.max_fds).is_some_and(|(o, m)| o >= 3 && o <= m), "{p:?}");
+        assert!(p.threads.is_some_and(|t| t >= 1), "{p:?}");
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
+        assert!(p.start_time_seconds.is_some_and(|s| s <= now + 1.0 && s > now - 86_400.0 * 365.0), "{p:?}");
+    }
+
+    #[test]
+    fn a_command_name_with_spaces_and_parentheses_does_not_shift_the_fields() {
+        let f = stat_fields("42 (a (b) c) S 1 2 3").unwrap();
+        assert_eq!(f, ["S", "1", "2", "3"]);
+        assert_eq!(stat_fields("no parenthesis"), None);
     }
 }

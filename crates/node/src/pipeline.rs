@@ -143,7 +143,6 @@ pub async fn run(
         if !admission.released.is_empty() {
             round.push(TxsDone { origin: TxOrigin::Released, admitted: admission.released, invalid: false });
         }
-        shared.metrics.set_orphans(&shared.mempool.orphan_stats());
         if !round.is_empty() && done.send(round).is_err() {
             break;
         }

@@ -493,9 +493,7 @@ impl Reactor {
         if self.known_saved.elapsed() >= SAVE_KNOWN_EVERY {
             self.save_known();
         }
-        if self.shared.replica.expire_orphans(now_ms()) > 0 {
-            self.shared.metrics.set_orphans(&self.shared.mempool.orphan_stats());
-        }
+        self.shared.replica.expire_orphans(now_ms());
         self.step(Input::Tick).await;
     }
 

@@ -142,6 +142,13 @@ async fn bad_requests_get_json_4xx_and_good_ones_answer() {
     {
         assert!(gauge(name) >= 0.0, "{name}");
     }
+    // Every request before this scrape was counted and timed, the refused ones as errors.
+    let (requests, errors) = (gauge("api_requests_total"), gauge("api_errors_total"));
+    assert!(errors >= 2.0 && requests > errors, "{requests} requests, {errors} errors");
+    assert_eq!(gauge("api_request_seconds_count"), requests);
+    assert_eq!(gauge("api_request_seconds_bucket{le=\"+Inf\"}"), requests);
+    assert!(gauge("process_cpu_seconds_total") > 0.0 && gauge("process_open_fds") >= 3.0);
+    assert!(metrics.contains("scalechain_build_info{version=\""), "{metrics}");
     let _ = n.stop.take().unwrap().send(());
     tokio::time::timeout(Duration::from_secs(30), &mut n.task).await.unwrap().unwrap();
 }
