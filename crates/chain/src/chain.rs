@@ -393,6 +393,7 @@ impl<S: ChainStore> Chain<S> {
     /// Takes a block: validates it, stores it, and moves the main chain to the branch with the
     /// most work. `now_ms` is the validator's clock (for the future-drift rule).
     pub fn accept_block(&mut self, block: Block, now_ms: u64) -> Result<Accepted, ChainError> {
+        let _s = scalechain_types::profile::span("chain.accept_block");
         let hash = block.hash(self.params.hash);
         let outcome = self.accept_one(hash, block, now_ms)?;
         // Children that were waiting for this block may now connect.
@@ -447,7 +448,10 @@ impl<S: ChainStore> Chain<S> {
             now_ms,
         )
         .map_err(|e| ChainError::rejected(&block, hash, e))?;
-        self.store.put_block(&hash, &block)?;
+        {
+            let _s = scalechain_types::profile::span("store.put_block");
+            self.store.put_block(&hash, &block)?;
+        }
         self.tree.insert(block.header).map_err(|e| ChainError::Corrupt(e.to_string()))?;
         self.activate_best(Some(&checked))
     }
@@ -455,6 +459,7 @@ impl<S: ChainStore> Chain<S> {
     /// Moves the main chain to the best valid branch. `fresh` is the block that just arrived,
     /// already checked, so it is neither re-read nor checked again.
     fn activate_best(&mut self, fresh: Option<&CheckedBlock<'_>>) -> Result<Accepted, ChainError> {
+        let _s = scalechain_types::profile::span("chain.activate_best");
         let fresh_hash = fresh.map(CheckedBlock::hash);
         let mut result = Accepted::SideBranch;
         loop {

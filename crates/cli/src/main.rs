@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 mod devnet;
 mod netcmd;
+mod profilecmd;
 mod shell;
 mod vote;
 mod wallet;
@@ -94,6 +95,8 @@ enum Cmd {
     /// An interactive shell on a node's API (reads commands from standard input when it is not a
     /// terminal).
     Shell(shell::ShellArgs),
+    /// A node's function profile (seed 001's tables), or turn its profiler on, off, or reset it.
+    Profile(profilecmd::ProfileArgs),
     /// The voting application (seed 003).
     Vote {
         #[command(subcommand)]
@@ -255,6 +258,7 @@ fn main() -> ExitCode {
         Cmd::Wallet(a) => wallet::run(a),
         Cmd::Shell(a) => shell::run(a),
         Cmd::Vote { cmd } => vote::run(cmd),
+        Cmd::Profile(a) => profilecmd::run(a),
         Cmd::StudyHashWorker { args } => match scalechain_study::exp::hash::worker_main(&args) {
             Ok(line) => {
                 println!("{line}");

@@ -7,8 +7,8 @@ use tokio::runtime::Runtime;
 
 use crate::error::ClientError;
 use crate::types::{
-    AppEntries, AppEntry, AppRange, BlockId, BlockJson, BlockTxids, MempoolJson, Owner, PeerInfo, Status,
-    SubmitResult, Tip, TxStatus, UtxoJson,
+    AppEntries, AppEntry, AppRange, BlockId, BlockJson, BlockTxids, MempoolJson, Owner, PeerInfo,
+    ProfileControl, ProfileJson, ProfileStatus, Status, SubmitResult, Tip, TxStatus, UtxoJson,
 };
 
 /// A blocking client of one node's API.
@@ -76,6 +76,10 @@ blocking! {
     fn mempool(limit: Option<usize>) -> MempoolJson;
     /// `GET /metrics`.
     fn metrics() -> String;
+    /// `GET /profile?after=&limit=`.
+    fn profile(after: Option<&str>, limit: Option<usize>) -> ProfileJson;
+    /// `POST /profile`.
+    fn profile_control(control: &ProfileControl) -> ProfileStatus;
     /// `GET /openapi.json`.
     fn openapi() -> serde_json::Value;
     /// `GET /apps/{kind}/state/{key}`.

@@ -11,7 +11,8 @@ use crate::error::{error_chain, ClientError};
 use crate::ops::{self, Method, Op, Request, Response};
 use crate::types::{
     ApiError, AppEntries, AppEntry, AppRange, BlockId, BlockJson, BlockTxids, MempoolJson, Owner, PeerInfo,
-    RemovedJson, Status, SubmitResult, SubmitTxs, Tip, TxStatus, UtxoJson,
+    ProfileControl, ProfileJson, ProfileStatus, RemovedJson, Status, SubmitResult, SubmitTxs, Tip, TxStatus,
+    UtxoJson,
 };
 
 /// How long a connection may take to open, by default.
@@ -305,6 +306,24 @@ impl Client {
         let mut q: Vec<(&str, String)> = vec![("after", after.to_string())];
         q.extend(limit.map(|n| ("limit", n.to_string())));
         self.call(&ops::MEMPOOL_REMOVED, &[], &q, None).await
+    }
+
+    /// `GET /profile?after=&limit=`: the function profile, paths after `after` in path order.
+    pub async fn profile(
+        &self,
+        after: Option<&str>,
+        limit: Option<usize>,
+    ) -> Result<ProfileJson, ClientError> {
+        let mut q: Vec<(&str, String)> = after.map(|a| vec![("after", a.to_string())]).unwrap_or_default();
+        q.extend(limit.map(|n| ("limit", n.to_string())));
+        self.call(&ops::PROFILE, &[], &q, None).await
+    }
+
+    /// `POST /profile`: turns the profiler on or off, or resets it.
+    pub async fn profile_control(&self, control: &ProfileControl) -> Result<ProfileStatus, ClientError> {
+        let body = serde_json::to_vec(control)
+            .map_err(|e| ClientError::Setup(format!("encoding the request: {e}")))?;
+        self.call(&ops::PROFILE_CONTROL, &[], &[], Some(body)).await
     }
 
     /// `GET /metrics`: the Prometheus text.

@@ -11,8 +11,8 @@ use serde::de::DeserializeOwned;
 use utoipa::ToSchema;
 
 use crate::types::{
-    AppEntries, AppEntry, BlockJson, BlockTxids, MempoolJson, PeerInfo, RemovedJson, Status, SubmitResult,
-    SubmitTxs, Tip, TxStatus, UtxoJson,
+    AppEntries, AppEntry, BlockJson, BlockTxids, MempoolJson, PeerInfo, ProfileControl, ProfileJson,
+    ProfileStatus, RemovedJson, Status, SubmitResult, SubmitTxs, Tip, TxStatus, UtxoJson,
 };
 
 /// An HTTP method of the API.
@@ -255,6 +255,10 @@ operations! {
     UTXOS: NoBody => JsonList<UtxoJson> = Get "/utxos/{owner}";
     /// Mempool contents and counters (`?limit=`).
     MEMPOOL: NoBody => Json<MempoolJson> = Get "/mempool";
+    /// The function profile (`?after=&limit=`).
+    PROFILE: NoBody => Json<ProfileJson> = Get "/profile";
+    /// Turns the profiler on or off, or resets it (needs the token when the node has one).
+    PROFILE_CONTROL: Json<ProfileControl> => Json<ProfileStatus> = Post "/profile";
     /// Transactions that left the mempool unconfirmed, and why (`?after=&limit=`).
     MEMPOOL_REMOVED: NoBody => Json<RemovedJson> = Get "/mempool/removed";
     /// Prometheus metrics.
@@ -283,7 +287,7 @@ mod tests {
     #[test]
     fn every_operation_is_listed_once_with_its_types() {
         let all = all();
-        assert_eq!(all.len(), 14);
+        assert_eq!(all.len(), 16);
         let mut keys: Vec<_> = all.iter().map(|d| (d.method, d.path)).collect();
         keys.sort_by_key(|k| (k.1, k.0.as_str()));
         keys.dedup();

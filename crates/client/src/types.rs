@@ -245,6 +245,79 @@ pub struct RemovedJson {
     pub last: u64,
 }
 
+/// `GET /profile`: the node's function profile (seed 001's profiler), call paths in order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ProfileJson {
+    /// Is the profiler recording now?
+    pub enabled: bool,
+    /// Seconds it has recorded, over every run whose statistics were kept.
+    pub recorded_s: f64,
+    /// Starts of the node that merged earlier statistics back from the data directory.
+    pub restarts: u64,
+    /// Call paths (`outer -> inner`), in path order, after `after` if given.
+    pub paths: Vec<ProfilePath>,
+    /// More paths follow the last one listed (ask again with `after` = its path).
+    pub more: bool,
+}
+
+/// The statistics of one call path.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ProfilePath {
+    /// The names of the nested spans, outermost first, joined by ` -> `.
+    pub path: String,
+    /// Times it ran.
+    pub count: u64,
+    /// Total time, ns.
+    pub total_ns: u64,
+    /// Total time minus the time of nested profiled spans, ns.
+    pub exclusive_ns: u64,
+    /// Longest run, ns.
+    pub max_ns: u64,
+    /// Runs by duration: entry `i` counts those of `[2^i, 2^(i+1))` ns; 40 entries.
+    pub log2: Vec<u64>,
+    /// Seed 001's histogram centred on the mean of the first 100 runs, once there were 100.
+    pub centred: Option<CentredJson>,
+}
+
+/// Seed 001's centred histogram: 100 buckets of `width_ns` from `low_ns`, 50 on each side of
+/// `centre_ns`, and the runs that fell outside.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct CentredJson {
+    /// The centre: the mean of the first 100 runs, ns.
+    pub centre_ns: u64,
+    /// Bucket width, ns (at least 1).
+    pub width_ns: u64,
+    /// Counts, lowest bucket first (100).
+    pub buckets: Vec<u64>,
+    /// Runs below the first bucket.
+    pub under: u64,
+    /// Runs at or past the end of the last bucket.
+    pub over: u64,
+}
+
+/// `POST /profile`: what to change (absent fields change nothing).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileControl {
+    /// Turn recording on or off.
+    #[serde(default)]
+    pub enabled: Option<bool>,
+    /// Forget every statistic and the recorded time (in memory and in the data directory).
+    #[serde(default)]
+    pub reset: bool,
+}
+
+/// The profiler's state after a `POST /profile`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ProfileStatus {
+    /// Is it recording?
+    pub enabled: bool,
+    /// Seconds recorded.
+    pub recorded_s: f64,
+    /// Call paths held.
+    pub paths: usize,
+}
+
 /// `GET /apps/{kind}/state/{key}`: one application state entry.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct AppEntry {

@@ -8,7 +8,7 @@ use arc_swap::ArcSwap;
 use rayon::prelude::*;
 use scalechain_consensus::connect::ConnectCtx;
 use scalechain_consensus::{verify_txs, AppModule, Apps, Coin, Params, SigCache, TxEnv, TxRule, UtxoView};
-use scalechain_types::{Amount, Block, FeeRate, Hash, HashKind, OutPoint, Tx, TxKind};
+use scalechain_types::{profile, Amount, Block, FeeRate, Hash, HashKind, OutPoint, Tx, TxKind};
 
 use crate::config::MempoolConfig;
 use crate::error::MempoolError;
@@ -168,6 +168,7 @@ struct Prepared {
 }
 
 fn prepare(hash: HashKind, txs: Vec<Tx>) -> Vec<Prepared> {
+    let _s = profile::span("mempool.prepare");
     let one =
         |tx: Tx| Prepared { txid: tx.txid(hash), wtxid: tx.wtxid(hash), size: tx.encoded_len() as u64, tx };
     if txs.len() < 64 {
@@ -302,6 +303,7 @@ fn run_admission(
     env: &TxEnv<'_>,
     items: Vec<Prepared>,
 ) -> (Vec<Result<Admitted, MempoolError>>, MissingInputs) {
+    let _s = profile::span("mempool.judge");
     let n = items.len();
     let mut keys: Vec<Vec<AppKey>> = if n < 64 {
         items.iter().map(|p| app_keys(env.ctx.apps, env.ctx.params, &p.tx)).collect()
@@ -360,10 +362,12 @@ fn run_admission(
         }
         let (idx, txs): (Vec<usize>, Vec<Tx>) = ready.into_iter().unzip();
         let results = {
+            let _s = profile::span("mempool.verify");
             let view = PoolView { pool, chain: env.view, height: env.height };
             let ctx = ConnectCtx { sig_cache: Some(cache as &dyn SigCache), ..env.ctx };
             verify_txs(&TxEnv { ctx, view: &view, ..*env }, &txs)
         };
+        let _place = profile::span("mempool.place");
         for ((i, tx), result) in idx.into_iter().zip(txs).zip(results) {
             let (txid, wtxid, size) = meta[i];
             undecided.remove(&txid);
@@ -477,7 +481,14 @@ impl Mempool {
         self.writer.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// [`Mempool::lock`], the wait profiled (`mempool.lock`: time queued behind another writer).
+    fn lock_profiled(&self) -> MutexGuard<'_, Writer> {
+        let _s = profile::span("mempool.lock");
+        self.lock()
+    }
+
     fn publish(&self, w: &mut Writer) {
+        let _s = profile::span("mempool.publish");
         w.version += 1;
         let snap = Snapshot {
             entries: w.pool.entries().clone(),
@@ -571,8 +582,9 @@ impl Mempool {
         if txs.is_empty() {
             return Vec::new();
         }
+        let _s = profile::span("mempool.admit");
         let items = prepare(env.ctx.params.hash, txs);
-        let mut w = self.lock();
+        let mut w = self.lock_profiled();
         let (verdicts, _) = run_admission(&mut w.pool, &self.config, &self.sig_cache, env, items);
         for v in &verdicts {
             match v {
@@ -602,9 +614,10 @@ impl Mempool {
         if txs.is_empty() {
             return Offered::default();
         }
+        let _s = profile::span("mempool.offer");
         let (txs, sources): (Vec<Tx>, Vec<OrphanSource>) = txs.into_iter().unzip();
         let items = prepare(env.ctx.params.hash, txs);
-        let mut w = self.lock();
+        let mut w = self.lock_profiled();
         w.orphans.expire(now_ms);
         let n = items.len();
         let mut verdicts: Vec<Option<TxVerdict>> = (0..n).map(|_| None).collect();

@@ -22,8 +22,9 @@ use scalechain_chain::export::{block_json, tx_json};
 use scalechain_client::ops;
 use scalechain_client::types::ApiError as ErrorBody;
 pub use scalechain_client::types::{
-    AppEntries, AppEntry, BlockJson, BlockTxids, MempoolJson, PeerInfo, RemovalJson, RemovedJson, Status,
-    SubmitResult, SubmitTxs, Tip, TxResult, TxState, TxStatus, UtxoJson,
+    AppEntries, AppEntry, BlockJson, BlockTxids, CentredJson, MempoolJson, PeerInfo, ProfileControl,
+    ProfileJson, ProfilePath, ProfileStatus, RemovalJson, RemovedJson, Status, SubmitResult, SubmitTxs, Tip,
+    TxResult, TxState, TxStatus, UtxoJson,
 };
 use scalechain_types::codec::Decode;
 use scalechain_types::{Hash, Tx};
@@ -110,6 +111,22 @@ fn limit(query: QueryPairs, default: usize, max: usize) -> Result<usize, ApiErro
 /// `?after=N&limit=M` of a log endpoint, parsed so every mistake is a JSON 400 naming it (an
 /// unknown or repeated parameter, a value that is not an integer in range).
 fn after_and_limit(query: QueryPairs, default: usize, max: usize) -> Result<(u64, usize), ApiError> {
+    let (after, n) = after_text_and_limit(query, default, max)?;
+    let after = match after {
+        None => 0,
+        Some(a) => a
+            .parse::<u64>()
+            .map_err(|_| ApiError::bad(format!("after: {a:?} is not an integer in 0..=2^64-1")))?,
+    };
+    Ok((after, n))
+}
+
+/// `?after=TEXT&limit=M`: `after` as given, `limit` checked (see [`after_and_limit`]).
+fn after_text_and_limit(
+    query: QueryPairs,
+    default: usize,
+    max: usize,
+) -> Result<(Option<String>, usize), ApiError> {
     let Query(pairs) = query.map_err(|e| ApiError::bad(format!("query: {}", e.body_text())))?;
     let (mut after, mut n) = (None, None);
     for (k, v) in pairs {
@@ -122,12 +139,6 @@ fn after_and_limit(query: QueryPairs, default: usize, max: usize) -> Result<(u64
             return Err(ApiError::bad(format!("{k}: given more than once")));
         }
     }
-    let after = match after {
-        None => 0,
-        Some(a) => a
-            .parse::<u64>()
-            .map_err(|_| ApiError::bad(format!("after: {a:?} is not an integer in 0..=2^64-1")))?,
-    };
     let n = match n {
         None => default,
         Some(s) => match s.parse::<usize>() {
@@ -175,6 +186,8 @@ pub(crate) fn lower_hex(what: &str, s: &str) -> Result<Vec<u8>, String> {
         utxos,
         mempool,
         mempool_removed,
+        profile,
+        profile_control,
         metrics,
         openapi,
         apps::value,
@@ -193,6 +206,11 @@ pub(crate) fn lower_hex(what: &str, s: &str) -> Result<Vec<u8>, String> {
         MempoolJson,
         RemovalJson,
         RemovedJson,
+        ProfileJson,
+        ProfilePath,
+        CentredJson,
+        ProfileControl,
+        ProfileStatus,
         PeerInfo,
         BlockJson,
         AppEntry,
@@ -217,6 +235,7 @@ pub fn router(state: ApiState) -> Router {
         .route(ops::UTXOS.path, get(utxos))
         .route(ops::MEMPOOL.path, get(mempool))
         .route(ops::MEMPOOL_REMOVED.path, get(mempool_removed))
+        .route(ops::PROFILE.path, get(profile).post(profile_control))
         .route(ops::METRICS.path, get(metrics))
         .route(ops::OPENAPI.path, get(openapi))
         .merge(apps::router())
@@ -535,6 +554,41 @@ async fn mempool_removed(State(s): State<ApiState>, q: QueryPairs) -> ApiResult<
     }))
 }
 
+/// The function profile (seed 001's profiler): call paths in path order, after `after`.
+#[utoipa::path(get, path = "/profile", params(("after" = Option<String>, Query, description = "paths after this one (in path order)"), ("limit" = Option<u32>, Query, description = "most paths (default 1000)", minimum = 0, maximum = 10000)),
+    responses((status = 200, body = ProfileJson), (status = 400, body = ErrorBody)))]
+async fn profile(State(s): State<ApiState>, q: QueryPairs) -> ApiResult<ProfileJson> {
+    let (after, n) = after_text_and_limit(q, 1000, 10_000)?;
+    Ok(Json(s.shared.profile.document(after.as_deref(), n)))
+}
+
+/// Turns the profiler on or off, or resets it (in memory and in the data directory).
+#[utoipa::path(post, path = "/profile", request_body = ProfileControl,
+    responses((status = 200, body = ProfileStatus), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 503, body = ErrorBody)))]
+async fn profile_control(
+    State(s): State<ApiState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult<ProfileStatus> {
+    authorised(&s, &headers)?;
+    let body = body.map_err(|e| ApiError::bad(format!("body: {}", e.body_text())))?;
+    let c: ProfileControl = serde_json::from_slice(&body).map_err(|e| ApiError::bad(format!("body: {e}")))?;
+    let p = &s.shared.profile;
+    if c.reset {
+        p.reset().map_err(|e| {
+            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", format!("writing the profile: {e}"))
+        })?;
+    }
+    if let Some(on) = c.enabled {
+        scalechain_types::profile::set_enabled(on);
+    }
+    Ok(Json(ProfileStatus {
+        enabled: scalechain_types::profile::enabled(),
+        recorded_s: scalechain_types::profile::recorded().as_secs_f64(),
+        paths: scalechain_types::profile::snapshot().len(),
+    }))
+}
+
 /// Metrics in the OpenMetrics text format (Prometheus scrapes it).
 #[utoipa::path(get, path = "/metrics", responses((status = 200, description = "OpenMetrics text format", content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8")))]
 async fn metrics(State(s): State<ApiState>) -> Response {
@@ -602,12 +656,15 @@ async fn metrics(State(s): State<ApiState>) -> Response {
 }
 
 /// Counts every API request, its errors (4xx and 5xx) and its latency to the response's head.
+/// The profiler records each request under its operation (`api GET /blocks/{id}`).
 async fn track(
     State(s): State<ApiState>,
     req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
     let t0 = std::time::Instant::now();
+    let name =
+        op_name(req.method(), req.extensions().get::<axum::extract::MatchedPath>().map(|m| m.as_str()));
     let r = next.run(req).await;
     let m = &s.shared.metrics;
     m.api_requests.add(1);
@@ -615,5 +672,25 @@ async fn track(
         m.api_errors.add(1);
     }
     m.api_request.observe(t0.elapsed());
+    scalechain_types::profile::record(name, t0.elapsed());
     r
+}
+
+/// The profiler's name of an API request: `api METHOD PATH` for the operations of
+/// [`ops::all`], made once, and `api other` for anything else (a fallback answer).
+fn op_name(method: &axum::http::Method, matched: Option<&str>) -> &'static str {
+    type Names = Vec<(&'static str, &'static str, &'static str)>;
+    static NAMES: std::sync::OnceLock<Names> = std::sync::OnceLock::new();
+    let names = NAMES.get_or_init(|| {
+        ops::all()
+            .into_iter()
+            .map(|d| {
+                let name: &'static str = Box::leak(format!("api {} {}", d.method, d.path).into_boxed_str());
+                (d.method.as_str(), d.path, name)
+            })
+            .collect()
+    });
+    matched
+        .and_then(|p| names.iter().find(|(m, path, _)| *path == p && *m == method.as_str()))
+        .map_or("api other", |(_, _, name)| name)
 }

@@ -60,7 +60,10 @@ pub fn run(shared: Arc<Shared>, mut jobs: mpsc::Receiver<BlockJob>, done: mpsc::
 pub fn accept(shared: &Shared, block: Block, origin: BlockOrigin<PeerId>) -> Outcome {
     shared.metrics.blocks_received.add(1);
     let t0 = Instant::now();
-    let outcome = shared.replica.accept_block(block, now_ms());
+    let outcome = {
+        let _s = scalechain_types::profile::span("block.accept");
+        shared.replica.accept_block(block, now_ms())
+    };
     if let Some(tip) = outcome.new_tip {
         if outcome.disconnected > 0 {
             shared.metrics.reorgs.add(1);

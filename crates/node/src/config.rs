@@ -35,6 +35,27 @@ pub struct NodeConfig {
     pub miner: MinerSection,
     /// The chain store's memory.
     pub store: StoreSection,
+    /// The function profiler (seed 001's), `GET /profile`.
+    pub profile: ProfileSection,
+}
+
+/// The function profiler: spans on the node's hot paths aggregated per call path, persisted in
+/// `DATA_DIR/profile.json` and merged back at the next start.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ProfileSection {
+    /// Record from the start (`POST /profile` turns it on and off at run time). Off, a span
+    /// costs one atomic load. Default off.
+    pub enabled: bool,
+    /// Seconds between writes of the statistics to `DATA_DIR/profile.json` while recording
+    /// (and once at shutdown); at least 1. Default 30.
+    pub save_every_s: u64,
+}
+
+impl Default for ProfileSection {
+    fn default() -> Self {
+        ProfileSection { enabled: false, save_every_s: 30 }
+    }
 }
 
 /// The chain store's memory bounds.
@@ -213,6 +234,7 @@ impl Default for NodeConfig {
             mempool: MempoolSection::default(),
             miner: MinerSection::default(),
             store: StoreSection::default(),
+            profile: ProfileSection::default(),
         }
     }
 }

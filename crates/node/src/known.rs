@@ -231,17 +231,24 @@ impl KnownPeers {
 
     /// Writes the book to `path` atomically (temporary file, sync, rename) and marks it clean.
     pub fn save(&mut self, path: &Path) -> std::io::Result<()> {
-        use std::io::Write;
-        let tmp = path.with_extension("json.tmp");
-        {
-            let mut f = std::fs::File::create(&tmp)?;
-            f.write_all(self.encode().as_bytes())?;
-            f.sync_all()?;
-        }
-        std::fs::rename(&tmp, path)?;
+        write_atomic(path, self.encode().as_bytes())?;
         self.dirty = false;
         Ok(())
     }
+}
+
+/// Writes `bytes` to `path` atomically: a temporary file beside it (`.tmp` appended to the
+/// extension), synced, then renamed over `path`.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let ext = path.extension().map_or("tmp".to_string(), |e| format!("{}.tmp", e.to_string_lossy()));
+    let tmp = path.with_extension(ext);
+    {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)
 }
 
 #[cfg(test)]

@@ -9,7 +9,8 @@
 //! - `miner`: the miner thread (template and nonce search are the replica's);
 //! - `api`: the HTTP API and its OpenAPI document;
 //! - `serve`: serving the API within connection, header, body and request limits;
-//! - `metrics`: the Prometheus exposition;
+//! - `metrics`: the OpenMetrics exposition (`prometheus-client`);
+//! - `profile`: the function profiler's statistics, persisted in `DATA_DIR/profile.json`;
 //! - `run`: start-up, the reactor that drives the peer protocol, and shutdown ([`run()`]).
 //!
 //! Consensus stays in `consensus` and `chain`, the peer protocol in `p2p::protocol`, the
@@ -25,6 +26,7 @@ mod known;
 mod metrics;
 mod miner;
 mod pipeline;
+mod profile;
 mod run;
 mod serve;
 mod state;

@@ -51,7 +51,10 @@ pub fn run(
                 continue;
             }
         }
-        let mut block = shared.replica.block_template(reward, shared.cfg.miner.max_block_txs, now_ms());
+        let mut block = {
+            let _s = scalechain_types::profile::span("miner.template");
+            shared.replica.block_template(reward, shared.cfg.miner.max_block_txs, now_ms())
+        };
         let stale = AtomicBool::new(false);
         let _ = tip_rx.borrow_and_update();
         let solved = std::thread::scope(|s| {

@@ -18,7 +18,7 @@ use scalechain_mempool::{Admitted, MempoolError, OrphanSource, TxVerdict};
 use scalechain_p2p::msg::MsgId;
 use scalechain_p2p::net::PeerId;
 use scalechain_p2p::protocol::{TxOrigin, TxsDone};
-use scalechain_types::Tx;
+use scalechain_types::{profile, Tx};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::state::{now_ms, Shared};
@@ -94,6 +94,7 @@ pub async fn run(
         let now = Instant::now();
         for i in &items {
             shared.metrics.pipeline_wait.observe(now.duration_since(i.queued));
+            profile::record("pipeline.wait", now.duration_since(i.queued));
         }
         // Verify stage: everything queued in one admission call, off the async threads.
         let batches: Vec<(Vec<Tx>, OrphanSource)> =
@@ -101,8 +102,11 @@ pub async fn run(
         shared.metrics.txs_received.add(n as u64);
         let s = shared.clone();
         let t0 = Instant::now();
-        let Ok(admission) =
-            tokio::task::spawn_blocking(move || s.replica.admit_batches(batches, now_ms())).await
+        let Ok(admission) = tokio::task::spawn_blocking(move || {
+            let _s = profile::span("pipeline.verify");
+            s.replica.admit_batches(batches, now_ms())
+        })
+        .await
         else {
             break;
         };
@@ -147,6 +151,7 @@ pub async fn run(
             break;
         }
         shared.metrics.pipeline_relay.observe(t1.elapsed());
+        profile::record("pipeline.relay", t1.elapsed());
     }
 }
 

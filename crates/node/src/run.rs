@@ -232,10 +232,13 @@ pub async fn run(
     }
     let tip = replica.tip();
     let (tip_tx, _) = tokio::sync::watch::channel(tip);
+    let profile = crate::profile::Persisted::open(&cfg.data_dir);
+    scalechain_types::profile::set_enabled(cfg.profile.enabled);
     let shared = Arc::new(Shared {
         cfg: cfg.clone(),
         replica,
         metrics: Metrics::default(),
+        profile,
         net_stats: RwLock::new(Some(netw.stats.clone())),
         peers: RwLock::new(Default::default()),
         peer_id: netw.peer_id,
@@ -335,6 +338,7 @@ pub async fn run(
         known,
         known_path,
         known_saved: Instant::now(),
+        profile_saved: Instant::now(),
         net: netw.commands.clone(),
         pipeline: pipe_tx.clone(),
         blocks: block_tx.clone(),
@@ -361,6 +365,7 @@ pub async fn run(
     tracing::info!("stopping");
     shared.stopping.store(true, Ordering::Relaxed);
     r.save_known();
+    r.save_profile();
     drop(r);
     drop(block_tx);
     drop(pipe_tx);
@@ -411,6 +416,8 @@ struct Reactor {
     known: KnownPeers,
     known_path: PathBuf,
     known_saved: Instant,
+    /// When the profile was last written.
+    profile_saved: Instant,
     net: mpsc::Sender<Command>,
     pipeline: mpsc::Sender<pipeline::Inbound>,
     blocks: mpsc::Sender<BlockJob>,
@@ -487,11 +494,26 @@ impl Reactor {
         }
     }
 
+    /// Writes the profile, if the profiler is recording or holds statistics.
+    fn save_profile(&mut self) {
+        self.profile_saved = Instant::now();
+        if scalechain_types::profile::enabled() || !scalechain_types::profile::snapshot().is_empty() {
+            if let Err(e) = self.shared.profile.save() {
+                tracing::warn!("writing the profile to the data directory: {e}");
+            }
+        }
+    }
+
     /// The periodic tick: expired orphans leave, the peer book is written if it changed (at
-    /// most every 10 s), then the machine's tick.
+    /// most every 10 s), the profile while recording (every `profile.save_every_s`), then the
+    /// machine's tick.
     async fn tick(&mut self) {
         if self.known_saved.elapsed() >= SAVE_KNOWN_EVERY {
             self.save_known();
+        }
+        let every = Duration::from_secs(self.shared.cfg.profile.save_every_s.max(1));
+        if scalechain_types::profile::enabled() && self.profile_saved.elapsed() >= every {
+            self.save_profile();
         }
         self.shared.replica.expire_orphans(now_ms());
         self.step(Input::Tick).await;
@@ -499,7 +521,19 @@ impl Reactor {
 
     /// Steps the machine with the node's clock and carries out its outputs, in order.
     async fn step(&mut self, input: Input<PeerId>) {
-        self.protocol.step(now_ms(), input, &self.shared.replica);
+        let name = match &input {
+            Input::Connected { .. } | Input::Disconnected { .. } => "protocol.connection",
+            Input::Gossip { .. } => "protocol.gossip",
+            Input::Request { .. } => "protocol.request",
+            Input::Response { .. } | Input::RequestFailed { .. } => "protocol.response",
+            Input::BlockDone { .. } => "protocol.block_done",
+            Input::TxsDone(_) => "protocol.relay",
+            Input::Tick => "protocol.tick",
+        };
+        {
+            let _s = scalechain_types::profile::span(name);
+            self.protocol.step(now_ms(), input, &self.shared.replica);
+        }
         let outputs: Vec<Output<PeerId>> = self.protocol.drain().collect();
         for o in outputs {
             self.carry(o).await;
@@ -519,6 +553,7 @@ impl Reactor {
                 let (shared, net) = (self.shared.clone(), self.net.clone());
                 tokio::spawn(async move {
                     let load = move || {
+                        let _s = scalechain_types::profile::span("sync.serve_blocks");
                         let c = shared.chain.read();
                         blocks_response(&hashes, BLOCKS_RESPONSE_BYTES, |h| c.block(h).ok().flatten())
                     };

@@ -29,6 +29,8 @@ pub struct Shared {
     pub replica: Replica<DiskStore>,
     /// Metrics.
     pub metrics: Metrics,
+    /// The function profiler's persisted statistics.
+    pub profile: crate::profile::Persisted,
     /// Network counters.
     pub net_stats: RwLock<Option<Arc<NetStats>>>,
     /// Connected peers.

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use scalechain_client::ops::{self, Schema};
 use scalechain_client::types::{
-    AppEntry, AppRange, BlockId, Owner, PeerInfo, RemovalJson, RemovedJson, SubmitTxs, TxState,
+    AppEntry, AppRange, BlockId, CentredJson, Owner, PeerInfo, ProfileControl, ProfileJson, ProfilePath,
+    ProfileStatus, RemovalJson, RemovedJson, SubmitTxs, TxState,
 };
 use scalechain_client::{Client, ClientError};
 use scalechain_consensus::params::{devnet_premine_key, SigMode};
@@ -480,6 +481,21 @@ async fn the_openapi_document_describes_the_types_the_client_decodes() {
         reason: Some("missing-input".into()),
         ..evicted.clone()
     };
+    let centred = CentredJson { centre_ns: 1_000, width_ns: 20, buckets: vec![1; 100], under: 0, over: 3 };
+    let profile_path = ProfilePath {
+        path: "pipeline.verify".into(),
+        count: 103,
+        total_ns: 103_000,
+        exclusive_ns: 40_000,
+        max_ns: 9_000,
+        log2: vec![0; 40],
+        centred: Some(centred.clone()),
+    };
+    let leaf_path = ProfilePath {
+        path: "pipeline.verify -> mempool.offer".into(),
+        centred: None,
+        ..profile_path.clone()
+    };
     let samples: BTreeMap<&str, Vec<Value>> = [
         ("Status", vec![serde_json::to_value(client.status().await.unwrap()).unwrap()]),
         ("Tip", vec![serde_json::to_value(client.tip().await.unwrap()).unwrap()]),
@@ -534,6 +550,36 @@ async fn the_openapi_document_describes_the_types_the_client_decodes() {
             ],
         ),
         ("ApiError", vec![serde_json::to_value(&error).unwrap()]),
+        ("CentredJson", vec![serde_json::to_value(&centred).unwrap()]),
+        (
+            "ProfilePath",
+            vec![serde_json::to_value(&profile_path).unwrap(), serde_json::to_value(&leaf_path).unwrap()],
+        ),
+        (
+            "ProfileJson",
+            vec![
+                serde_json::to_value(client.profile(None, Some(2)).await.unwrap()).unwrap(),
+                serde_json::to_value(ProfileJson {
+                    enabled: true,
+                    recorded_s: 12.5,
+                    restarts: 2,
+                    paths: vec![profile_path.clone(), leaf_path.clone()],
+                    more: true,
+                })
+                .unwrap(),
+            ],
+        ),
+        (
+            "ProfileControl",
+            vec![
+                serde_json::to_value(ProfileControl::default()).unwrap(),
+                serde_json::to_value(ProfileControl { enabled: Some(true), reset: true }).unwrap(),
+            ],
+        ),
+        (
+            "ProfileStatus",
+            vec![serde_json::to_value(ProfileStatus { enabled: false, recorded_s: 0.0, paths: 0 }).unwrap()],
+        ),
     ]
     .into_iter()
     .collect();

@@ -677,6 +677,7 @@ impl ChainStore for DiskStore {
     }
 
     fn commit(&mut self, c: &Commit) -> Result<(), StoreError> {
+        let _s = scalechain_types::profile::span("store.commit");
         self.check_poisoned()?;
         let Some(chain_id) = self.chain_id()? else {
             return Err(no_chain());
