@@ -7,8 +7,8 @@ use tokio::runtime::Runtime;
 
 use crate::error::ClientError;
 use crate::types::{
-    AppEntries, AppEntry, AppRange, BlockId, BlockJson, BlockTxids, MempoolJson, Owner, PeerInfo,
-    ProfileControl, ProfileJson, ProfileStatus, Status, SubmitResult, Tip, TxStatus, UtxoJson,
+    AppEntries, AppEntry, AppRange, ArrivalsJson, BlockId, BlockJson, BlockTxids, MempoolJson, Owner,
+    PeerInfo, ProfileControl, ProfileJson, ProfileStatus, Status, SubmitResult, Tip, TxStatus, UtxoJson,
 };
 
 /// A blocking client of one node's API.
@@ -76,6 +76,8 @@ blocking! {
     fn mempool(limit: Option<usize>) -> MempoolJson;
     /// `GET /metrics`.
     fn metrics() -> String;
+    /// `GET /arrivals?after=&limit=`.
+    fn arrivals(after: u64, limit: Option<usize>) -> ArrivalsJson;
     /// `GET /profile?after=&limit=`.
     fn profile(after: Option<&str>, limit: Option<usize>) -> ProfileJson;
     /// `POST /profile`.

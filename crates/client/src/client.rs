@@ -10,9 +10,9 @@ use scalechain_types::{Hash, Tx};
 use crate::error::{error_chain, ClientError};
 use crate::ops::{self, Method, Op, Request, Response};
 use crate::types::{
-    ApiError, AppEntries, AppEntry, AppRange, BlockId, BlockJson, BlockTxids, MempoolJson, Owner, PeerInfo,
-    ProfileControl, ProfileJson, ProfileStatus, RemovedJson, Status, SubmitResult, SubmitTxs, Tip, TxStatus,
-    UtxoJson,
+    ApiError, AppEntries, AppEntry, AppRange, ArrivalsJson, BlockId, BlockJson, BlockTxids, MempoolJson,
+    Owner, PeerInfo, ProfileControl, ProfileJson, ProfileStatus, RemovedJson, Status, SubmitResult,
+    SubmitTxs, Tip, TxStatus, UtxoJson,
 };
 
 /// How long a connection may take to open, by default.
@@ -306,6 +306,13 @@ impl Client {
         let mut q: Vec<(&str, String)> = vec![("after", after.to_string())];
         q.extend(limit.map(|n| ("limit", n.to_string())));
         self.call(&ops::MEMPOOL_REMOVED, &[], &q, None).await
+    }
+
+    /// `GET /arrivals?after=&limit=`: the arrival log after position `after`.
+    pub async fn arrivals(&self, after: u64, limit: Option<usize>) -> Result<ArrivalsJson, ClientError> {
+        let mut q: Vec<(&str, String)> = vec![("after", after.to_string())];
+        q.extend(limit.map(|n| ("limit", n.to_string())));
+        self.call(&ops::ARRIVALS, &[], &q, None).await
     }
 
     /// `GET /profile?after=&limit=`: the function profile, paths after `after` in path order.

@@ -11,8 +11,8 @@ use serde::de::DeserializeOwned;
 use utoipa::ToSchema;
 
 use crate::types::{
-    AppEntries, AppEntry, BlockJson, BlockTxids, MempoolJson, PeerInfo, ProfileControl, ProfileJson,
-    ProfileStatus, RemovedJson, Status, SubmitResult, SubmitTxs, Tip, TxStatus, UtxoJson,
+    AppEntries, AppEntry, ArrivalsJson, BlockJson, BlockTxids, MempoolJson, PeerInfo, ProfileControl,
+    ProfileJson, ProfileStatus, RemovedJson, Status, SubmitResult, SubmitTxs, Tip, TxStatus, UtxoJson,
 };
 
 /// An HTTP method of the API.
@@ -255,6 +255,8 @@ operations! {
     UTXOS: NoBody => JsonList<UtxoJson> = Get "/utxos/{owner}";
     /// Mempool contents and counters (`?limit=`).
     MEMPOOL: NoBody => Json<MempoolJson> = Get "/mempool";
+    /// When transactions and blocks arrived, and from where (`?after=&limit=`).
+    ARRIVALS: NoBody => Json<ArrivalsJson> = Get "/arrivals";
     /// The function profile (`?after=&limit=`).
     PROFILE: NoBody => Json<ProfileJson> = Get "/profile";
     /// Turns the profiler on or off, or resets it (needs the token when the node has one).
@@ -287,7 +289,7 @@ mod tests {
     #[test]
     fn every_operation_is_listed_once_with_its_types() {
         let all = all();
-        assert_eq!(all.len(), 16);
+        assert_eq!(all.len(), 17);
         let mut keys: Vec<_> = all.iter().map(|d| (d.method, d.path)).collect();
         keys.sort_by_key(|k| (k.1, k.0.as_str()));
         keys.dedup();

@@ -245,6 +245,43 @@ pub struct RemovedJson {
     pub last: u64,
 }
 
+/// One entry of the arrival log: when a transaction was first admitted to the node's mempool,
+/// or a block first taken by its chain, and from where.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ArrivalJson {
+    /// Its position in the log (from 1).
+    pub seq: u64,
+    /// `tx` or `block`.
+    pub kind: String,
+    /// The txid or block hash.
+    #[schema(value_type = String)]
+    pub id: Hash,
+    /// A block's height (none for a transaction).
+    pub height: Option<u64>,
+    /// The node's wall clock when it arrived, µs since the Unix epoch.
+    pub at_us: u64,
+    /// `api`, `gossip` (forwarded by `peer`), `pool` (fetched from `peer`'s mempool), `sync`
+    /// (a sync response from `peer`), `released` (from the orphan pool) or `mined` (this node's
+    /// miner).
+    pub source: String,
+    /// The peer it came through, for `gossip`, `pool` and `sync`.
+    pub peer: Option<String>,
+}
+
+/// `GET /arrivals?after=&limit=`: a page of the node's arrival log.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ArrivalsJson {
+    /// Entries after the position asked for, oldest first.
+    pub entries: Vec<ArrivalJson>,
+    /// The oldest position the log still keeps: entries before it were forgotten.
+    pub oldest: u64,
+    /// The last position written (0: nothing arrived yet).
+    pub last: u64,
+    /// The node's wall clock when it answered, µs since the Unix epoch (to estimate its offset
+    /// from the reader's clock over the request's round trip).
+    pub now_us: u64,
+}
+
 /// `GET /profile`: the node's function profile (seed 001's profiler), call paths in order.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ProfileJson {

@@ -2,8 +2,7 @@
 //! the node accepted vanishes without a word: a client that submitted a transaction can learn
 //! that it was evicted, conflicted, expired or dropped, and why ([`crate::Mempool::removed`]).
 
-use std::collections::VecDeque;
-
+use scalechain_types::seqlog::{Page, SeqLog, Sequenced};
 use scalechain_types::Hash;
 
 /// Why a transaction left the pool unconfirmed.
@@ -56,51 +55,31 @@ pub struct Removal {
     pub why: Departure,
 }
 
-/// A page of the log ([`crate::Mempool::removed`]).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RemovedPage {
-    /// Entries after the asked position, oldest first.
-    pub entries: Vec<Removal>,
-    /// The oldest position still kept (1 while nothing has been forgotten): a reader that
-    /// asked for entries after a position below `oldest − 1` missed some.
-    pub oldest: u64,
-    /// The last position written (0 while the log is empty).
-    pub last: u64,
+impl Sequenced for Removal {
+    fn seq(&self) -> u64 {
+        self.seq
+    }
 }
+
+/// A page of the log ([`crate::Mempool::removed`]).
+pub type RemovedPage = Page<Removal>;
 
 /// The log: the newest `cap` removals.
 #[derive(Debug)]
-pub(crate) struct RemovalLog {
-    entries: VecDeque<Removal>,
-    last: u64,
-    cap: usize,
-}
+pub(crate) struct RemovalLog(SeqLog<Removal>);
 
 impl RemovalLog {
     pub(crate) fn new(cap: usize) -> RemovalLog {
-        RemovalLog { entries: VecDeque::new(), last: 0, cap }
+        RemovalLog(SeqLog::new(cap))
     }
 
     pub(crate) fn push(&mut self, txid: Hash, why: Departure) {
-        if self.cap == 0 {
-            return;
-        }
-        if self.entries.len() == self.cap {
-            self.entries.pop_front();
-        }
-        self.last += 1;
-        self.entries.push_back(Removal { seq: self.last, txid, why });
+        self.0.push_with(|seq| Removal { seq, txid, why });
     }
 
     /// At most `limit` entries after position `after`, oldest first.
     pub(crate) fn page(&self, after: u64, limit: usize) -> RemovedPage {
-        let oldest = self.entries.front().map_or(self.last + 1, |e| e.seq);
-        let skip = usize::try_from(after.saturating_add(1).saturating_sub(oldest)).unwrap_or(usize::MAX);
-        RemovedPage {
-            entries: self.entries.iter().skip(skip).take(limit).copied().collect(),
-            oldest: oldest.min(self.last.max(1)),
-            last: self.last,
-        }
+        self.0.page(after, limit)
     }
 }
 

@@ -22,9 +22,9 @@ use scalechain_chain::export::{block_json, tx_json};
 use scalechain_client::ops;
 use scalechain_client::types::ApiError as ErrorBody;
 pub use scalechain_client::types::{
-    AppEntries, AppEntry, BlockJson, BlockTxids, CentredJson, MempoolJson, PeerInfo, ProfileControl,
-    ProfileJson, ProfilePath, ProfileStatus, RemovalJson, RemovedJson, Status, SubmitResult, SubmitTxs, Tip,
-    TxResult, TxState, TxStatus, UtxoJson,
+    AppEntries, AppEntry, ArrivalJson, ArrivalsJson, BlockJson, BlockTxids, CentredJson, MempoolJson,
+    PeerInfo, ProfileControl, ProfileJson, ProfilePath, ProfileStatus, RemovalJson, RemovedJson, Status,
+    SubmitResult, SubmitTxs, Tip, TxResult, TxState, TxStatus, UtxoJson,
 };
 use scalechain_types::codec::Decode;
 use scalechain_types::{Hash, Tx};
@@ -186,6 +186,7 @@ pub(crate) fn lower_hex(what: &str, s: &str) -> Result<Vec<u8>, String> {
         utxos,
         mempool,
         mempool_removed,
+        arrivals,
         profile,
         profile_control,
         metrics,
@@ -206,6 +207,8 @@ pub(crate) fn lower_hex(what: &str, s: &str) -> Result<Vec<u8>, String> {
         MempoolJson,
         RemovalJson,
         RemovedJson,
+        ArrivalJson,
+        ArrivalsJson,
         ProfileJson,
         ProfilePath,
         CentredJson,
@@ -236,6 +239,7 @@ pub fn router(state: ApiState) -> Router {
         .route(ops::MEMPOOL.path, get(mempool))
         .route(ops::MEMPOOL_REMOVED.path, get(mempool_removed))
         .route(ops::PROFILE.path, get(profile).post(profile_control))
+        .route(ops::ARRIVALS.path, get(arrivals))
         .route(ops::METRICS.path, get(metrics))
         .route(ops::OPENAPI.path, get(openapi))
         .merge(apps::router())
@@ -551,6 +555,39 @@ async fn mempool_removed(State(s): State<ApiState>, q: QueryPairs) -> ApiResult<
             .collect(),
         oldest: page.oldest,
         last: page.last,
+    }))
+}
+
+/// When transactions were first admitted and blocks first taken, and from where: a page of the
+/// node's arrival log (the newest `arrivals.capacity` entries).
+#[utoipa::path(get, path = "/arrivals", params(("after" = Option<u64>, Query, description = "entries after this log position (default 0: from the oldest kept)", minimum = 0), ("limit" = Option<u32>, Query, description = "most entries (default 1000)", minimum = 0, maximum = 10000)),
+    responses((status = 200, body = ArrivalsJson), (status = 400, body = ErrorBody)))]
+async fn arrivals(State(s): State<ApiState>, q: QueryPairs) -> ApiResult<ArrivalsJson> {
+    let (after, n) = after_and_limit(q, 1000, 10_000)?;
+    let page = s.shared.arrivals.page(after, n);
+    Ok(Json(ArrivalsJson {
+        entries: page
+            .entries
+            .iter()
+            .map(|a| {
+                let (kind, height) = match a.kind {
+                    crate::arrivals::Kind::Tx => ("tx", None),
+                    crate::arrivals::Kind::Block { height } => ("block", Some(height)),
+                };
+                ArrivalJson {
+                    seq: a.seq,
+                    kind: kind.into(),
+                    id: a.id,
+                    height,
+                    at_us: a.at_us,
+                    source: a.from.name().into(),
+                    peer: a.from.peer().map(|p| p.to_string()),
+                }
+            })
+            .collect(),
+        oldest: page.oldest,
+        last: page.last,
+        now_us: crate::arrivals::now_us(),
     }))
 }
 

@@ -12,6 +12,9 @@ use scalechain_replica::BlockOutcome;
 use scalechain_types::Block;
 use tokio::sync::{mpsc, oneshot};
 
+use scalechain_chain::Accepted;
+
+use crate::arrivals::{self, Kind, Via};
 use crate::state::{now_ms, Shared};
 
 /// A block to accept.
@@ -64,6 +67,17 @@ pub fn accept(shared: &Shared, block: Block, origin: BlockOrigin<PeerId>) -> Out
         let _s = scalechain_types::profile::span("block.accept");
         shared.replica.accept_block(block, now_ms())
     };
+    let at = arrivals::now_us();
+    if matches!(outcome.result, Ok(Accepted::Connected(_) | Accepted::SideBranch | Accepted::Orphan)) {
+        let via = match &origin {
+            BlockOrigin::Gossip { source, .. } => Via::Gossip(*source),
+            BlockOrigin::Sync(peer) => Via::Sync(*peer),
+            BlockOrigin::Local { .. } => Via::Mined,
+        };
+        shared.arrivals.record(Kind::Block { height: outcome.height }, [outcome.hash], at, via);
+    }
+    let kind = shared.params.hash;
+    shared.arrivals.record(Kind::Tx, outcome.released.iter().map(|t| t.txid(kind)), at, Via::Released);
     if let Some(tip) = outcome.new_tip {
         if outcome.disconnected > 0 {
             shared.metrics.reorgs.add(1);

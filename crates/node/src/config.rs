@@ -37,6 +37,23 @@ pub struct NodeConfig {
     pub store: StoreSection,
     /// The function profiler (seed 001's), `GET /profile`.
     pub profile: ProfileSection,
+    /// The log of when transactions and blocks arrived, `GET /arrivals`.
+    pub arrivals: ArrivalsSection,
+}
+
+/// The arrival log: when each transaction was first admitted and each block first taken, and
+/// from where (seed 001's propagation data).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ArrivalsSection {
+    /// Arrivals kept, the newest (about 100 bytes each; 0 keeps none). Default 100,000.
+    pub capacity: usize,
+}
+
+impl Default for ArrivalsSection {
+    fn default() -> Self {
+        ArrivalsSection { capacity: 100_000 }
+    }
 }
 
 /// The function profiler: spans on the node's hot paths aggregated per call path, persisted in
@@ -235,6 +252,7 @@ impl Default for NodeConfig {
             miner: MinerSection::default(),
             store: StoreSection::default(),
             profile: ProfileSection::default(),
+            arrivals: ArrivalsSection::default(),
         }
     }
 }

@@ -11,6 +11,7 @@
 //! - `serve`: serving the API within connection, header, body and request limits;
 //! - `metrics`: the OpenMetrics exposition (`prometheus-client`);
 //! - `profile`: the function profiler's statistics, persisted in `DATA_DIR/profile.json`;
+//! - `arrivals`: when each transaction and block arrived, and from where (`GET /arrivals`);
 //! - `run`: start-up, the reactor that drives the peer protocol, and shutdown ([`run()`]).
 //!
 //! Consensus stays in `consensus` and `chain`, the peer protocol in `p2p::protocol`, the
@@ -20,6 +21,7 @@
 // The modules are the node's own; its interface is the configuration, `run` and what
 // `node.json` says. Everything else other crates need lives in `replica`, `p2p` and `client`.
 mod api;
+mod arrivals;
 mod blocks;
 pub mod config;
 mod known;

@@ -21,6 +21,7 @@ use scalechain_p2p::protocol::{TxOrigin, TxsDone};
 use scalechain_types::{profile, Tx};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::arrivals::{self, Kind, Via};
 use crate::state::{now_ms, Shared};
 
 /// Where a batch came from.
@@ -117,7 +118,20 @@ pub async fn run(
         let mut round = Vec::with_capacity(items.len());
         let mut local = Vec::new();
         shared.metrics.txs_admitted.add(admission.released.len() as u64);
+        let at = arrivals::now_us();
+        let txid = |t: &Arc<Tx>| t.txid(shared.params.hash);
+        shared.arrivals.record(Kind::Tx, admission.released.iter().map(txid), at, Via::Released);
         for (item, o) in items.into_iter().zip(admission.batches) {
+            let via = match &item.source {
+                Source::Api(_) => Via::Api,
+                Source::Gossip { peer, .. } => Via::Gossip(*peer),
+                Source::Pool { peer } => Via::Pool(*peer),
+            };
+            let admitted_ids = o.verdicts.iter().filter_map(|v| match v {
+                TxVerdict::Admitted(a) => Some(a.txid),
+                _ => None,
+            });
+            shared.arrivals.record(Kind::Tx, admitted_ids, at, via);
             let admitted = o.admitted.len() as u64;
             shared.metrics.txs_admitted.add(admitted);
             shared

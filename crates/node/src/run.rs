@@ -239,6 +239,7 @@ pub async fn run(
         replica,
         metrics: Metrics::default(),
         profile,
+        arrivals: crate::arrivals::Arrivals::new(cfg.arrivals.capacity),
         net_stats: RwLock::new(Some(netw.stats.clone())),
         peers: RwLock::new(Default::default()),
         peer_id: netw.peer_id,

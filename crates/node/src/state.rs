@@ -31,6 +31,8 @@ pub struct Shared {
     pub metrics: Metrics,
     /// The function profiler's persisted statistics.
     pub profile: crate::profile::Persisted,
+    /// When transactions and blocks arrived.
+    pub arrivals: crate::arrivals::Arrivals,
     /// Network counters.
     pub net_stats: RwLock<Option<Arc<NetStats>>>,
     /// Connected peers.

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use scalechain_client::ops::{self, Schema};
 use scalechain_client::types::{
-    AppEntry, AppRange, BlockId, CentredJson, Owner, PeerInfo, ProfileControl, ProfileJson, ProfilePath,
-    ProfileStatus, RemovalJson, RemovedJson, SubmitTxs, TxState,
+    AppEntry, AppRange, ArrivalJson, ArrivalsJson, BlockId, CentredJson, Owner, PeerInfo, ProfileControl,
+    ProfileJson, ProfilePath, ProfileStatus, RemovalJson, RemovedJson, SubmitTxs, TxState,
 };
 use scalechain_client::{Client, ClientError};
 use scalechain_consensus::params::{devnet_premine_key, SigMode};
@@ -481,6 +481,23 @@ async fn the_openapi_document_describes_the_types_the_client_decodes() {
         reason: Some("missing-input".into()),
         ..evicted.clone()
     };
+    let tx_arrival = ArrivalJson {
+        seq: 1,
+        kind: "tx".into(),
+        id: scalechain_types::Hash([7; 32]),
+        height: None,
+        at_us: 1_700_000_000_000_000,
+        source: "gossip".into(),
+        peer: Some("12D3KooWDpJ7As7BWAwRMfu1VU2WCqNjvq387JEYKDBj4kx6nXTN".into()),
+    };
+    let block_arrival = ArrivalJson {
+        seq: 2,
+        kind: "block".into(),
+        height: Some(3),
+        source: "mined".into(),
+        peer: None,
+        ..tx_arrival.clone()
+    };
     let centred = CentredJson { centre_ns: 1_000, width_ns: 20, buckets: vec![1; 100], under: 0, over: 3 };
     let profile_path = ProfilePath {
         path: "pipeline.verify".into(),
@@ -551,6 +568,23 @@ async fn the_openapi_document_describes_the_types_the_client_decodes() {
         ),
         ("ApiError", vec![serde_json::to_value(&error).unwrap()]),
         ("CentredJson", vec![serde_json::to_value(&centred).unwrap()]),
+        (
+            "ArrivalJson",
+            vec![serde_json::to_value(&tx_arrival).unwrap(), serde_json::to_value(&block_arrival).unwrap()],
+        ),
+        (
+            "ArrivalsJson",
+            vec![
+                serde_json::to_value(client.arrivals(0, Some(5)).await.unwrap()).unwrap(),
+                serde_json::to_value(ArrivalsJson {
+                    entries: vec![tx_arrival.clone(), block_arrival.clone()],
+                    oldest: 1,
+                    last: 2,
+                    now_us: 1_700_000_000_000_000,
+                })
+                .unwrap(),
+            ],
+        ),
         (
             "ProfilePath",
             vec![serde_json::to_value(&profile_path).unwrap(), serde_json::to_value(&leaf_path).unwrap()],

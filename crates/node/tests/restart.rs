@@ -1,5 +1,6 @@
 //! Nodes that restart: one finds its old peers again from its persisted peer book, without a
-//! bootstrap node; a miner that restarts mines the transactions its peer admitted meanwhile.
+//! bootstrap node; a miner that restarts mines the transactions its peer admitted meanwhile, and
+//! both nodes' arrival logs say when each transaction and block reached them and from where.
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -71,6 +72,55 @@ async fn transactions_admitted_while_the_miner_restarts_are_mined_once_it_is_bac
     })
     .await;
     assert!(mined, "{} of 60 transfers still pooled at the peer", get(&api, "/mempool").await["count"]);
+
+    // Both nodes logged when each transfer and block reached them, and from where: the peer
+    // took the transfers from its API, the restarted miner from the peer's mempool; the miner
+    // mined the blocks, the peer had them from the miner.
+    let peer_id = |n: &support::Node| {
+        let api = n.api();
+        async move { get(&api, "/status").await["peer_id"].as_str().unwrap().to_string() }
+    };
+    let (m_id, p_id) = (peer_id(&m).await, peer_id(&p).await);
+    let arrivals = |n: &support::Node| {
+        let api = n.api();
+        async move { get(&api, "/arrivals?limit=10000").await["entries"].as_array().unwrap().clone() }
+    };
+    let of = |entries: &[serde_json::Value], id: &str| entries.iter().find(|e| e["id"] == id).cloned();
+    let (at_p, at_m) = (arrivals(&p).await, arrivals(&m).await);
+    for (txid, _) in &txs {
+        let (a, b) = (of(&at_p, txid).unwrap(), of(&at_m, txid).unwrap());
+        assert_eq!(
+            (a["kind"].as_str(), a["source"].as_str(), &a["peer"]),
+            (Some("tx"), Some("api"), &serde_json::Value::Null)
+        );
+        assert_eq!((b["source"].as_str(), b["peer"].as_str()), (Some("pool"), Some(p_id.as_str())), "{b}");
+        assert!(b["at_us"].as_u64() > a["at_us"].as_u64(), "{a} then {b}");
+    }
+    let mined_here: Vec<&serde_json::Value> =
+        at_m.iter().filter(|e| e["kind"] == "block" && e["source"] == "mined").collect();
+    assert!(!mined_here.is_empty());
+    for b in mined_here.iter().filter(|b| b["height"].as_u64() > Some(1)) {
+        let seen = of(&at_p, b["id"].as_str().unwrap()).unwrap_or_else(|| panic!("{b} not at the peer"));
+        assert!(matches!(seen["source"].as_str(), Some("gossip" | "sync")), "{seen}");
+        assert_eq!(seen["peer"].as_str(), Some(m_id.as_str()));
+    }
+    // A transfer now travels by gossip; a reader pages from the last position it saw.
+    let last = get(&m.api(), "/arrivals?limit=0").await["last"].as_u64().unwrap();
+    let more = transfers(60..61);
+    let v = post(&p.api(), "/txs", serde_json::json!({ "txs": [more[0].1.clone()] })).await;
+    assert_eq!(v["accepted"], 1, "{v}");
+    let gossiped =
+        eventually(Duration::from_secs(15), || async {
+            let page = get(&m.api(), &format!("/arrivals?after={last}")).await;
+            page["entries"].as_array().unwrap().iter().any(|e| {
+                e["id"] == more[0].0.as_str() && e["source"] == "gossip" && e["peer"] == p_id.as_str()
+            })
+        })
+        .await;
+    assert!(gossiped, "the miner logged the gossiped transfer");
+    for q in ["?after=x", "?limit=10001", "?since=3"] {
+        assert_eq!(get(&m.api(), &format!("/arrivals{q}")).await["error"], "bad-request", "{q}");
+    }
     stop(m).await;
     stop(p).await;
 }

@@ -28,6 +28,7 @@ pub mod hash;
 pub mod keys;
 pub mod merkle;
 pub mod profile;
+pub mod seqlog;
 pub mod tx;
 
 pub use amount::{Amount, AmountError};
