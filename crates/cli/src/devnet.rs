@@ -110,7 +110,7 @@ pub fn devnet(a: DevnetArgs) -> Result<(), Fail> {
         None => Launcher::new(&exe),
     }
     .map_err(launch_fail)?;
-    let plan = NetworkPlan { peers: a.nodes, miners: a.miners, miner_threads: a.miner_threads };
+    let plan = NetworkPlan { peers: a.nodes, miners: a.miners, miner_threads: a.miner_threads, config: None };
     net.start_network(&plan).map_err(launch_fail)?;
     eprintln!(
         "devnet: {} peers + {} miners up in {:.1}s ({})",

@@ -84,6 +84,10 @@ enum Cmd {
         /// Workload seed.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Nodes of the network experiments' main network (`propagation`; default 8, 3 with
+        /// --quick).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(2..=64))]
+        nodes: Option<u32>,
     },
     /// Run a node (bootstrap, peer or miner) until SIGINT/SIGTERM.
     Node(netcmd::NodeArgs),
@@ -250,8 +254,11 @@ fn main() -> ExitCode {
             }
             ChainCmd::Import { data_dir, file } => import(&data_dir, &file),
         },
-        Cmd::Study { experiment, out, quick, threads, max_log2, runs, seed } => {
-            study(&experiment, out, quick, threads, max_log2, runs, seed)
+        Cmd::Study { experiment, out, quick, threads, max_log2, runs, seed, nodes } => {
+            let nodes = nodes.map(|n| n as usize);
+            let opts =
+                scalechain_study::Opts { out, quick, threads, max_log2, runs, seed, worker: None, nodes };
+            study(&experiment, opts)
         }
         Cmd::Node(a) => netcmd::node(a),
         Cmd::Devnet(a) => devnet::devnet(a),
@@ -468,16 +475,10 @@ fn import(dir: &Path, file: &Path) -> Result<(), Fail> {
     ))
 }
 
-fn study(
-    experiment: &str,
-    out: PathBuf,
-    quick: bool,
-    threads: Option<usize>,
-    max_log2: u32,
-    runs: Option<usize>,
-    seed: u64,
-) -> Result<(), Fail> {
-    use scalechain_study::{Experiment, Opts};
+/// Runs `study EXPERIMENT` with `opts` (its `worker` set here to this program).
+fn study(experiment: &str, opts: scalechain_study::Opts) -> Result<(), Fail> {
+    use scalechain_study::Experiment;
+    let out = opts.out.clone();
     if experiment == "replot" {
         // Figures drawn again from the CSVs a run left in `out`, without measuring again.
         let mut drawn = 0;
@@ -497,12 +498,12 @@ fn study(
     } else {
         vec![experiment.parse().map_err(|e: String| Fail(2, e))?]
     };
-    if threads == Some(0) || runs == Some(0) {
+    if opts.threads == Some(0) || opts.runs == Some(0) {
         return Err(Fail(2, "--threads and --runs must be at least 1".into()));
     }
     let worker = std::env::current_exe().ok();
     for exp in list {
-        let opts = Opts { out: out.clone(), quick, threads, max_log2, runs, seed, worker: worker.clone() };
+        let opts = scalechain_study::Opts { worker: worker.clone(), ..opts.clone() };
         let t = Instant::now();
         let table = scalechain_study::run(exp, opts).map_err(|e| Fail(1, format!("{}: {e}", exp.name())))?;
         println!(

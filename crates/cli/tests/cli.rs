@@ -265,7 +265,8 @@ fn sigkill_during_import_recovers_and_resumes() {
     }
 }
 
-/// `scalechain study all --quick` runs every experiment end to end in seconds and writes, for
+/// `scalechain study all --quick` runs every experiment end to end in seconds (`propagation` on
+/// networks of 2 and 3 node processes) and writes, for
 /// each, a CSV with the documented columns, an SVG and a report section. Bad arguments are
 /// refused.
 #[test]
@@ -287,6 +288,7 @@ fn study_quick_smoke() {
         ("components", "component,ns,iterations,build"),
         ("utxo-memory", "structure,outputs,build,rss_bytes_per_output,heap_bytes_per_output"),
         ("voting", "scheme,mode,threads,candidates,ballots,ballots_per_s,ballots_per_s_per_core"),
+        ("propagation", "series,placement,nodes,node,x_ms,count,p50_ms,p90_ms,p99_ms,max_ms,runs"),
     ] {
         let csv = std::fs::read_to_string(out.join(format!("{exp}.csv"))).unwrap();
         assert!(csv.starts_with(header), "{exp}: {}", csv.lines().next().unwrap_or(""));
@@ -316,6 +318,18 @@ fn study_quick_smoke() {
             );
         }
     }
+    // propagation: node processes took the 1,001 transactions, and every node logged all of them.
+    let csv = std::fs::read_to_string(out.join("propagation.csv")).unwrap();
+    for series in ["tx-propagation", "local-accept", "block-propagation"] {
+        assert_eq!(
+            csv.lines().filter(|l| l.starts_with(&format!("{series},loopback,"))).count(),
+            2,
+            "{series}"
+        );
+    }
+    let arrivals: Vec<&str> = csv.lines().filter(|l| l.starts_with("tx-arrival,loopback,3,")).collect();
+    assert_eq!(arrivals.len(), 3, "{csv}");
+    assert!(arrivals.iter().all(|l| l.split(',').nth(5) == Some("1001")), "{arrivals:?}");
     // The seed's figures stand beside ours.
     assert!(report.contains("Beside seed 000 Table 5.1") && report.contains("Seed 004"));
     assert!(report.contains("Seed 003 measured 310 ballots/s") && report.contains("cores per validator"));

@@ -204,6 +204,9 @@ pub struct MempoolSection {
     pub dust_limit: u64,
     /// Longest chain of unconfirmed ancestors. Default 25.
     pub max_ancestors: usize,
+    /// Largest set of unconfirmed descendants (itself included) a pooled transaction may
+    /// reach. Default 25.
+    pub max_descendants: usize,
     /// Transactions whose parent is unknown held in the orphan pool until it comes, at most
     /// (0: refuse them as `missing-input`). Default 5,000.
     pub orphans: usize,
@@ -313,6 +316,7 @@ impl Default for MempoolSection {
             max_fee_less_group_bytes: 2_000_000,
             dust_limit: 1,
             max_ancestors: 25,
+            max_descendants: 25,
             orphans: 5_000,
             orphan_bytes: 10_000_000,
             orphans_per_peer: 1_250,

@@ -186,6 +186,7 @@ pub async fn run(
             max_bytes: mp.max_bytes as u64,
             max_txs: mp.max_txs,
             max_ancestors: mp.max_ancestors,
+            max_descendants: mp.max_descendants,
             min_fee_rate: mp.min_fee_rate,
             max_fee_less_bytes: mp.max_fee_less_bytes,
             max_fee_less_group_bytes: mp.max_fee_less_group_bytes,

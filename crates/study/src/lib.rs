@@ -70,11 +70,13 @@ pub enum Experiment {
     UtxoMemory,
     /// Seed 003: ballots per second per scheme.
     Voting,
+    /// Seed 001 §1.1, §3.1: transactions and blocks spreading through a running network.
+    Propagation,
 }
 
 impl Experiment {
     /// Every experiment, in the order `all` runs them.
-    pub const ALL: [Experiment; 7] = [
+    pub const ALL: [Experiment; 8] = [
         Experiment::TxThroughput,
         Experiment::BlockValidation,
         Experiment::Speedup,
@@ -82,6 +84,7 @@ impl Experiment {
         Experiment::Components,
         Experiment::UtxoMemory,
         Experiment::Voting,
+        Experiment::Propagation,
     ];
 
     /// The command-line name (also the file stem of its outputs).
@@ -94,6 +97,7 @@ impl Experiment {
             Experiment::Components => "components",
             Experiment::UtxoMemory => "utxo-memory",
             Experiment::Voting => "voting",
+            Experiment::Propagation => "propagation",
         }
     }
 }
@@ -124,14 +128,26 @@ pub struct Opts {
     /// Workload seed.
     pub seed: u64,
     /// The `scalechain` binary, to run hash workers in their own process (so each reports
-    /// its own peak memory); `None` measures in-process.
+    /// its own peak memory; `None` measures in-process) and the nodes of the network
+    /// experiments (which need it).
     pub worker: Option<PathBuf>,
+    /// Nodes of the network experiments' main network (default 8, 3 with `quick`).
+    pub nodes: Option<usize>,
 }
 
 impl Opts {
     /// Defaults writing to `out`.
     pub fn new(out: impl Into<PathBuf>) -> Opts {
-        Opts { out: out.into(), quick: false, threads: None, max_log2: 20, runs: None, seed: 1, worker: None }
+        Opts {
+            out: out.into(),
+            quick: false,
+            threads: None,
+            max_log2: 20,
+            runs: None,
+            seed: 1,
+            worker: None,
+            nodes: None,
+        }
     }
 }
 
@@ -218,6 +234,7 @@ pub fn run(exp: Experiment, opts: Opts) -> Result<Table, StudyError> {
         Experiment::Components => exp::components::run(&ctx),
         Experiment::UtxoMemory => exp::utxo_memory::run(&ctx),
         Experiment::Voting => exp::voting::run(&ctx),
+        Experiment::Propagation => exp::propagation::run(&ctx),
     }
 }
 
@@ -240,6 +257,7 @@ pub fn replot(exp: Experiment, dir: &std::path::Path) -> Result<bool, StudyError
         Experiment::Components => exp::components::charts(&table),
         Experiment::UtxoMemory => exp::utxo_memory::charts(&table),
         Experiment::Voting => exp::voting::charts(&table),
+        Experiment::Propagation => exp::propagation::charts(&table),
     };
     plot::write_svg(&dir.join(format!("{}.svg", exp.name())), &charts)?;
     Ok(true)

@@ -370,7 +370,7 @@ impl Base {
 }
 
 /// How many nodes of each role [`Launcher::start_network`] starts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NetworkPlan {
     /// Peers, named `peer0`, `peer1`, ...
     pub peers: usize,
@@ -378,6 +378,8 @@ pub struct NetworkPlan {
     pub miners: usize,
     /// Mining threads per miner.
     pub miner_threads: usize,
+    /// A configuration file (TOML) every node of the network starts with, if any.
+    pub config: Option<String>,
 }
 
 /// The launcher: its processes live as long as it does.
@@ -531,12 +533,17 @@ impl Launcher {
     /// Starts a bootstrap node (`bootstrap`), then `plan.peers` peers (`peer0`, ...) and
     /// `plan.miners` miners (`miner0`, ...) joining through it, and waits for all.
     pub fn start_network(&mut self, plan: &NetworkPlan) -> Result<(), LaunchError> {
-        let boot = self.start(NodeSpec::new("bootstrap", Role::Bootstrap))?.p2p_addr().to_string();
+        let configured = |spec: NodeSpec| match &plan.config {
+            Some(c) => spec.config(c.clone()),
+            None => spec,
+        };
+        let boot =
+            self.start(configured(NodeSpec::new("bootstrap", Role::Bootstrap)))?.p2p_addr().to_string();
         for i in 0..plan.peers {
-            self.spawn(NodeSpec::new(format!("peer{i}"), Role::Peer).bootstrap(&boot))?;
+            self.spawn(configured(NodeSpec::new(format!("peer{i}"), Role::Peer)).bootstrap(&boot))?;
         }
         for i in 0..plan.miners {
-            let spec = NodeSpec::new(format!("miner{i}"), Role::Miner).bootstrap(&boot);
+            let spec = configured(NodeSpec::new(format!("miner{i}"), Role::Miner)).bootstrap(&boot);
             self.spawn(spec.miner_threads(plan.miner_threads))?;
         }
         self.wait_up()
