@@ -73,6 +73,10 @@ pub struct DevnetArgs {
     /// Write the memory samples here as `rss.csv` and `rss.svg` (a soak run's curve).
     #[arg(long)]
     memory_out: Option<PathBuf>,
+    /// A node configuration file (TOML, as `node --config`) every node starts with, e.g.
+    /// `[profile]` `enabled = true` to run the load with the profiler recording.
+    #[arg(long)]
+    node_config: Option<PathBuf>,
 }
 
 /// How often the waits look.
@@ -110,7 +114,17 @@ pub fn devnet(a: DevnetArgs) -> Result<(), Fail> {
         None => Launcher::new(&exe),
     }
     .map_err(launch_fail)?;
-    let plan = NetworkPlan { peers: a.nodes, miners: a.miners, miner_threads: a.miner_threads, config: None };
+    let config = match &a.node_config {
+        None => None,
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| Fail(2, format!("--node-config {}: {e}", path.display())))?;
+            scalechain_node::NodeConfig::from_toml(&text)
+                .map_err(|e| Fail(2, format!("--node-config {}: {e}", path.display())))?;
+            Some(text)
+        }
+    };
+    let plan = NetworkPlan { peers: a.nodes, miners: a.miners, miner_threads: a.miner_threads, config };
     net.start_network(&plan).map_err(launch_fail)?;
     eprintln!(
         "devnet: {} peers + {} miners up in {:.1}s ({})",

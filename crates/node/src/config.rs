@@ -187,6 +187,13 @@ pub struct MempoolSection {
     pub buffer: usize,
     /// Most transactions verified together. Default 4,096.
     pub max_batch: usize,
+    /// Seed 000's group size: transactions collected from the buffer before verification
+    /// starts (at most `max_batch`), waiting up to `group_wait_ms` for them. Default 1: verify
+    /// whatever is queued at once, which serves latency best (a lone transaction never waits);
+    /// under load the queue fills groups by itself.
+    pub group_size: usize,
+    /// Longest wait for a group to fill, ms, after its first transaction. Default 5.
+    pub group_wait_ms: u64,
     /// Most pooled transactions. Default 500,000.
     pub max_txs: usize,
     /// Most pooled bytes. Default 300 MB.
@@ -309,6 +316,8 @@ impl Default for MempoolSection {
         MempoolSection {
             buffer: 256,
             max_batch: 4_096,
+            group_size: 1,
+            group_wait_ms: 5,
             max_txs: 500_000,
             max_bytes: 300_000_000,
             min_fee_rate: 1,

@@ -78,19 +78,15 @@ pub async fn run(
     done: mpsc::UnboundedSender<Vec<TxsDone<PeerId>>>,
 ) {
     let max_batch = shared.cfg.mempool.max_batch.max(1);
+    let group = Group {
+        size: shared.cfg.mempool.group_size.clamp(1, max_batch),
+        max: max_batch,
+        wait: Duration::from_millis(shared.cfg.mempool.group_wait_ms),
+    };
     while let Some(first) = rx.recv().await {
-        shared.metrics.pipeline_depth.dec();
-        let mut items = vec![first];
-        let mut n = items[0].txs.len();
-        while n < max_batch {
-            match rx.try_recv() {
-                Ok(i) => {
-                    shared.metrics.pipeline_depth.dec();
-                    n += i.txs.len();
-                    items.push(i);
-                }
-                Err(_) => break,
-            }
+        let (mut items, n) = gather(&mut rx, first, group).await;
+        for _ in 0..items.len() {
+            shared.metrics.pipeline_depth.dec();
         }
         let now = Instant::now();
         for i in &items {
@@ -169,6 +165,37 @@ pub async fn run(
     }
 }
 
+/// How the verify stage collects a group from the buffer (seed 000's group size).
+#[derive(Clone, Copy, Debug)]
+pub struct Group {
+    /// Transactions to collect before verifying (at least 1).
+    pub size: usize,
+    /// Most transactions in a group.
+    pub max: usize,
+    /// Longest wait for `size`, from the first batch's arrival.
+    pub wait: Duration,
+}
+
+/// A group starting with `first`: every batch already queued while the group holds fewer than
+/// `g.max` transactions, then, while it holds fewer than `g.size`, batches as they come until
+/// `g.wait` has passed. The batches and their transaction count.
+pub async fn gather(rx: &mut mpsc::Receiver<Inbound>, first: Inbound, g: Group) -> (Vec<Inbound>, usize) {
+    let deadline = tokio::time::Instant::now() + g.wait;
+    let mut n = first.txs.len();
+    let mut items = vec![first];
+    while n < g.max {
+        let next = match rx.try_recv() {
+            Ok(i) => Some(i),
+            Err(_) if n < g.size => tokio::time::timeout_at(deadline, rx.recv()).await.ok().flatten(),
+            Err(_) => None,
+        };
+        let Some(i) = next else { break };
+        n += i.txs.len();
+        items.push(i);
+    }
+    (items, n)
+}
+
 /// Hands a batch to the pipeline, waiting at most `wait` for room in the buffer.
 pub async fn submit(
     shared: &Shared,
@@ -182,4 +209,54 @@ pub async fn submit(
     shared.metrics.pipeline_depth.inc();
     permit.send(Inbound { txs, source, queued: Instant::now() });
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch(n: usize) -> Inbound {
+        let (reply, _) = oneshot::channel();
+        let tx = Tx {
+            version: 1,
+            kind: scalechain_types::TxKind::TRANSFER,
+            inputs: vec![],
+            outputs: vec![],
+            data: vec![],
+        };
+        Inbound { txs: vec![tx; n], source: Source::Api(reply), queued: Instant::now() }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_group_takes_what_is_queued_and_waits_for_its_size_at_most_its_wait() {
+        let (tx, mut rx) = mpsc::channel(16);
+        let g = Group { size: 1, max: 10, wait: Duration::from_millis(5) };
+        // Size 1: whatever is queued, no waiting.
+        tx.send(batch(3)).await.unwrap();
+        tx.send(batch(4)).await.unwrap();
+        let first = rx.recv().await.unwrap();
+        let (items, n) = gather(&mut rx, first, g).await;
+        assert_eq!((items.len(), n), (2, 7));
+        // At most `max`: the batch that crosses it ends the group, the rest stays queued.
+        for k in [6, 6, 6] {
+            tx.send(batch(k)).await.unwrap();
+        }
+        let first = rx.recv().await.unwrap();
+        assert_eq!(gather(&mut rx, first, g).await.1, 12);
+        assert_eq!(rx.try_recv().unwrap().txs.len(), 6);
+        // Size 8: waits for more, up to the wait.
+        let g8 = Group { size: 8, ..g };
+        let sender = tx.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+            sender.send(batch(5)).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            sender.send(batch(1)).await.unwrap();
+        });
+        let t0 = tokio::time::Instant::now();
+        let (items, n) = gather(&mut rx, batch(2), g8).await;
+        assert_eq!((items.len(), n), (2, 7), "the batch after the wait is not taken");
+        assert_eq!(t0.elapsed(), Duration::from_millis(5));
+        assert_eq!(rx.recv().await.unwrap().txs.len(), 1);
+    }
 }
