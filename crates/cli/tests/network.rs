@@ -153,6 +153,7 @@ fn a_peer_sending_invalid_blocks_and_transactions_is_banned_and_the_others_are_u
             event_buffer: 64,
             agent: "attacker".into(),
             gossip: true,
+            discover: true,
         })
         .await
         .unwrap();

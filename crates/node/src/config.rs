@@ -129,6 +129,11 @@ pub struct P2pSection {
     pub listen: Vec<String>,
     /// Nodes to join through (multiaddrs ending in `/p2p/<peer id>`). Default none.
     pub bootstrap: Vec<String>,
+    /// Find and dial peers beyond `bootstrap` (Kademlia, addresses peers announce, the peer
+    /// book). Off, the node connects only to its bootstrap addresses and to who dials it: a
+    /// fixed topology, as the study's emulated WAN builds (every link through a delaying
+    /// relay). Default on.
+    pub discover: bool,
     /// Most connected peers (established connections: this plus 16 of room, in which a
     /// newcomer connects while an idle or low-scored peer is evicted for it). Default 64.
     pub max_connections: u32,
@@ -283,6 +288,7 @@ impl Default for P2pSection {
         P2pSection {
             listen: vec!["/ip4/127.0.0.1/tcp/0".into()],
             bootstrap: vec![],
+            discover: true,
             max_connections: 64,
             handshake_timeout_s: 5,
             max_pending_per_ip: 16,

@@ -214,6 +214,7 @@ pub async fn run(
         event_buffer: 1024,
         agent: agent.clone(),
         gossip: cfg.role != scalechain_p2p::msg::Role::Bootstrap,
+        discover: cfg.p2p.discover,
     };
     let limits = NetLimits {
         handshake_timeout: Duration::from_secs(cfg.p2p.handshake_timeout_s.max(1)),
@@ -228,8 +229,10 @@ pub async fn run(
         tracing::warn!("{e}; starting with an empty peer book");
         KnownPeers::new()
     });
-    for addr in known.to_dial(now_ms(), DIAL_KNOWN) {
-        let _ = netw.commands.send(Command::Dial(addr)).await;
+    if cfg.p2p.discover {
+        for addr in known.to_dial(now_ms(), DIAL_KNOWN) {
+            let _ = netw.commands.send(Command::Dial(addr)).await;
+        }
     }
     let tip = replica.tip();
     let (tip_tx, _) = tokio::sync::watch::channel(tip);

@@ -75,6 +75,10 @@ pub struct NetConfig {
     /// Subscribe to the transaction and block topics. A bootstrap node (seed 000's peer server)
     /// does not: it answers discovery and handshakes, and never validates or relays gossip.
     pub gossip: bool,
+    /// Find and dial peers beyond `bootstrap` (Kademlia walks, addresses learnt through
+    /// identify). Off, the node connects only to its bootstrap addresses and to who dials it:
+    /// a fixed topology, e.g. every connection through a delaying relay.
+    pub discover: bool,
 }
 
 /// Limits against connections that take a slot and do nothing with it.
@@ -448,6 +452,7 @@ pub async fn start_with(cfg: NetConfig, net_limits: NetLimits) -> Result<Net, Ne
         bans: HashMap::new(),
         next_inbound: 0,
         bootstrapped: cfg.bootstrap.is_empty(),
+        discover: cfg.discover,
     };
     tokio::spawn(task.run(cmd_rx));
     Ok(Net { commands: cmd_tx, events: evt_rx, peer_id, stats })
@@ -500,6 +505,8 @@ struct Task {
     bans: HashMap<PeerId, Instant>,
     next_inbound: u64,
     bootstrapped: bool,
+    /// [`NetConfig::discover`].
+    discover: bool,
 }
 
 impl Task {
@@ -517,7 +524,7 @@ impl Task {
                         break;
                     }
                 }
-                _ = discover.tick() => {
+                _ = discover.tick(), if self.discover => {
                     let _ = self.swarm.behaviour_mut().kad.bootstrap();
                 }
                 _ = grace.tick(), if !self.bans.is_empty() => {
@@ -626,7 +633,7 @@ impl Task {
                 self.emit(NetEvent::Listening(full)).await
             }
             SwarmEvent::ConnectionEstablished { peer_id, endpoint, num_established, .. } => {
-                if !self.bootstrapped {
+                if !self.bootstrapped && self.discover {
                     self.bootstrapped = true;
                     let _ = self.swarm.behaviour_mut().kad.bootstrap();
                 }
@@ -654,8 +661,10 @@ impl Task {
             })) => {
                 let kad = &mut self.swarm.behaviour_mut().kad;
                 let listen: Vec<Multiaddr> = info.listen_addrs.into_iter().take(16).collect();
-                for a in &listen {
-                    kad.add_address(&peer_id, a.clone());
+                if self.discover {
+                    for a in &listen {
+                        kad.add_address(&peer_id, a.clone());
+                    }
                 }
                 self.emit(NetEvent::Identified { peer: peer_id, listen }).await
             }
@@ -664,7 +673,7 @@ impl Task {
                 addresses,
                 ..
             })) => {
-                if !self.swarm.is_connected(&peer) {
+                if self.discover && !self.swarm.is_connected(&peer) {
                     let _ = self.swarm.dial(addresses.first().clone());
                 }
                 true

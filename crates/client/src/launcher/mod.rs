@@ -20,6 +20,7 @@
 //! - Single nodes can be stopped, killed and restarted on the same data directory.
 
 mod process;
+pub mod wan;
 
 use std::ffi::{OsStr, OsString};
 use std::fs::{File, OpenOptions};

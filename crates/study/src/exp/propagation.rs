@@ -14,11 +14,13 @@
 //! placement here is loopback; namespaces and emulated WAN delays are further placements.
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use scalechain_client::launcher::{Launcher, NetworkPlan, Role};
+use scalechain_client::launcher::wan::{Link, Regions, Relay};
+use scalechain_client::launcher::{LaunchError, Launcher, NetworkPlan, NodeSpec, Role};
 use scalechain_client::types::ArrivalJson;
 use scalechain_client::Client;
 use scalechain_consensus::params::{devnet_premine_key, SigMode};
@@ -152,15 +154,88 @@ fn wall_us() -> u64 {
         .unwrap_or(0)
 }
 
-/// One run on a fresh network of `nodes` nodes (one miner, `nodes − 1` peers, and a
-/// bootstrap node that relays no gossip).
-pub fn run_once(exe: &Path, nodes: usize, txs: &[Tx], kind: HashKind) -> Result<RunResult, StudyError> {
-    let mut net = Launcher::new(exe).map_err(|e| StudyError::Wrong(format!("starting the network: {e}")))?;
+/// Where the nodes run.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Placement {
+    /// Processes on loopback, joined through a bootstrap node (which relays no gossip).
+    Loopback,
+    /// Processes on loopback in the regions of `Regions` (round robin, the submit node in the
+    /// first), without discovery, every pair linked once through a relay delaying each
+    /// direction by the pair's one-way delay.
+    Wan(Regions),
+}
+
+impl Placement {
+    /// The name in the CSV's `placement` column.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Placement::Loopback => "loopback",
+            Placement::Wan(_) => "wan-seed001",
+        }
+    }
+}
+
+/// One run on a fresh network of `nodes` nodes (peers, and one miner last) placed as `place`.
+pub fn run_once(
+    exe: &Path,
+    nodes: usize,
+    txs: &[Tx],
+    kind: HashKind,
+    place: &Placement,
+) -> Result<RunResult, StudyError> {
+    let launch = |e: LaunchError| StudyError::Wrong(format!("starting the network: {e}"));
+    let mut net = Launcher::new(exe).map_err(launch)?;
     // tx0 has 1,000 pooled children: the nodes hold that many descendants (the default 25
     // would refuse all but 24 spends until tx0 is mined).
     let config = format!("[mempool]\nmax_descendants = {}\n", FAN_OUT + 1);
-    net.start_network(&NetworkPlan { peers: nodes - 1, miners: 1, miner_threads: 1, config: Some(config) })
-        .map_err(|e| StudyError::Wrong(format!("starting the network: {e}")))?;
+    let mut relays = Vec::new();
+    let want_peers = match place {
+        Placement::Loopback => {
+            net.start_network(&NetworkPlan {
+                peers: nodes - 1,
+                miners: 1,
+                miner_threads: 1,
+                config: Some(config),
+            })
+            .map_err(launch)?;
+            // The bootstrap node and at least one other.
+            2.min(nodes)
+        }
+        Placement::Wan(regions) => {
+            let config = format!("{config}[p2p]\ndiscover = false\n");
+            // (port, peer id) of each node started so far.
+            let mut addrs: Vec<(u16, String)> = Vec::new();
+            for i in 0..nodes {
+                let miner = i == nodes - 1;
+                let name = if miner { "miner0".to_string() } else { format!("peer{i}") };
+                let mut spec =
+                    NodeSpec::new(name, if miner { Role::Miner } else { Role::Peer }).config(config.clone());
+                if miner {
+                    spec = spec.miner_threads(1);
+                }
+                for (j, (port, id)) in addrs.iter().enumerate() {
+                    let target = SocketAddr::from(([127, 0, 0, 1], *port));
+                    let relay = Relay::start(target, Link::delay(regions.delay(i, j)))
+                        .map_err(|e| StudyError::Wrong(format!("starting a relay: {e}")))?;
+                    spec = spec.bootstrap(format!("/ip4/127.0.0.1/tcp/{}/p2p/{id}", relay.addr().port()));
+                    relays.push(relay);
+                }
+                let node = net.start(spec).map_err(launch)?;
+                let addr = node.p2p_addr().to_string();
+                let parts: Vec<&str> = addr.split('/').collect();
+                let port = parts.get(4).and_then(|p| p.parse().ok());
+                let id = parts.get(6).map(|s| s.to_string());
+                let (Some(port), Some(id)) = (port, id) else {
+                    return Err(StudyError::Wrong(format!(
+                        "node {i} listens on {addr:?}, not /ip4/…/tcp/PORT/p2p/ID"
+                    )));
+                };
+                addrs.push((port, id));
+            }
+            // Every link up.
+            nodes - 1
+        }
+    };
     // Peers first, the miner last; the submit node is peer 0.
     let clients: Vec<(String, Client)> = net
         .nodes()
@@ -171,16 +246,21 @@ pub fn run_once(exe: &Path, nodes: usize, txs: &[Tx], kind: HashKind) -> Result<
         .enable_all()
         .build()
         .map_err(|e| StudyError::Wrong(format!("runtime: {e}")))?;
-    let r = rt.block_on(measure(&clients, txs, kind));
+    let r = rt.block_on(measure(&clients, txs, kind, want_peers));
     drop(rt);
     let _ = net.stop();
+    drop(relays);
     r
 }
 
-async fn measure(clients: &[(String, Client)], txs: &[Tx], kind: HashKind) -> Result<RunResult, StudyError> {
+async fn measure(
+    clients: &[(String, Client)],
+    txs: &[Tx],
+    kind: HashKind,
+    want_peers: usize,
+) -> Result<RunResult, StudyError> {
     let clock = SystemClock::start();
     let stop: &AtomicBool = scalechain_client::interrupt::flag();
-    let want_peers = if clients.len() > 1 { 2 } else { 1 };
     wait_connected(clients, want_peers, WAIT, POLL, &clock, stop).await.map_err(api)?;
     // The premine is spendable from block 1.
     wait_height(clients, 1, WAIT, POLL, &clock, stop).await.map_err(api)?;
@@ -322,36 +402,41 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
     let runs = if ctx.opts.quick { 1 } else { ctx.opts.runs.unwrap_or(3).max(1) };
     let p = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
     let txs = workload(&p);
-    ctx.start((sizes.len() * runs) as u64, "propagation");
+    // The scaling series on loopback, then the main network across seed 001's regions.
+    let wan = Placement::Wan(Regions::seed_001());
+    let mut plan: Vec<(Placement, usize)> = sizes.iter().map(|n| (Placement::Loopback, *n)).collect();
+    plan.push((wan, main));
+    ctx.start((plan.len() * runs) as u64, "propagation");
     let mut table = Table::new(COLUMNS);
-    let row = |t: &mut Table, series: &str, nodes: usize, node: &str, x: f64, count: usize, q: [f64; 4]| {
-        let f = |v: f64| if v.is_nan() { String::new() } else { format!("{v:.1}") };
-        t.push(vec![
-            series.into(),
-            "loopback".into(),
-            nodes.to_string(),
-            node.into(),
-            f(x),
-            count.to_string(),
-            f(q[0]),
-            f(q[1]),
-            f(q[2]),
-            f(q[3]),
-            runs.to_string(),
-            ctx.machine.build.into(),
-            ctx.machine.commit.into(),
-            ctx.opts.seed.to_string(),
-        ]);
-    };
-    for &n in &sizes {
+    for (place, n) in &plan {
+        let n = *n;
+        let row = |t: &mut Table, series: &str, node: &str, x: f64, count: usize, q: [f64; 4]| {
+            let f = |v: f64| if v.is_nan() { String::new() } else { format!("{v:.1}") };
+            t.push(vec![
+                series.into(),
+                place.name().into(),
+                n.to_string(),
+                node.into(),
+                f(x),
+                count.to_string(),
+                f(q[0]),
+                f(q[1]),
+                f(q[2]),
+                f(q[3]),
+                runs.to_string(),
+                ctx.machine.build.into(),
+                ctx.machine.commit.into(),
+                ctx.opts.seed.to_string(),
+            ]);
+        };
         let mut results = Vec::with_capacity(runs);
         for r in 0..runs {
-            ctx.progress.set_message(format!("{n} nodes, run {}/{runs}", r + 1));
-            results.push(run_once(&exe, n, &txs, p.hash)?);
+            ctx.progress.set_message(format!("{} {n} nodes, run {}/{runs}", place.name(), r + 1));
+            results.push(run_once(&exe, n, &txs, p.hash, place)?);
             ctx.progress.inc(1);
         }
         let med = |f: &dyn Fn(&RunResult) -> f64| median(results.iter().map(f).collect());
-        let q4 = |f: &dyn Fn(&RunResult) -> &Vec<f64>| {
+        let q4 = |f: &dyn Fn(&RunResult) -> &[f64]| {
             [
                 med(&|r| quantile(f(r), 0.5)),
                 med(&|r| quantile(f(r), 0.9)),
@@ -359,38 +444,31 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
                 med(&|r| quantile(f(r), 1.0)),
             ]
         };
-        row(&mut table, "tx-propagation", n, "", f64::NAN, txs.len(), q4(&|r| &r.spread));
+        row(&mut table, "tx-propagation", "", f64::NAN, txs.len(), q4(&|r| &r.spread));
         let la = med(&|r| r.local_accept_ms());
-        row(&mut table, "local-accept", n, "0", f64::NAN, txs.len(), [f64::NAN, f64::NAN, f64::NAN, la]);
+        row(&mut table, "local-accept", "0", f64::NAN, txs.len(), [f64::NAN, f64::NAN, f64::NAN, la]);
         let blocks = results.iter().map(|r| r.block_reach.len()).min().unwrap_or(0);
-        row(&mut table, "block-propagation", n, "", f64::NAN, blocks, q4(&|r| &r.block_reach));
-        if n == main {
-            let last = results.last().cloned().unwrap_or_default();
-            for (i, a) in last.arrivals.iter().enumerate() {
-                let count = a.len();
-                let q = [
-                    med(&|r| quantile(r.arrivals.get(i).map_or(&[][..], |v| v), 0.5)),
-                    med(&|r| quantile(r.arrivals.get(i).map_or(&[][..], |v| v), 0.9)),
-                    med(&|r| quantile(r.arrivals.get(i).map_or(&[][..], |v| v), 0.99)),
-                    med(&|r| quantile(r.arrivals.get(i).map_or(&[][..], |v| v), 1.0)),
-                ];
-                row(&mut table, "tx-arrival", n, &i.to_string(), f64::NAN, count, q);
-            }
-            // Seed 001's histograms of the last run: one width for every node.
-            let longest = last.arrivals.iter().flatten().copied().fold(0.0, f64::max);
-            let width = (longest / BUCKETS as f64).max(0.1);
-            for (i, a) in last.arrivals.iter().enumerate() {
-                for (k, c) in histogram(a, width).into_iter().enumerate() {
-                    row(
-                        &mut table,
-                        "histogram",
-                        n,
-                        &i.to_string(),
-                        k as f64 * width,
-                        c as usize,
-                        [f64::NAN; 4],
-                    );
-                }
+        row(&mut table, "block-propagation", "", f64::NAN, blocks, q4(&|r| &r.block_reach));
+        if n != main {
+            continue;
+        }
+        let last = results.last().cloned().unwrap_or_default();
+        for (i, a) in last.arrivals.iter().enumerate() {
+            let of = |r: &RunResult| -> Vec<f64> { r.arrivals.get(i).cloned().unwrap_or_default() };
+            let q = [
+                med(&|r| quantile(&of(r), 0.5)),
+                med(&|r| quantile(&of(r), 0.9)),
+                med(&|r| quantile(&of(r), 0.99)),
+                med(&|r| quantile(&of(r), 1.0)),
+            ];
+            row(&mut table, "tx-arrival", &i.to_string(), f64::NAN, a.len(), q);
+        }
+        // Seed 001's histograms of the last run: one width for every node.
+        let longest = last.arrivals.iter().flatten().copied().fold(0.0, f64::max);
+        let width = (longest / BUCKETS as f64).max(0.1);
+        for (i, a) in last.arrivals.iter().enumerate() {
+            for (k, c) in histogram(a, width).into_iter().enumerate() {
+                row(&mut table, "histogram", &i.to_string(), k as f64 * width, c as usize, [f64::NAN; 4]);
             }
         }
     }
@@ -398,22 +476,27 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
 }
 
 pub(crate) fn charts(t: &Table) -> Vec<Chart> {
-    let hist_nodes = t.distinct("node");
-    let mut hist = Vec::new();
-    for node in &hist_nodes {
-        let points: Vec<(f64, f64)> = t
-            .select("series", "histogram")
-            .filter(|r| r[3] == *node)
-            .filter_map(|r| Some((t.num(r, "x_ms")?, t.num(r, "count")?)))
-            .collect();
-        if !points.is_empty() {
-            let label =
-                if node == "0" { "node 0 (submitted to)".to_string() } else { format!("node {node}") };
-            hist.push(Series::line(label, points));
+    let histograms = |placement: &str| -> Vec<Series> {
+        let mut hist = Vec::new();
+        for node in t.distinct("node") {
+            let points: Vec<(f64, f64)> = t
+                .select("series", "histogram")
+                .filter(|r| r[1] == placement && r[3] == node)
+                .filter_map(|r| Some((t.num(r, "x_ms")?, t.num(r, "count")?)))
+                .collect();
+            if !points.is_empty() {
+                let label =
+                    if node == "0" { "node 0 (submitted to)".to_string() } else { format!("node {node}") };
+                hist.push(Series::line(label, points));
+            }
         }
-    }
+        hist
+    };
     let by_nodes = |series: &str, col: &str| -> Vec<(f64, f64)> {
-        t.select("series", series).filter_map(|r| Some((t.num(r, "nodes")?, t.num(r, col)?))).collect()
+        t.select("series", series)
+            .filter(|r| r[1] == "loopback")
+            .filter_map(|r| Some((t.num(r, "nodes")?, t.num(r, col)?)))
+            .collect()
     };
     let scaling = vec![
         Series::line("tx to every node, p50", by_nodes("tx-propagation", "p50_ms")),
@@ -423,24 +506,31 @@ pub(crate) fn charts(t: &Table) -> Vec<Chart> {
         Series::line("local acceptance of the 1,001", by_nodes("local-accept", "max_ms")),
         Series::seed("seed 001: local acceptance ≈ 400 ms", vec![(2.0, SEED_LOCAL_ACCEPT_MS)]),
     ];
-    vec![
-        Chart {
-            title: "Arrival times of tx0 and its 1,000 spends at each node (seed 001 Tables 1–2)".into(),
-            x_label: "delay after the first submission (ms, bucket start)".into(),
-            y_label: "transactions arrived in the bucket".into(),
-            log_x: false,
-            log_y: false,
-            series: hist,
-        },
-        Chart {
-            title: "Propagation against network size (loopback)".into(),
-            x_label: "nodes".into(),
-            y_label: "time (ms)".into(),
-            log_x: true,
-            log_y: true,
-            series: scaling,
-        },
-    ]
+    let panel = |title: &str, series: Vec<Series>| Chart {
+        title: title.into(),
+        x_label: "delay after the first submission (ms, bucket start)".into(),
+        y_label: "transactions arrived in the bucket".into(),
+        log_x: false,
+        log_y: false,
+        series,
+    };
+    let mut charts = vec![panel(
+        "Arrival times of tx0 and its 1,000 spends at each node, loopback (seed 001 Tables 1–2)",
+        histograms("loopback"),
+    )];
+    let wan = histograms("wan-seed001");
+    if !wan.is_empty() {
+        charts.push(panel("The same across seed 001's regions (Canada, UK, India; emulated delays)", wan));
+    }
+    charts.push(Chart {
+        title: "Propagation against network size (loopback)".into(),
+        x_label: "nodes".into(),
+        y_label: "time (ms)".into(),
+        log_x: true,
+        log_y: true,
+        series: scaling,
+    });
+    charts
 }
 
 fn section(t: &Table) -> String {
