@@ -326,7 +326,14 @@ fn study_quick_smoke() {
             2,
             "{series}"
         );
+        let wan = format!("{series},wan-seed001,3,");
+        assert_eq!(csv.lines().filter(|l| l.starts_with(&wan)).count(), 1, "{series}");
     }
+    // Across the regions, a transaction takes at least the 60 + 100 ms of the fastest path from
+    // Canada to India to reach every node.
+    let wan = csv.lines().find(|l| l.starts_with("tx-propagation,wan-seed001,")).unwrap();
+    let p50: f64 = wan.split(',').nth(6).unwrap().parse().unwrap();
+    assert!(p50 >= 150.0, "{wan}");
     let arrivals: Vec<&str> = csv.lines().filter(|l| l.starts_with("tx-arrival,loopback,3,")).collect();
     assert_eq!(arrivals.len(), 3, "{csv}");
     assert!(arrivals.iter().all(|l| l.split(',').nth(5) == Some("1001")), "{arrivals:?}");
