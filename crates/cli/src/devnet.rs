@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 
+use scalechain_client::launcher::netns::{self, Namespaces};
 use scalechain_client::launcher::{LaunchError, Launcher, NetworkPlan, Role};
 use scalechain_client::{interrupt, Client};
 use scalechain_consensus::params::SigMode;
@@ -77,6 +78,13 @@ pub struct DevnetArgs {
     /// `[profile]` `enabled = true` to run the load with the profiler recording.
     #[arg(long)]
     node_config: Option<PathBuf>,
+    /// Run each node in a network namespace of its own (an emulated host: its own IP stack
+    /// and address on a bridge), removed at the end. Needs root.
+    #[arg(long)]
+    netns: bool,
+    /// With --netns, limit each node's link to this rate (`tc` syntax, e.g. `100mbit`).
+    #[arg(long, requires = "netns")]
+    netns_rate: Option<String>,
 }
 
 /// How often the waits look.
@@ -114,6 +122,27 @@ pub fn devnet(a: DevnetArgs) -> Result<(), Fail> {
         None => Launcher::new(&exe),
     }
     .map_err(launch_fail)?;
+    // The launcher holds the namespaces too: they go when it has stopped the nodes.
+    let hosts = if a.netns {
+        let mut names = vec!["bootstrap".to_string()];
+        names.extend((0..a.nodes).map(|i| format!("peer{i}")));
+        names.extend((0..a.miners).map(|i| format!("miner{i}")));
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let ns = Namespaces::create(&names, a.netns_rate.as_deref())
+            .map_err(|e| Fail(2, format!("--netns: {e}")))?;
+        eprintln!(
+            "devnet: {} hosts in network namespaces {}<tag {}>-*",
+            names.len(),
+            netns::PREFIX,
+            ns.tag()
+        );
+        Some(Arc::new(ns))
+    } else {
+        None
+    };
+    if let Some(ns) = &hosts {
+        net = net.placement(ns.clone());
+    }
     let config = match &a.node_config {
         None => None,
         Some(path) => {

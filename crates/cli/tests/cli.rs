@@ -334,6 +334,11 @@ fn study_quick_smoke() {
     let wan = csv.lines().find(|l| l.starts_with("tx-propagation,wan-seed001,")).unwrap();
     let p50: f64 = wan.split(',').nth(6).unwrap().parse().unwrap();
     assert!(p50 >= 150.0, "{wan}");
+    // As root, the main network also ran on emulated hosts (network namespaces).
+    if scalechain_client::launcher::netns::is_root() {
+        let hosts = csv.lines().filter(|l| l.starts_with("tx-arrival,namespaces,3,")).count();
+        assert_eq!(hosts, 3, "{csv}");
+    }
     let arrivals: Vec<&str> = csv.lines().filter(|l| l.starts_with("tx-arrival,loopback,3,")).collect();
     assert_eq!(arrivals.len(), 3, "{csv}");
     assert!(arrivals.iter().all(|l| l.split(',').nth(5) == Some("1001")), "{arrivals:?}");

@@ -19,6 +19,7 @@
 //!   take an unsafe pre-exec hook, which the workspace forbids.)
 //! - Single nodes can be stopped, killed and restarted on the same data directory.
 
+pub mod netns;
 mod process;
 pub mod wan;
 
@@ -34,7 +35,7 @@ pub use process::{signal_pid, tail, Sig, Stopped};
 
 use crate::error::ClientError;
 use crate::types::NodeInfo;
-use crate::{blocking, interrupt, Client};
+use crate::{blocking, interrupt, Client, ClientBuilder};
 
 /// How long a node gets to be up, by default.
 pub const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -276,6 +277,8 @@ pub struct Node {
     info: NodeInfo,
     api: String,
     client: Client,
+    /// The API token file, if the node wrote one.
+    token: Option<PathBuf>,
 }
 
 impl Node {
@@ -336,7 +339,10 @@ impl Node {
 
     /// A new blocking API client (its own runtime; not for use inside async code).
     pub fn blocking_client(&self) -> Result<blocking::Client, ClientError> {
-        blocking::Client::new(&self.api)
+        match &self.token {
+            Some(t) => ClientBuilder::new(&self.api).token_file(t).build_blocking(),
+            None => blocking::Client::new(&self.api),
+        }
     }
 }
 
@@ -784,8 +790,14 @@ fn read_up(slot: &Slot, pid: u32) -> Result<Option<Node>, LaunchError> {
     if info.p2p.is_empty() {
         return Err(LaunchError::Incomplete { name, what: "p2p address" });
     }
-    let client = Client::new(&api)?;
+    // A node whose API listens beyond loopback (in a namespace) wrote a token for its writes.
+    let token = Some(slot.data_dir.join("api_token")).filter(|p| p.exists());
+    let client = match &token {
+        Some(t) => ClientBuilder::new(&api).token_file(t).build()?,
+        None => Client::new(&api)?,
+    };
     Ok(Some(Node {
+        token,
         name,
         role: slot.spec.role,
         data_dir: slot.data_dir.clone(),

@@ -17,8 +17,10 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Duration;
 
+use scalechain_client::launcher::netns::{self, Namespaces};
 use scalechain_client::launcher::wan::{Link, Regions, Relay};
 use scalechain_client::launcher::{LaunchError, Launcher, NetworkPlan, NodeSpec, Role};
 use scalechain_client::types::ArrivalJson;
@@ -163,6 +165,9 @@ pub enum Placement {
     /// first), without discovery, every pair linked once through a relay delaying each
     /// direction by the pair's one-way delay.
     Wan(Regions),
+    /// Each node (and the bootstrap node) in a network namespace of its own: another IP stack
+    /// and address, on a bridge, each link limited to the `tc` rate if one is given. Needs root.
+    Namespaces(Option<String>),
 }
 
 impl Placement {
@@ -171,6 +176,7 @@ impl Placement {
         match self {
             Placement::Loopback => "loopback",
             Placement::Wan(_) => "wan-seed001",
+            Placement::Namespaces(_) => "namespaces",
         }
     }
 }
@@ -190,6 +196,18 @@ pub fn run_once(
     let config = format!("[mempool]\nmax_descendants = {}\n", FAN_OUT + 1);
     let mut relays = Vec::new();
     let want_peers = match place {
+        Placement::Namespaces(rate) => {
+            let mut names = vec!["bootstrap".to_string(), "miner0".to_string()];
+            names.extend((0..nodes - 1).map(|i| format!("peer{i}")));
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            let hosts = Namespaces::create(&names, rate.as_deref())
+                .map_err(|e| StudyError::Wrong(format!("namespaces: {e}")))?;
+            // The launcher stops the nodes before the namespaces go with it.
+            net = net.placement(Arc::new(hosts));
+            let plan = NetworkPlan { peers: nodes - 1, miners: 1, miner_threads: 1, config: Some(config) };
+            net.start_network(&plan).map_err(launch)?;
+            2.min(nodes)
+        }
         Placement::Loopback => {
             net.start_network(&NetworkPlan {
                 peers: nodes - 1,
@@ -406,6 +424,12 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
     let wan = Placement::Wan(Regions::seed_001());
     let mut plan: Vec<(Placement, usize)> = sizes.iter().map(|n| (Placement::Loopback, *n)).collect();
     plan.push((wan, main));
+    // And on emulated hosts, where this process may make network namespaces.
+    if netns::is_root() {
+        plan.push((Placement::Namespaces(Some("1gbit".into())), main));
+    } else {
+        ctx.progress.println("propagation: not root, so no run on emulated hosts (network namespaces)");
+    }
     ctx.start((plan.len() * runs) as u64, "propagation");
     let mut table = Table::new(COLUMNS);
     for (place, n) in &plan {
@@ -518,6 +542,11 @@ pub(crate) fn charts(t: &Table) -> Vec<Chart> {
         "Arrival times of tx0 and its 1,000 spends at each node, loopback (seed 001 Tables 1–2)",
         histograms("loopback"),
     )];
+    let hosts = histograms("namespaces");
+    if !hosts.is_empty() {
+        charts
+            .push(panel("The same on emulated hosts (a network namespace per node, 1 Gbit/s links)", hosts));
+    }
     let wan = histograms("wan-seed001");
     if !wan.is_empty() {
         charts.push(panel("The same across seed 001's regions (Canada, UK, India; emulated delays)", wan));

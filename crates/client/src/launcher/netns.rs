@@ -1,0 +1,191 @@
+//! Emulated hosts: each node in a network namespace of its own — another IP stack, another
+//! address — joined to the others by a veth pair on a bridge, with an optional bandwidth limit
+//! (`tc … tbf`) on each node's link. Needs root and the `ip` and `tc` programs; everything is
+//! made under names this run chooses (`scalechain-<tag>-<i>` namespaces, `scb<tag>` bridge,
+//! `sch<tag><i>`/`scn<tag><i>` veth ends, a `10.x.y.0/24` subnet) and removed when the
+//! [`Namespaces`] is dropped (after the launcher that uses it has stopped its nodes). A run
+//! killed before it could clean up leaves namespaces with no process in them; the next
+//! [`Namespaces::create`] removes those.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use super::{Place, Placement, Role};
+
+/// Prefix of the namespaces this module makes.
+pub const PREFIX: &str = "scalechain-";
+
+/// Why namespaces could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum NetnsError {
+    /// Not running as root.
+    #[error("network namespaces need root (this process runs as uid {0})")]
+    NotRoot(u32),
+    /// A command failed.
+    #[error("`{command}` failed: {stderr}")]
+    Command {
+        /// The command line.
+        command: String,
+        /// What it printed.
+        stderr: String,
+    },
+    /// More hosts than a /24 holds.
+    #[error("{0} hosts: at most 250 fit in one subnet")]
+    TooMany(usize),
+}
+
+/// The hosts of one run: a namespace per node name, on one bridge.
+#[derive(Debug)]
+pub struct Namespaces {
+    tag: String,
+    bridge: String,
+    /// Node name → (index, namespace, its address).
+    hosts: HashMap<String, (usize, String, String)>,
+}
+
+fn run(args: &[&str]) -> Result<String, NetnsError> {
+    let out = Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .map_err(|e| NetnsError::Command { command: args.join(" "), stderr: e.to_string() })?;
+    if !out.status.success() {
+        return Err(NetnsError::Command {
+            command: args.join(" "),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).to_string())
+}
+
+/// Is this process root?
+pub fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+/// Removes the namespaces of earlier runs that no process uses any more.
+pub fn sweep_stale() {
+    let Ok(list) = run(&["ip", "netns", "list"]) else { return };
+    for line in list.lines() {
+        let Some(name) = line.split_whitespace().next() else { continue };
+        if !name.starts_with(PREFIX) {
+            continue;
+        }
+        if run(&["ip", "netns", "pids", name]).is_ok_and(|p| p.trim().is_empty()) {
+            let _ = run(&["ip", "netns", "del", name]);
+        }
+    }
+    // Bridges of earlier runs with nothing attached.
+    if let Ok(links) = run(&["ip", "-o", "link", "show", "type", "bridge"]) {
+        for l in links.lines() {
+            let Some(name) = l.split(": ").nth(1).map(|n| n.split('@').next().unwrap_or(n)) else { continue };
+            if name.starts_with("scb")
+                && run(&["ip", "-o", "link", "show", "master", name]).is_ok_and(|s| s.trim().is_empty())
+            {
+                let _ = run(&["ip", "link", "del", name]);
+            }
+        }
+    }
+}
+
+static RUNS: AtomicU32 = AtomicU32::new(0);
+
+impl Namespaces {
+    /// A namespace for each of `names`, on a new bridge; `rate` (a `tc` rate such as
+    /// `10mbit`) limits each node's link in both directions.
+    pub fn create(names: &[&str], rate: Option<&str>) -> Result<Namespaces, NetnsError> {
+        if !is_root() {
+            return Err(NetnsError::NotRoot(rustix::process::geteuid().as_raw()));
+        }
+        if names.len() > 250 {
+            return Err(NetnsError::TooMany(names.len()));
+        }
+        sweep_stale();
+        let run_no = RUNS.fetch_add(1, Ordering::Relaxed);
+        let id = (std::process::id() << 8 | (run_no & 0xff)) & 0xff_ffff;
+        let tag = format!("{id:x}");
+        let (a, b) = (100 + (id >> 8) % 100, id & 0xff);
+        let subnet = format!("10.{a}.{b}");
+        let mut ns = Namespaces { tag: tag.clone(), bridge: format!("scb{tag}"), hosts: HashMap::new() };
+        run(&["ip", "link", "add", &ns.bridge, "type", "bridge"])?;
+        run(&["ip", "addr", "add", &format!("{subnet}.1/24"), "dev", &ns.bridge])?;
+        run(&["ip", "link", "set", &ns.bridge, "up"])?;
+        for (i, name) in names.iter().enumerate() {
+            let netns = format!("{PREFIX}{tag}-{i}");
+            let (host_end, node_end) = (format!("sch{tag}{i}"), format!("scn{tag}{i}"));
+            let addr = format!("{subnet}.{}", i + 2);
+            // Recorded first, so a failure half-way is still cleaned up.
+            ns.hosts.insert((*name).to_string(), (i, netns.clone(), addr.clone()));
+            run(&["ip", "netns", "add", &netns])?;
+            run(&["ip", "link", "add", &host_end, "type", "veth", "peer", "name", &node_end])?;
+            run(&["ip", "link", "set", &node_end, "netns", &netns])?;
+            run(&["ip", "link", "set", &host_end, "master", &ns.bridge])?;
+            run(&["ip", "link", "set", &host_end, "up"])?;
+            let inside = |args: &[&str]| -> Result<String, NetnsError> {
+                let mut all = vec!["ip", "netns", "exec", netns.as_str()];
+                all.extend_from_slice(args);
+                run(&all)
+            };
+            inside(&["ip", "addr", "add", &format!("{addr}/24"), "dev", &node_end])?;
+            inside(&["ip", "link", "set", &node_end, "up"])?;
+            inside(&["ip", "link", "set", "lo", "up"])?;
+            if let Some(r) = rate {
+                let tbf = ["root", "tbf", "rate", r, "burst", "64kb", "latency", "400ms"];
+                let mut host = vec!["tc", "qdisc", "add", "dev", host_end.as_str()];
+                host.extend_from_slice(&tbf);
+                run(&host)?;
+                let mut node = vec!["tc", "qdisc", "add", "dev", node_end.as_str()];
+                node.extend_from_slice(&tbf);
+                inside(&node)?;
+            }
+        }
+        Ok(ns)
+    }
+
+    /// The run's tag (part of every name it made).
+    pub fn tag(&self) -> &str {
+        &self.tag
+    }
+
+    /// The address of the host of node `name`.
+    pub fn address(&self, name: &str) -> Option<&str> {
+        self.hosts.get(name).map(|(_, _, a)| a.as_str())
+    }
+
+    /// The namespace of node `name`.
+    pub fn namespace(&self, name: &str) -> Option<&str> {
+        self.hosts.get(name).map(|(_, n, _)| n.as_str())
+    }
+}
+
+impl Placement for Namespaces {
+    /// A node named at creation runs in its namespace, listening (peer-to-peer and API) on its
+    /// host's address; any other on loopback.
+    fn place(&self, name: &str, _role: Role) -> Place {
+        match self.hosts.get(name) {
+            Some((_, netns, addr)) => Place {
+                listen: format!("/ip4/{addr}/tcp/0"),
+                api: format!("{addr}:0"),
+                wrap: ["ip", "netns", "exec", netns.as_str()].map(OsString::from).to_vec(),
+            },
+            None => Place::default(),
+        }
+    }
+}
+
+impl Placement for std::sync::Arc<Namespaces> {
+    fn place(&self, name: &str, role: Role) -> Place {
+        self.as_ref().place(name, role)
+    }
+}
+
+impl Drop for Namespaces {
+    fn drop(&mut self) {
+        for (_, netns, _) in self.hosts.values() {
+            // Deleting the namespace deletes the veth pair with it.
+            let _ = run(&["ip", "netns", "del", netns]);
+        }
+        let _ = run(&["ip", "link", "del", &self.bridge]);
+    }
+}
