@@ -289,6 +289,7 @@ fn study_quick_smoke() {
         ("utxo-memory", "structure,outputs,build,rss_bytes_per_output,heap_bytes_per_output"),
         ("voting", "scheme,mode,threads,candidates,ballots,ballots_per_s,ballots_per_s_per_core"),
         ("propagation", "series,placement,nodes,node,x_ms,count,p50_ms,p90_ms,p99_ms,max_ms,runs"),
+        ("pipeline", "source,n,runs,median_s,tx_per_s,build,commit,seed"),
     ] {
         let csv = std::fs::read_to_string(out.join(format!("{exp}.csv"))).unwrap();
         assert!(csv.starts_with(header), "{exp}: {}", csv.lines().next().unwrap_or(""));
@@ -342,6 +343,21 @@ fn study_quick_smoke() {
     let arrivals: Vec<&str> = csv.lines().filter(|l| l.starts_with("tx-arrival,loopback,3,")).collect();
     assert_eq!(arrivals.len(), 3, "{csv}");
     assert!(arrivals.iter().all(|l| l.split(',').nth(5) == Some("1001")), "{arrivals:?}");
+    // pipeline: every source at every group size, positive rates.
+    let csv = std::fs::read_to_string(out.join("pipeline.csv")).unwrap();
+    let mut sources = vec![("memory", 7), ("verify-bound", 7), ("same-machine", 5)];
+    if scalechain_client::launcher::netns::is_root() {
+        sources.push(("other-host", 5));
+    }
+    for (source, sizes) in sources {
+        let rows: Vec<&str> = csv.lines().filter(|l| l.starts_with(&format!("{source},"))).collect();
+        assert_eq!(rows.len(), sizes, "{source}: {csv}");
+        assert!(rows.iter().all(|l| l
+            .split(',')
+            .nth(4)
+            .and_then(|r| r.parse::<f64>().ok())
+            .is_some_and(|r| r > 0.0)));
+    }
     // The seed's figures stand beside ours.
     assert!(report.contains("Beside seed 000 Table 5.1") && report.contains("Seed 004"));
     assert!(report.contains("Seed 003 measured 310 ballots/s") && report.contains("cores per validator"));

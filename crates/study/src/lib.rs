@@ -72,11 +72,13 @@ pub enum Experiment {
     Voting,
     /// Seed 001 §1.1, §3.1: transactions and blocks spreading through a running network.
     Propagation,
+    /// Seed 000 Fig 3.1b / Table 5.2: the node's pipeline by group size and source.
+    Pipeline,
 }
 
 impl Experiment {
     /// Every experiment, in the order `all` runs them.
-    pub const ALL: [Experiment; 8] = [
+    pub const ALL: [Experiment; 9] = [
         Experiment::TxThroughput,
         Experiment::BlockValidation,
         Experiment::Speedup,
@@ -85,6 +87,7 @@ impl Experiment {
         Experiment::UtxoMemory,
         Experiment::Voting,
         Experiment::Propagation,
+        Experiment::Pipeline,
     ];
 
     /// The command-line name (also the file stem of its outputs).
@@ -98,6 +101,7 @@ impl Experiment {
             Experiment::UtxoMemory => "utxo-memory",
             Experiment::Voting => "voting",
             Experiment::Propagation => "propagation",
+            Experiment::Pipeline => "pipeline",
         }
     }
 }
@@ -235,6 +239,7 @@ pub fn run(exp: Experiment, opts: Opts) -> Result<Table, StudyError> {
         Experiment::UtxoMemory => exp::utxo_memory::run(&ctx),
         Experiment::Voting => exp::voting::run(&ctx),
         Experiment::Propagation => exp::propagation::run(&ctx),
+        Experiment::Pipeline => exp::pipeline::run(&ctx),
     }
 }
 
@@ -258,6 +263,7 @@ pub fn replot(exp: Experiment, dir: &std::path::Path) -> Result<bool, StudyError
         Experiment::UtxoMemory => exp::utxo_memory::charts(&table),
         Experiment::Voting => exp::voting::charts(&table),
         Experiment::Propagation => exp::propagation::charts(&table),
+        Experiment::Pipeline => exp::pipeline::charts(&table),
     };
     plot::write_svg(&dir.join(format!("{}.svg", exp.name())), &charts)?;
     Ok(true)

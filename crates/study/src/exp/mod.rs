@@ -3,6 +3,7 @@
 pub mod block_validation;
 pub mod components;
 pub mod hash;
+pub mod pipeline;
 pub mod propagation;
 pub mod speedup;
 pub mod tx_throughput;
