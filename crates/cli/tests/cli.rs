@@ -339,6 +339,9 @@ fn study_quick_smoke() {
     if scalechain_client::launcher::netns::is_root() {
         let hosts = csv.lines().filter(|l| l.starts_with("tx-arrival,namespaces,3,")).count();
         assert_eq!(hosts, 3, "{csv}");
+        let wan = csv.lines().find(|l| l.starts_with("tx-propagation,namespaces-wan-seed001,3,")).unwrap();
+        let p50: f64 = wan.split(',').nth(6).unwrap().parse().unwrap();
+        assert!(p50 >= 150.0, "{wan}");
     }
     let arrivals: Vec<&str> = csv.lines().filter(|l| l.starts_with("tx-arrival,loopback,3,")).collect();
     assert_eq!(arrivals.len(), 3, "{csv}");

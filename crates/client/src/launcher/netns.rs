@@ -41,6 +41,7 @@ pub enum NetnsError {
 pub struct Namespaces {
     tag: String,
     bridge: String,
+    gateway: std::net::IpAddr,
     /// Node name → (index, namespace, its address).
     hosts: HashMap<String, (usize, String, String)>,
 }
@@ -107,7 +108,10 @@ impl Namespaces {
         let tag = format!("{id:x}");
         let (a, b) = (100 + (id >> 8) % 100, id & 0xff);
         let subnet = format!("10.{a}.{b}");
-        let mut ns = Namespaces { tag: tag.clone(), bridge: format!("scb{tag}"), hosts: HashMap::new() };
+        let gateway =
+            std::net::IpAddr::from([10, u8::try_from(a).unwrap_or(100), u8::try_from(b).unwrap_or(0), 1]);
+        let mut ns =
+            Namespaces { tag: tag.clone(), bridge: format!("scb{tag}"), gateway, hosts: HashMap::new() };
         run(&["ip", "link", "add", &ns.bridge, "type", "bridge"])?;
         run(&["ip", "addr", "add", &format!("{subnet}.1/24"), "dev", &ns.bridge])?;
         run(&["ip", "link", "set", &ns.bridge, "up"])?;
@@ -141,6 +145,11 @@ impl Namespaces {
             }
         }
         Ok(ns)
+    }
+
+    /// The host's own address on the bridge, which every namespace reaches.
+    pub fn gateway(&self) -> std::net::IpAddr {
+        self.gateway
     }
 
     /// The run's tag (part of every name it made).

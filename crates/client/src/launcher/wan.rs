@@ -44,7 +44,13 @@ impl Relay {
     /// Starts a relay on `127.0.0.1` (an OS-chosen port) forwarding to `target` over `link`,
     /// on a thread of its own.
     pub fn start(target: SocketAddr, link: Link) -> std::io::Result<Relay> {
-        let std_listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        Relay::start_on(std::net::IpAddr::from([127, 0, 0, 1]), target, link)
+    }
+
+    /// [`Relay::start`] listening on `ip` (e.g. the host's address on a bridge of network
+    /// namespaces, which every namespace reaches).
+    pub fn start_on(ip: std::net::IpAddr, target: SocketAddr, link: Link) -> std::io::Result<Relay> {
+        let std_listener = std::net::TcpListener::bind(SocketAddr::new(ip, 0))?;
         std_listener.set_nonblocking(true)?;
         let addr = std_listener.local_addr()?;
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -155,11 +161,14 @@ where
     });
     let mut free = Instant::now();
     while let Some((due, chunk)) = rx.recv().await {
-        let at = due.max(free);
+        // A capped link has sent a chunk once its last byte has had its time on the wire.
+        let wire = link
+            .bytes_per_s
+            .filter(|r| *r > 0)
+            .map_or(Duration::ZERO, |rate| Duration::from_secs_f64(chunk.len() as f64 / rate as f64));
+        let at = due.max(free) + wire;
+        free = at;
         tokio::time::sleep_until(at).await;
-        if let Some(rate) = link.bytes_per_s.filter(|r| *r > 0) {
-            free = at + Duration::from_secs_f64(chunk.len() as f64 / rate as f64);
-        }
         if to.write_all(&chunk).await.is_err() {
             break;
         }
@@ -289,7 +298,7 @@ mod tests {
         let mut got = vec![0u8; sent.len()];
         s.read_exact(&mut got).unwrap();
         assert_eq!(got, sent, "bytes arrive in order");
-        // 100 KB at 200 KB/s takes about half a second each way's sender side.
+        // 100 KB at 200 KB/s takes at least half a second.
         let capped = Link { delay: Duration::ZERO, jitter: Duration::ZERO, bytes_per_s: Some(200_000) };
         let relay = Relay::start(target, capped).unwrap();
         let mut s = std::net::TcpStream::connect(relay.addr()).unwrap();

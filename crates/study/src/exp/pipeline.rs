@@ -59,7 +59,7 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
     let max = if ctx.opts.quick { ctx.opts.max_log2.min(6) } else { ctx.opts.max_log2.min(16) };
     let node_max = if ctx.opts.quick { max.min(4) } else { max.min(MAX_NODE_LOG2) };
     let runs = ctx.runs();
-    let node_runs = if ctx.opts.quick { 1 } else { runs.min(3) };
+    let node_runs = if ctx.opts.quick { 1 } else { runs };
     let p = study_params();
     let threads = ctx.threads();
     let pool = ctx.pool(threads)?;

@@ -168,6 +168,9 @@ pub enum Placement {
     /// Each node (and the bootstrap node) in a network namespace of its own: another IP stack
     /// and address, on a bridge, each link limited to the `tc` rate if one is given. Needs root.
     Namespaces(Option<String>),
+    /// [`Placement::Wan`] on emulated hosts: each node in its namespace (1 Gbit/s links), every
+    /// pair linked through a relay on the bridge's host address. Needs root.
+    HostsWan(Regions),
 }
 
 impl Placement {
@@ -177,6 +180,7 @@ impl Placement {
             Placement::Loopback => "loopback",
             Placement::Wan(_) => "wan-seed001",
             Placement::Namespaces(_) => "namespaces",
+            Placement::HostsWan(_) => "namespaces-wan-seed001",
         }
     }
 }
@@ -219,10 +223,22 @@ pub fn run_once(
             // The bootstrap node and at least one other.
             2.min(nodes)
         }
-        Placement::Wan(regions) => {
+        Placement::Wan(regions) | Placement::HostsWan(regions) => {
             let config = format!("{config}[p2p]\ndiscover = false\n");
-            // (port, peer id) of each node started so far.
-            let mut addrs: Vec<(u16, String)> = Vec::new();
+            // On emulated hosts the relays listen on the bridge's host address, which every
+            // namespace reaches; on loopback, on loopback.
+            let mut gateway = std::net::IpAddr::from([127, 0, 0, 1]);
+            if matches!(place, Placement::HostsWan(_)) {
+                let mut names: Vec<String> = (0..nodes - 1).map(|i| format!("peer{i}")).collect();
+                names.push("miner0".into());
+                let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                let hosts = Namespaces::create(&names, Some("1gbit"))
+                    .map_err(|e| StudyError::Wrong(format!("namespaces: {e}")))?;
+                gateway = hosts.gateway();
+                net = net.placement(Arc::new(hosts));
+            }
+            // (address, port, peer id) of each node started so far.
+            let mut addrs: Vec<(std::net::IpAddr, u16, String)> = Vec::new();
             for i in 0..nodes {
                 let miner = i == nodes - 1;
                 let name = if miner { "miner0".to_string() } else { format!("peer{i}") };
@@ -231,24 +247,25 @@ pub fn run_once(
                 if miner {
                     spec = spec.miner_threads(1);
                 }
-                for (j, (port, id)) in addrs.iter().enumerate() {
-                    let target = SocketAddr::from(([127, 0, 0, 1], *port));
-                    let relay = Relay::start(target, Link::delay(regions.delay(i, j)))
+                for (j, (ip, port, id)) in addrs.iter().enumerate() {
+                    let target = SocketAddr::new(*ip, *port);
+                    let relay = Relay::start_on(gateway, target, Link::delay(regions.delay(i, j)))
                         .map_err(|e| StudyError::Wrong(format!("starting a relay: {e}")))?;
-                    spec = spec.bootstrap(format!("/ip4/127.0.0.1/tcp/{}/p2p/{id}", relay.addr().port()));
+                    spec = spec.bootstrap(format!("/ip4/{gateway}/tcp/{}/p2p/{id}", relay.addr().port()));
                     relays.push(relay);
                 }
                 let node = net.start(spec).map_err(launch)?;
                 let addr = node.p2p_addr().to_string();
                 let parts: Vec<&str> = addr.split('/').collect();
+                let ip = parts.get(2).and_then(|p| p.parse().ok());
                 let port = parts.get(4).and_then(|p| p.parse().ok());
                 let id = parts.get(6).map(|s| s.to_string());
-                let (Some(port), Some(id)) = (port, id) else {
+                let (Some(ip), Some(port), Some(id)) = (ip, port, id) else {
                     return Err(StudyError::Wrong(format!(
                         "node {i} listens on {addr:?}, not /ip4/…/tcp/PORT/p2p/ID"
                     )));
                 };
-                addrs.push((port, id));
+                addrs.push((ip, port, id));
             }
             // Every link up.
             nodes - 1
@@ -427,6 +444,7 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
     // And on emulated hosts, where this process may make network namespaces.
     if netns::is_root() {
         plan.push((Placement::Namespaces(Some("1gbit".into())), main));
+        plan.push((Placement::HostsWan(Regions::seed_001()), main));
     } else {
         ctx.progress.println("propagation: not root, so no run on emulated hosts (network namespaces)");
     }
@@ -550,6 +568,10 @@ pub(crate) fn charts(t: &Table) -> Vec<Chart> {
     let wan = histograms("wan-seed001");
     if !wan.is_empty() {
         charts.push(panel("The same across seed 001's regions (Canada, UK, India; emulated delays)", wan));
+    }
+    let hosts_wan = histograms("namespaces-wan-seed001");
+    if !hosts_wan.is_empty() {
+        charts.push(panel("Across seed 001's regions, each node on an emulated host", hosts_wan));
     }
     charts.push(Chart {
         title: "Propagation against network size (loopback)".into(),
