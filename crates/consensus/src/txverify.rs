@@ -61,25 +61,50 @@ pub struct TxEnv<'a> {
     pub time: u64,
 }
 
+/// A transaction's txid and wtxid, as its caller already computed them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TxIds {
+    /// `Tx::txid` under the chain's hash function.
+    pub txid: Hash,
+    /// `Tx::wtxid` under the chain's hash function.
+    pub wtxid: Hash,
+}
+
 /// Verifies each of `txs` alone against `env`; the verdicts are in the order of `txs`.
 pub fn verify_txs(env: &TxEnv<'_>, txs: &[Tx]) -> Vec<Result<TxVerdict, TxRule>> {
+    verify(env, txs, None)
+}
+
+/// [`verify_txs`] for a caller that already hashed the transactions (the mempool does, to key
+/// its pool): `ids[i]` must be `txs[i]`'s own under `env`'s hash function, and then the
+/// verdicts are [`verify_txs`]'s, without hashing each transaction twice more (its txid for the
+/// sighash, its wtxid for the signature cache). With `ids` of another length, they are ignored.
+pub fn verify_txs_with_ids(env: &TxEnv<'_>, txs: &[Tx], ids: &[TxIds]) -> Vec<Result<TxVerdict, TxRule>> {
+    verify(env, txs, Some(ids).filter(|i| i.len() == txs.len()))
+}
+
+fn verify(env: &TxEnv<'_>, txs: &[Tx], ids: Option<&[TxIds]>) -> Vec<Result<TxVerdict, TxRule>> {
     let _s = profile::span("txverify.verify_txs");
     let cfg = env.ctx.verify;
+    let ids_of = |at: usize, n: usize| ids.map(|i| &i[at..at + n]);
     match cfg.mode {
         VerifyMode::Sequential => {
             let _s = profile::span("txverify.chunk");
-            txs.iter().map(|tx| verify_one_sequential(env, tx)).collect()
+            txs.iter().enumerate().map(|(i, tx)| verify_one_sequential(env, tx, ids.map(|x| &x[i]))).collect()
         }
         VerifyMode::Batch => {
             let per = cfg.batch_size.max(1);
-            txs.chunks(per).enumerate().flat_map(|(c, chunk)| verify_chunk(env, chunk, c as u64)).collect()
+            txs.chunks(per)
+                .enumerate()
+                .flat_map(|(c, chunk)| verify_chunk(env, chunk, ids_of(c * per, chunk.len()), c as u64))
+                .collect()
         }
         VerifyMode::Parallel => {
             let per = parallel_chunk(txs.len(), cfg.batch_size);
             let parts: Vec<Vec<_>> = txs
                 .par_chunks(per)
                 .enumerate()
-                .map(|(c, chunk)| verify_chunk(env, chunk, c as u64))
+                .map(|(c, chunk)| verify_chunk(env, chunk, ids_of(c * per, chunk.len()), c as u64))
                 .collect();
             parts.into_iter().flatten().collect()
         }
@@ -96,15 +121,26 @@ fn stateless_rules(env: &TxEnv<'_>, tx: &Tx) -> Result<(), TxRule> {
 
 /// The ledger rules of one transaction (everything but its signatures), `precheck` being its
 /// module's batch pre-check verdict.
-fn ledger_rules(env: &TxEnv<'_>, tx: &Tx, precheck: Precheck<'_>) -> Result<TxVerdict, TxRule> {
+fn ledger_rules(
+    env: &TxEnv<'_>,
+    tx: &Tx,
+    precheck: Precheck<'_>,
+    txid: Option<Hash>,
+) -> Result<TxVerdict, TxRule> {
     stateless_rules(env, tx)?;
-    contextual_rules(env, tx, precheck)
+    contextual_rules(env, tx, precheck, txid)
 }
 
 /// The ledger rules after the stateless ones.
-fn contextual_rules(env: &TxEnv<'_>, tx: &Tx, precheck: Precheck<'_>) -> Result<TxVerdict, TxRule> {
+/// `txid`, if given, is `tx`'s own.
+fn contextual_rules(
+    env: &TxEnv<'_>,
+    tx: &Tx,
+    precheck: Precheck<'_>,
+    txid: Option<Hash>,
+) -> Result<TxVerdict, TxRule> {
     let p = env.ctx.params;
-    let txid = tx.txid(p.hash);
+    let txid = txid.unwrap_or_else(|| tx.txid(p.hash));
     let mut in_sum = Amount::ZERO;
     for (ii, input) in tx.inputs.iter().enumerate() {
         let coin = env.view.coin(&input.prev).ok_or(TxRule::MissingInput { input: ii, prev: input.prev })?;
@@ -134,10 +170,21 @@ fn contextual_rules(env: &TxEnv<'_>, tx: &Tx, precheck: Precheck<'_>) -> Result<
     Ok(TxVerdict { txid, fee })
 }
 
-/// The signature jobs of one transaction, none if the context's signature cache vouches for it.
-fn jobs_of(env: &TxEnv<'_>, ti: usize, tx: &Tx, txid: &Hash, out: &mut Vec<SigJob>) {
-    if env.ctx.sig_cache.is_some_and(|c| c.contains(&tx.wtxid(env.ctx.params.hash))) {
-        return;
+/// The signature jobs of one transaction, none if the context's signature cache vouches for it
+/// (`wtxid`, if given, is `tx`'s own).
+fn jobs_of(env: &TxEnv<'_>, ti: usize, tx: &Tx, txid: &Hash, wtxid: Option<&Hash>, out: &mut Vec<SigJob>) {
+    if let Some(cache) = env.ctx.sig_cache {
+        let own;
+        let w = match wtxid {
+            Some(w) => w,
+            None => {
+                own = tx.wtxid(env.ctx.params.hash);
+                &own
+            }
+        };
+        if cache.contains(w) {
+            return;
+        }
     }
     let msg = sighash(env.ctx.params.hash, env.ctx.chain_id, txid);
     out.extend(tx.inputs.iter().enumerate().map(|(ii, i)| SigJob {
@@ -149,10 +196,10 @@ fn jobs_of(env: &TxEnv<'_>, ti: usize, tx: &Tx, txid: &Hash, out: &mut Vec<SigJo
     }));
 }
 
-fn verify_one_sequential(env: &TxEnv<'_>, tx: &Tx) -> Result<TxVerdict, TxRule> {
-    let verdict = ledger_rules(env, tx, Precheck::None)?;
+fn verify_one_sequential(env: &TxEnv<'_>, tx: &Tx, ids: Option<&TxIds>) -> Result<TxVerdict, TxRule> {
+    let verdict = ledger_rules(env, tx, Precheck::None, ids.map(|i| i.txid))?;
     let mut jobs = Vec::with_capacity(tx.inputs.len());
-    jobs_of(env, 0, tx, &verdict.txid, &mut jobs);
+    jobs_of(env, 0, tx, &verdict.txid, ids.map(|i| &i.wtxid), &mut jobs);
     for job in &jobs {
         scalechain_types::keys::verify(&job.pubkey, &job.msg, &job.sig)
             .map_err(|reason| TxRule::BadSignature { input: job.input, reason })?;
@@ -161,7 +208,12 @@ fn verify_one_sequential(env: &TxEnv<'_>, tx: &Tx) -> Result<TxVerdict, TxRule> 
 }
 
 /// The ledger rules of every transaction of `chunk`, then one batch for their signatures.
-fn verify_chunk(env: &TxEnv<'_>, chunk: &[Tx], stream: u64) -> Vec<Result<TxVerdict, TxRule>> {
+fn verify_chunk(
+    env: &TxEnv<'_>,
+    chunk: &[Tx],
+    ids: Option<&[TxIds]>,
+    stream: u64,
+) -> Vec<Result<TxVerdict, TxRule>> {
     let _s = profile::span("txverify.chunk");
     let stateless: Vec<Result<(), TxRule>> = chunk.iter().map(|tx| stateless_rules(env, tx)).collect();
     let cfg = env.ctx.verify;
@@ -172,12 +224,15 @@ fn verify_chunk(env: &TxEnv<'_>, chunk: &[Tx], stream: u64) -> Vec<Result<TxVerd
         .iter()
         .zip(stateless)
         .zip(&pre)
-        .map(|((tx, s), pre)| s.and_then(|()| contextual_rules(env, tx, Precheck::of(pre))))
+        .enumerate()
+        .map(|(i, ((tx, s), pre))| {
+            s.and_then(|()| contextual_rules(env, tx, Precheck::of(pre), ids.map(|x| x[i].txid)))
+        })
         .collect();
     let mut jobs = Vec::with_capacity(chunk.len());
     for (ti, (tx, v)) in chunk.iter().zip(&verdicts).enumerate() {
         if let Ok(v) = v {
-            jobs_of(env, ti, tx, &v.txid, &mut jobs);
+            jobs_of(env, ti, tx, &v.txid, ids.map(|x| &x[ti].wtxid), &mut jobs);
         }
     }
     for (j, reason) in batch_failures(env.ctx.verify, &jobs, stream) {

@@ -7,7 +7,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use arc_swap::ArcSwap;
 use rayon::prelude::*;
 use scalechain_consensus::connect::ConnectCtx;
-use scalechain_consensus::{verify_txs, AppModule, Apps, Coin, Params, SigCache, TxEnv, TxRule, UtxoView};
+use scalechain_consensus::{
+    verify_txs_with_ids, AppModule, Apps, Coin, Params, SigCache, TxEnv, TxIds, TxRule, UtxoView,
+};
 use scalechain_types::{profile, Amount, Block, FeeRate, Hash, HashKind, OutPoint, Tx, TxKind};
 
 use crate::config::MempoolConfig;
@@ -365,7 +367,9 @@ fn run_admission(
             let _s = profile::span("mempool.verify");
             let view = PoolView { pool, chain: env.view, height: env.height };
             let ctx = ConnectCtx { sig_cache: Some(cache as &dyn SigCache), ..env.ctx };
-            verify_txs(&TxEnv { ctx, view: &view, ..*env }, &txs)
+            // The txids and wtxids `prepare` computed: not hashed again.
+            let ids: Vec<TxIds> = idx.iter().map(|i| TxIds { txid: meta[*i].0, wtxid: meta[*i].1 }).collect();
+            verify_txs_with_ids(&TxEnv { ctx, view: &view, ..*env }, &txs, &ids)
         };
         let _place = profile::span("mempool.place");
         for ((i, tx), result) in idx.into_iter().zip(txs).zip(results) {

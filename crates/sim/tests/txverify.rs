@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use scalechain_consensus::connect::ConnectCtx;
 use scalechain_consensus::params::SigMode;
 use scalechain_consensus::{
-    verify_txs, Apps, Params, TxEnv, TxRule, TxVerdict, UtxoSet, VerifyConfig, VerifyMode,
+    verify_txs, verify_txs_with_ids, Apps, Params, TxEnv, TxIds, TxRule, TxVerdict, UtxoSet, VerifyConfig,
+    VerifyMode,
 };
 use scalechain_sim::workload::{transfers, Spec, FEE};
 use scalechain_types::{Amount, Hash, HashKind, OutPoint, Scheme, Tx, TxOut};
@@ -114,5 +115,18 @@ fn a_signature_cache_skips_exactly_the_transactions_it_holds_in_every_mode() {
             let want = if i == 9 { "bad-signature" } else { "ok" };
             assert_eq!(*r, want, "{mode:?} tx {i}");
         }
+        // With the ids the caller computed, the same verdicts: the cache is looked up by the
+        // given wtxid, the sighash made from the given txid.
+        let ids: Vec<TxIds> =
+            txs.iter().map(|t| TxIds { txid: t.txid(p.hash), wtxid: t.wtxid(p.hash) }).collect();
+        assert_eq!(verify_txs_with_ids(&env, &txs, &ids), verify_txs(&env, &txs), "{mode:?}");
+        // Ids of another length are ignored.
+        assert_eq!(verify_txs_with_ids(&env, &txs, &ids[1..]), verify_txs(&env, &txs), "{mode:?}");
+        // The ids are what is looked up: given a wtxid the cache holds, tx 9's bad signature is
+        // skipped like tx 3's (so a caller must pass each transaction's own).
+        let mut vouched = ids.clone();
+        vouched[9].wtxid = txs[3].wtxid(p.hash);
+        let got: Vec<&str> = verify_txs_with_ids(&env, &txs, &vouched).iter().map(rule).collect();
+        assert_eq!(got[9], "ok", "{mode:?}");
     }
 }
