@@ -131,9 +131,10 @@ pub fn devnet(a: DevnetArgs) -> Result<(), Fail> {
         let ns = Namespaces::create(&names, a.netns_rate.as_deref())
             .map_err(|e| Fail(2, format!("--netns: {e}")))?;
         eprintln!(
-            "devnet: {} hosts in network namespaces {}<tag {}>-*",
+            "devnet: {} hosts in network namespaces {}{}-{}-*",
             names.len(),
             netns::PREFIX,
+            std::process::id(),
             ns.tag()
         );
         Some(Arc::new(ns))

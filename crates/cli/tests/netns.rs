@@ -1,7 +1,7 @@
 //! Emulated hosts: a devnet whose nodes each run in a network namespace of their own (another IP
 //! stack and address, linked through a bridge, each link limited by `tbf`), reached over the
 //! API at their namespace's address with the token the node wrote; everything the run made is
-//! gone once it ends. Needs root and `ip`; elsewhere the test says so and passes without
+//! gone once it ends, and a namespace a killed run left behind is swept. Needs root and `ip`; elsewhere the test says so and passes without
 //! running.
 #![allow(clippy::unwrap_used)]
 
@@ -19,8 +19,14 @@ fn a_devnet_in_two_namespaces_connects_mines_and_cleans_up() {
         eprintln!("skipped: network namespaces need root and the `ip` program");
         return;
     }
+    // One a killed run left behind (its creator, a pid above the kernel's limit, is gone).
+    let stale = format!("{}4294967295-dead-0", netns::PREFIX);
+    let ip = |args: &[&str]| std::process::Command::new("ip").args(args).output().unwrap();
+    assert!(ip(&["netns", "add", &stale]).status.success());
     let names = ["bootstrap", "peer0", "miner0"];
     let ns = Arc::new(Namespaces::create(&names, Some("50mbit")).unwrap());
+    let listed = String::from_utf8_lossy(&ip(&["netns", "list"]).stdout).to_string();
+    assert!(!listed.contains(&stale), "the stale namespace was swept: {listed}");
     let tag = ns.tag().to_string();
     {
         let mut net = Launcher::new(EXE).unwrap().placement(ns.clone());
@@ -50,7 +56,8 @@ fn a_devnet_in_two_namespaces_connects_mines_and_cleans_up() {
     drop(ns);
     let left = std::process::Command::new("ip").args(["netns", "list"]).output().unwrap();
     let left = String::from_utf8_lossy(&left.stdout);
-    assert!(!left.contains(&format!("{}{tag}-", netns::PREFIX)), "namespaces left behind: {left}");
+    let ours = format!("{}{}-{tag}-", netns::PREFIX, std::process::id());
+    assert!(!left.contains(&ours), "namespaces left behind: {left}");
     let links = std::process::Command::new("ip").args(["-o", "link"]).output().unwrap();
     assert!(
         !String::from_utf8_lossy(&links.stdout).contains(&format!("scb{tag}")),

@@ -1,11 +1,12 @@
 //! Emulated hosts: each node in a network namespace of its own — another IP stack, another
 //! address — joined to the others by a veth pair on a bridge, with an optional bandwidth limit
 //! (`tc … tbf`) on each node's link. Needs root and the `ip` and `tc` programs; everything is
-//! made under names this run chooses (`scalechain-<tag>-<i>` namespaces, `scb<tag>` bridge,
-//! `sch<tag><i>`/`scn<tag><i>` veth ends, a `10.x.y.0/24` subnet) and removed when the
+//! made under names this run chooses (`scalechain-<pid>-<tag>-<i>` namespaces, `scb<tag>`
+//! bridge, `sch<tag><i>`/`scn<tag><i>` veth ends, a `10.x.y.0/24` subnet) and removed when the
 //! [`Namespaces`] is dropped (after the launcher that uses it has stopped its nodes). A run
-//! killed before it could clean up leaves namespaces with no process in them; the next
-//! [`Namespaces::create`] removes those.
+//! killed before it could clean up leaves namespaces behind; the next [`Namespaces::create`]
+//! removes those whose creating process (the pid in the name) is gone and that no process uses
+//! any more, so it never touches a namespace of a run still going.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -70,7 +71,7 @@ pub fn sweep_stale() {
     let Ok(list) = run(&["ip", "netns", "list"]) else { return };
     for line in list.lines() {
         let Some(name) = line.split_whitespace().next() else { continue };
-        if !name.starts_with(PREFIX) {
+        if !creator_gone(name) {
             continue;
         }
         if run(&["ip", "netns", "pids", name]).is_ok_and(|p| p.trim().is_empty()) {
@@ -87,6 +88,16 @@ pub fn sweep_stale() {
                 let _ = run(&["ip", "link", "del", name]);
             }
         }
+    }
+}
+
+/// Is `name` a namespace of this module whose creating process (the pid after the prefix) has
+/// ended? Only such a namespace may be swept: any other may belong to a run still going.
+fn creator_gone(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix(PREFIX) else { return false };
+    match rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) {
+        Some(pid) => !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        None => false,
     }
 }
 
@@ -116,7 +127,7 @@ impl Namespaces {
         run(&["ip", "addr", "add", &format!("{subnet}.1/24"), "dev", &ns.bridge])?;
         run(&["ip", "link", "set", &ns.bridge, "up"])?;
         for (i, name) in names.iter().enumerate() {
-            let netns = format!("{PREFIX}{tag}-{i}");
+            let netns = format!("{PREFIX}{}-{tag}-{i}", std::process::id());
             let (host_end, node_end) = (format!("sch{tag}{i}"), format!("scn{tag}{i}"));
             let addr = format!("{subnet}.{}", i + 2);
             // Recorded first, so a failure half-way is still cleaned up.
@@ -196,5 +207,20 @@ impl Drop for Namespaces {
             let _ = run(&["ip", "netns", "del", netns]);
         }
         let _ = run(&["ip", "link", "del", &self.bridge]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_namespaces_of_ended_processes_are_stale() {
+        let mine = format!("{PREFIX}{}-ab12-0", std::process::id());
+        assert!(!creator_gone(&mine), "this process's own namespace is not stale");
+        // Above the kernel's pid limit (4,194,304): no such process.
+        assert!(creator_gone(&format!("{PREFIX}4294967295-ab12-3")));
+        assert!(!creator_gone("other-4294967295-ab12-3"), "not ours");
+        assert!(!creator_gone(&format!("{PREFIX}ab12-0")), "no pid: left alone");
     }
 }
