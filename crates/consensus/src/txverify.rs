@@ -174,15 +174,8 @@ fn contextual_rules(
 /// (`wtxid`, if given, is `tx`'s own).
 fn jobs_of(env: &TxEnv<'_>, ti: usize, tx: &Tx, txid: &Hash, wtxid: Option<&Hash>, out: &mut Vec<SigJob>) {
     if let Some(cache) = env.ctx.sig_cache {
-        let own;
-        let w = match wtxid {
-            Some(w) => w,
-            None => {
-                own = tx.wtxid(env.ctx.params.hash);
-                &own
-            }
-        };
-        if cache.contains(w) {
+        let w = wtxid.copied().unwrap_or_else(|| tx.wtxid(env.ctx.params.hash));
+        if cache.contains(&w) {
             return;
         }
     }

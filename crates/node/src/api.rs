@@ -622,7 +622,7 @@ async fn profile_control(
     Ok(Json(ProfileStatus {
         enabled: scalechain_types::profile::enabled(),
         recorded_s: scalechain_types::profile::recorded().as_secs_f64(),
-        paths: scalechain_types::profile::snapshot().len(),
+        paths: scalechain_types::profile::path_count(),
     }))
 }
 

@@ -15,6 +15,7 @@ use prometheus_client::metrics::gauge::{ConstGauge, Gauge as PromGauge};
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::{Registry, Unit};
+use scalechain_client::procfs::{cpu_seconds, stat_fields};
 
 /// The content type of [`Metrics::render`]'s document.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -295,20 +296,19 @@ impl ProcessStats {
     /// Reads the figures of this process.
     pub fn read() -> ProcessStats {
         let stat = std::fs::read_to_string("/proc/self/stat").ok();
-        let ticks = rustix::param::clock_ticks_per_second() as f64;
+        let ticks = rustix::param::clock_ticks_per_second();
         let page = rustix::param::page_size() as u64;
         let fields = stat.as_deref().and_then(stat_fields);
         let field = |i: usize| fields.as_ref().and_then(|f| f.get(i)).and_then(|s| s.parse::<u64>().ok());
         // Fields after the command name, counted from `state` (field 3 of proc(5)) as 0.
-        let (utime, stime, threads, start, vsize, rss) =
-            (field(11), field(12), field(17), field(19), field(20), field(21));
+        let (threads, start, vsize, rss) = (field(17), field(19), field(20), field(21));
         let boot = std::fs::read_to_string("/proc/stat").ok().and_then(|s| {
             s.lines().find_map(|l| l.strip_prefix("btime ").and_then(|v| v.trim().parse::<u64>().ok()))
         });
         let open_fds = std::fs::read_dir("/proc/self/fd").ok().map(|d| d.count() as u64);
         let max_fds = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
         ProcessStats {
-            cpu_seconds: utime.zip(stime).filter(|_| ticks > 0.0).map(|(u, s)| (u + s) as f64 / ticks),
+            cpu_seconds: stat.as_deref().and_then(|s| cpu_seconds(s, ticks)),
             resident_bytes: rss.and_then(|p| p.checked_mul(page)),
             virtual_bytes: vsize,
             open_fds,
@@ -316,17 +316,10 @@ impl ProcessStats {
             threads,
             start_time_seconds: boot
                 .zip(start)
-                .filter(|_| ticks > 0.0)
-                .map(|(b, s)| b as f64 + s as f64 / ticks),
+                .filter(|_| ticks > 0)
+                .map(|(b, s)| b as f64 + s as f64 / ticks as f64),
         }
     }
-}
-
-/// The fields of `/proc/self/stat` after the command name (which may hold spaces and
-/// parentheses: it ends at the last `)`).
-fn stat_fields(stat: &str) -> Option<Vec<&str>> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    Some(rest.split_whitespace().collect())
 }
 
 #[cfg(test)]
@@ -372,12 +365,5 @@ mod tests {
         assert!(p.threads.is_some_and(|t| t >= 1), "{p:?}");
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
         assert!(p.start_time_seconds.is_some_and(|s| s <= now + 1.0 && s > now - 86_400.0 * 365.0), "{p:?}");
-    }
-
-    #[test]
-    fn a_command_name_with_spaces_and_parentheses_does_not_shift_the_fields() {
-        let f = stat_fields("42 (a (b) c) S 1 2 3").unwrap();
-        assert_eq!(f, ["S", "1", "2", "3"]);
-        assert_eq!(stat_fields("no parenthesis"), None);
     }
 }

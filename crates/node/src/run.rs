@@ -502,7 +502,7 @@ impl Reactor {
     /// Writes the profile, if the profiler is recording or holds statistics.
     fn save_profile(&mut self) {
         self.profile_saved = Instant::now();
-        if scalechain_types::profile::enabled() || !scalechain_types::profile::snapshot().is_empty() {
+        if scalechain_types::profile::enabled() || scalechain_types::profile::path_count() > 0 {
             if let Err(e) = self.shared.profile.save() {
                 tracing::warn!("writing the profile to the data directory: {e}");
             }

@@ -228,6 +228,11 @@ pub fn snapshot() -> BTreeMap<String, SpanStats> {
     STATS.lock().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
+/// Call paths recorded so far (without copying their statistics, as [`snapshot`] does).
+pub fn path_count() -> usize {
+    STATS.lock().unwrap_or_else(|e| e.into_inner()).len()
+}
+
 /// Adds statistics of `path` recorded elsewhere (an earlier run of the process).
 pub fn merge(path: String, stats: &SpanStats) {
     STATS.lock().unwrap_or_else(|e| e.into_inner()).entry(path).or_default().merge(stats);
@@ -338,6 +343,7 @@ mod tests {
         let outer = &s["outer"];
         let inner = &s["outer -> inner"];
         assert_eq!((outer.count, inner.count, s["request"].count), (1, 3, 1));
+        assert_eq!(path_count(), s.len());
         assert_eq!(s["request"].total_ns, 500_000);
         assert!(inner.total_ns >= 3_000_000);
         assert!(outer.total_ns >= inner.total_ns + 2_000_000);
@@ -347,6 +353,7 @@ mod tests {
         assert!(report(&s).contains("`outer -> inner` | 3 |"));
         reset();
         assert!(snapshot().is_empty());
+        assert_eq!(path_count(), 0);
         assert_eq!(recorded(), Duration::ZERO);
         // Merged statistics add up.
         merge("outer".into(), outer);

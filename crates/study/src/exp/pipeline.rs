@@ -30,6 +30,7 @@ use scalechain_sim::workload::{transfers, Spec};
 use scalechain_types::{Amount, HashKind, Tx};
 
 use super::{powers, study_params, verify_config, with_env};
+use crate::load::converge::wait_height;
 use crate::load::fund::fund;
 use crate::load::prepare::{premine_funds, prepare};
 use crate::load::SystemClock;
@@ -176,13 +177,8 @@ async fn send_groups(
     let stop: &AtomicBool = scalechain_client::interrupt::flag();
     let poll = Duration::from_millis(100);
     // The premine is spendable from block 1.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while node.status().await.map_err(|e| api(&e))?.height < 1 {
-        if Instant::now() > deadline {
-            return Err(StudyError::Wrong("the node mined no block in 60 s".into()));
-        }
-        tokio::time::sleep(poll).await;
-    }
+    let named = [("miner0".to_string(), node.clone())];
+    wait_height(&named, 1, Duration::from_secs(60), poll, &clock, stop).await.map_err(|e| api(&e))?;
     let from = node.status().await.map_err(|e| api(&e))?.height;
     let funded = fund(node, funding, kind, from, Duration::from_secs(120), poll, &clock, stop)
         .await

@@ -133,15 +133,16 @@ pub fn workload(p: &Params) -> Vec<Tx> {
     txs
 }
 
-/// Every arrival a node logged, paging through its log.
-async fn all_arrivals(node: &Client) -> Result<Vec<ArrivalJson>, StudyError> {
-    let mut out = Vec::new();
-    let mut after = 0;
+/// Appends to `log` the arrivals `node` logged after the last one `log` holds, paging through
+/// its log (so each poll reads only what is new).
+async fn read_new(node: &Client, log: &mut Vec<ArrivalJson>) -> Result<(), StudyError> {
     loop {
+        let after = log.last().map_or(0, |e| e.seq);
         let page = node.arrivals(after, Some(10_000)).await.map_err(api)?;
-        let Some(last) = page.entries.last().map(|e| e.seq) else { return Ok(out) };
-        after = last;
-        out.extend(page.entries);
+        if page.entries.is_empty() {
+            return Ok(());
+        }
+        log.extend(page.entries);
     }
 }
 
@@ -314,11 +315,10 @@ async fn measure(
     let wanted: std::collections::HashSet<String> = ids.iter().map(|h| h.to_string()).collect();
     // Until every node logged all of them (bounded).
     let deadline = std::time::Instant::now() + WAIT;
-    let mut logs: Vec<Vec<ArrivalJson>> = Vec::new();
+    let mut logs: Vec<Vec<ArrivalJson>> = vec![Vec::new(); clients.len()];
     loop {
-        logs.clear();
-        for (_, c) in clients {
-            logs.push(all_arrivals(c).await?);
+        for ((_, c), log) in clients.iter().zip(&mut logs) {
+            read_new(c, log).await?;
         }
         let complete = logs
             .iter()
@@ -342,34 +342,21 @@ async fn measure(
             .map(|e| (e.id.to_string(), e.at_us))
             .collect()
     };
-    let confirmed_everywhere = async {
+    let until = std::time::Instant::now() + WAIT;
+    loop {
+        let mut all = true;
         for (_, c) in clients {
-            if c.mempool(Some(0)).await.map_or(true, |m| m.count > 0) {
-                return false;
-            }
+            all &= c.mempool(Some(0)).await.is_ok_and(|m| m.count == 0);
         }
-        true
-    };
-    if confirmed_everywhere.await {
-        // Blocks may still be on their way to a node: one more poll after a pause.
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    } else {
-        let until = std::time::Instant::now() + WAIT;
-        loop {
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            let mut all = true;
-            for (_, c) in clients {
-                all &= c.mempool(Some(0)).await.is_ok_and(|m| m.count == 0);
-            }
-            if all || std::time::Instant::now() > until {
-                break;
-            }
+        if all || std::time::Instant::now() > until {
+            break;
         }
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    logs.clear();
-    for (_, c) in clients {
-        logs.push(all_arrivals(c).await?);
+    // Blocks may still be on their way to a node: one more read after a pause.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    for ((_, c), log) in clients.iter().zip(&mut logs) {
+        read_new(c, log).await?;
     }
     Ok(summarise(&logs, &ids, t0, &mined(logs.last().map_or(&[][..], |l| &l[..]))))
 }

@@ -174,14 +174,7 @@ pub mod cpu {
 
     /// User + system CPU seconds in the text of a `/proc/<pid>/stat` file, at `ticks` clock
     /// ticks per second (`None` if it does not parse).
-    pub fn parse_stat(stat: &str, ticks: u64) -> Option<f64> {
-        // Fields after the command name (which may hold spaces and parentheses): state is the
-        // first, utime the 12th and stime the 13th (proc(5) fields 14 and 15).
-        let rest = stat.get(stat.rfind(')')? + 1..)?;
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        let used = f.get(11)?.parse::<u64>().ok()?.checked_add(f.get(12)?.parse::<u64>().ok()?)?;
-        (ticks > 0).then(|| used as f64 / ticks as f64)
-    }
+    pub use scalechain_client::procfs::cpu_seconds as parse_stat;
 
     /// CPU seconds of `pid` (`self` for this process).
     fn seconds(pid: &str) -> Option<f64> {
