@@ -63,8 +63,9 @@ enum Cmd {
     /// Rerun a seed experiment on this machine: writes DIR/<experiment>.csv, DIR/<experiment>.svg
     /// and appends a section to DIR/report.md (see docs/STUDY.md).
     Study {
-        /// tx-throughput, block-validation, speedup, hash, components, utxo-memory, voting, all, or
-        /// replot (draw the figures again from the CSVs in --out, without measuring).
+        /// tx-throughput, block-validation, speedup, hash, components, utxo-memory, voting,
+        /// pipeline, propagation, all, or replot (draw the figures again from the CSVs in --out,
+        /// without measuring).
         experiment: String,
         /// Output directory.
         #[arg(long, default_value = "study")]

@@ -68,8 +68,10 @@ blocking! {
     fn block_txids(id: BlockId) -> BlockTxids;
     /// `GET /txs/{txid}`.
     fn tx(txid: &Hash) -> TxStatus;
-    /// `POST /txs` (one checked verdict per transaction).
+    /// `POST /txs` as one binary transaction batch (one checked verdict per transaction).
     fn submit(txs: &[Tx]) -> SubmitResult;
+    /// `POST /txs` with the JSON body (one checked verdict per transaction).
+    fn submit_json(txs: &[Tx]) -> SubmitResult;
     /// `GET /utxos/{owner}?limit=N`.
     fn utxos(owner: &Owner, limit: Option<usize>) -> Vec<UtxoJson>;
     /// `GET /mempool?limit=N`.

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use scalechain_types::codec::{put_count, Encode};
 use scalechain_types::{Hash, Tx};
 
 use crate::error::{error_chain, ClientError};
@@ -185,7 +186,7 @@ impl Client {
         op: &Op<Req, Resp>,
         args: &[&str],
         query: &[(&str, String)],
-        body: Option<Vec<u8>>,
+        body: Option<(Vec<u8>, &'static str)>,
     ) -> Result<Resp::Output, ClientError> {
         let mut url = self.url(&op.fill(args));
         for (i, (k, v)) in query.iter().enumerate() {
@@ -197,10 +198,10 @@ impl Client {
         let method = op.method;
         let mut req = match method {
             Method::Get => self.http.get(&url),
-            Method::Post => self.http.post(&url).header(reqwest::header::CONTENT_TYPE, "application/json"),
+            Method::Post => self.http.post(&url),
         };
-        if let Some(b) = body {
-            req = req.body(b);
+        if let Some((b, media)) = body {
+            req = req.header(reqwest::header::CONTENT_TYPE, media).body(b);
         }
         if let (Method::Post, Some(t)) = (method, &self.token) {
             req = req.bearer_auth(t);
@@ -262,19 +263,39 @@ impl Client {
         self.call(&ops::TX, &[&id], &[], None).await
     }
 
-    /// `POST /txs`: one verdict per transaction, in order (checked: as many verdicts as
-    /// transactions, and `accepted` counts the accepted ones).
+    /// `POST /txs`, the transactions sent as one binary transaction batch
+    /// (`application/octet-stream`, PROTOCOL.md §13.2's encoding): one verdict per transaction,
+    /// in order (checked: as many verdicts as transactions, and `accepted` counts the accepted
+    /// ones).
     pub async fn submit(&self, txs: &[Tx]) -> Result<SubmitResult, ClientError> {
+        let mut body = Vec::with_capacity(4 + txs.iter().map(Tx::encoded_len).sum::<usize>());
+        put_count(&mut body, txs.len());
+        for t in txs {
+            t.encode_to(&mut body);
+        }
+        self.submit_body(txs.len(), (body, ops::BINARY)).await
+    }
+
+    /// `POST /txs` with the JSON body (`{"txs": [hex, …]}`), checked as [`Client::submit`].
+    pub async fn submit_json(&self, txs: &[Tx]) -> Result<SubmitResult, ClientError> {
         let body = serde_json::to_vec(&SubmitTxs::encode(txs))
             .map_err(|e| ClientError::Setup(format!("encoding the transactions: {e}")))?;
+        self.submit_body(txs.len(), (body, ops::JSON)).await
+    }
+
+    async fn submit_body(
+        &self,
+        n: usize,
+        body: (Vec<u8>, &'static str),
+    ) -> Result<SubmitResult, ClientError> {
         let r = self.call(&ops::SUBMIT, &[], &[], Some(body)).await?;
         let bad = |detail: String| ClientError::BadResponse {
             method: Method::Post,
             url: self.url(ops::SUBMIT.path),
             detail,
         };
-        if r.results.len() != txs.len() {
-            return Err(bad(format!("{} verdicts for {} transactions", r.results.len(), txs.len())));
+        if r.results.len() != n {
+            return Err(bad(format!("{} verdicts for {n} transactions", r.results.len())));
         }
         let accepted = r.results.iter().filter(|v| v.accepted).count();
         if accepted != r.accepted {
@@ -330,7 +351,7 @@ impl Client {
     pub async fn profile_control(&self, control: &ProfileControl) -> Result<ProfileStatus, ClientError> {
         let body = serde_json::to_vec(control)
             .map_err(|e| ClientError::Setup(format!("encoding the request: {e}")))?;
-        self.call(&ops::PROFILE_CONTROL, &[], &[], Some(body)).await
+        self.call(&ops::PROFILE_CONTROL, &[], &[], Some((body, ops::JSON))).await
     }
 
     /// `GET /metrics`: the Prometheus text.

@@ -225,6 +225,12 @@ pub struct Described {
     pub media: &'static str,
 }
 
+/// The media type of JSON bodies.
+pub const JSON: &str = "application/json";
+/// The media type of binary bodies: `POST /txs` takes one transaction batch so (PROTOCOL.md
+/// §13.2's encoding, `count:u32 LE ‖ tx * count`).
+pub const BINARY: &str = "application/octet-stream";
+
 macro_rules! operations {
     ($($(#[$doc:meta])* $name:ident: $req:ty => $resp:ty = $method:ident $path:literal;)*) => {
         $($(#[$doc])* pub const $name: Op<$req, $resp> = Op::new(Method::$method, $path);)*

@@ -176,6 +176,11 @@ fn main() {
     let f = admit_vs_raw(&mut c, if smoke { 256 } else { BATCH });
     if !has("--list") {
         report_ratio(&f, if smoke { 1 } else { 15 });
+        if std::env::var_os("ADMIT_PROFILE").is_some() {
+            scalechain_types::profile::set_enabled(true);
+            report_ratio(&f, 15);
+            print!("{}", scalechain_types::profile::report(&scalechain_types::profile::snapshot()));
+        }
     }
     drop(f);
     pool_size(&mut c, if smoke { &[1_000] } else { &[1_000, 10_000, 100_000] });

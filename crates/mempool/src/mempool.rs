@@ -1,7 +1,8 @@
 //! [`Mempool`]: the writer's operations (admit, remove a block's transactions, re-admit after
 //! a reorganisation) and the readers' (snapshots, lookups, templates, stats).
 
-use std::collections::{HashMap, HashSet};
+// Keys are hashes and outpoints: foldhash, seeded per process, instead of SipHash.
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use arc_swap::ArcSwap;
@@ -238,19 +239,24 @@ fn static_policy(cfg: &MempoolConfig, tx: &Tx, size: u64) -> Result<(), MempoolE
 }
 
 /// Takes a transaction that passed the consensus rules, if the pool's policy lets it in.
+/// `recheck`: the pool changed since the transaction was verified other than by placing
+/// transactions that spend other outputs and claim other keys (an eviction, or a generation
+/// judged as a cycle), so its inputs and keys are looked up again.
 fn place(
     pool: &mut Pool,
     cfg: &MempoolConfig,
     env: &TxEnv<'_>,
     c: Candidate,
+    recheck: bool,
 ) -> Result<Admitted, MempoolError> {
-    // Evictions earlier in the same generation may have taken what it spends.
-    if let Some(e) = pool.conflict(&c.tx).or_else(|| pool.app_conflict(&c.keys)) {
-        return Err(e);
-    }
-    for (input, i) in c.tx.inputs.iter().enumerate() {
-        if pool.coin(&i.prev, env.view, env.height).is_none() {
-            return Err(MempoolError::Consensus(TxRule::MissingInput { input, prev: i.prev }));
+    if recheck {
+        if let Some(e) = pool.conflict(&c.tx).or_else(|| pool.app_conflict(&c.keys)) {
+            return Err(e);
+        }
+        for (input, i) in c.tx.inputs.iter().enumerate() {
+            if pool.coin(&i.prev, env.view, env.height).is_none() {
+                return Err(MempoolError::Consensus(TxRule::MissingInput { input, prev: i.prev }));
+            }
         }
     }
     let rate = FeeRate::of(c.fee, c.size);
@@ -286,6 +292,67 @@ fn place(
     Ok(Admitted { txid: entry.txid, wtxid: entry.wtxid, fee: entry.fee, size: entry.size, evicted })
 }
 
+/// A verified generation: positions in the batch, transactions, verdicts.
+struct Piece {
+    idx: Vec<usize>,
+    txs: Vec<Tx>,
+    results: Vec<Result<scalechain_consensus::TxVerdict, TxRule>>,
+}
+
+/// What placing a batch's verified transactions updates.
+struct Placing<'a> {
+    pool: &'a mut Pool,
+    verdicts: &'a mut Vec<Option<Result<Admitted, MempoolError>>>,
+    keys: &'a mut Vec<Vec<AppKey>>,
+    undecided: &'a mut HashMap<Hash, usize>,
+    missing: &'a mut MissingInputs,
+    admitted_wtxids: &'a mut Vec<Hash>,
+    /// Set once the pool changed in a way verification did not see (see [`place`]).
+    recheck: bool,
+}
+
+impl Placing<'_> {
+    /// Places the transactions of `piece` that passed verification, in order; records every
+    /// verdict.
+    fn place(&mut self, cfg: &MempoolConfig, env: &TxEnv<'_>, meta: &[(Hash, Hash, u64)], piece: Piece) {
+        let _place = profile::span("mempool.place");
+        for ((i, tx), result) in piece.idx.into_iter().zip(piece.txs).zip(piece.results) {
+            let (txid, wtxid, size) = meta[i];
+            self.undecided.remove(&txid);
+            let verdict = match result {
+                Err(rule @ TxRule::MissingInput { .. }) => {
+                    self.missing.push((i, tx));
+                    Err(MempoolError::Consensus(rule))
+                }
+                Err(rule) => Err(MempoolError::Consensus(rule)),
+                Ok(v) => {
+                    let keys = std::mem::take(&mut self.keys[i]);
+                    let last_height = app_last_height(env.ctx.apps, env.ctx.params, &tx);
+                    let fee_less = fee_less_group(env.ctx.apps, env.ctx.params, &tx, v.fee.get());
+                    let c = Candidate {
+                        tx: Arc::new(tx),
+                        txid,
+                        wtxid,
+                        fee: v.fee.get(),
+                        size,
+                        keys,
+                        last_height,
+                        fee_less,
+                    };
+                    let placed = place(self.pool, cfg, env, c, self.recheck);
+                    // Evictions may have taken what a later transaction of the generation spends.
+                    self.recheck |= placed.as_ref().is_ok_and(|a| !a.evicted.is_empty());
+                    placed
+                }
+            };
+            if verdict.is_ok() {
+                self.admitted_wtxids.push(wtxid);
+            }
+            self.verdicts[i] = Some(verdict);
+        }
+    }
+}
+
 /// Transactions of a batch refused for a missing input, by position in the batch.
 type MissingInputs = Vec<(usize, Tx)>;
 
@@ -315,7 +382,7 @@ fn run_admission(
     let mut verdicts: Vec<Option<Result<Admitted, MempoolError>>> = (0..n).map(|_| None).collect();
     let mut meta: Vec<(Hash, Hash, u64)> = Vec::with_capacity(n);
     // Transactions of the batch not judged yet, by txid.
-    let mut undecided: HashMap<Hash, usize> = HashMap::new();
+    let mut undecided: HashMap<Hash, usize> = HashMap::with_capacity(n);
     let mut pending: Vec<(usize, Tx)> = Vec::new();
     for (i, p) in items.into_iter().enumerate() {
         meta.push((p.txid, p.wtxid, p.size));
@@ -335,7 +402,7 @@ fn run_admission(
     let mut admitted_wtxids = Vec::new();
     let mut missing = Vec::new();
     while !pending.is_empty() {
-        let mut claimed: HashSet<OutPoint> = HashSet::new();
+        let mut claimed: HashSet<OutPoint> = HashSet::with_capacity(pending.len());
         let mut claimed_keys: HashSet<AppKey> = HashSet::new();
         let mut ready: Vec<(usize, Tx)> = Vec::new();
         let mut wait: Vec<(usize, Tx)> = Vec::new();
@@ -356,13 +423,18 @@ fn run_admission(
                 ready.push((i, tx));
             }
         }
+        // Set once the pool changes in a way verification did not see: `place` then looks
+        // inputs and keys up again.
+        let mut recheck = false;
         if ready.is_empty() {
             // Every waiting transaction waits for another one of the batch: a cycle, which
             // txids (hashes of the spending transactions) rule out. Judge them all anyway;
             // `place` re-checks conflicts.
             ready = std::mem::take(&mut wait);
+            recheck = true;
         }
         let (idx, txs): (Vec<usize>, Vec<Tx>) = ready.into_iter().unzip();
+        pool.reserve(txs.len(), txs.iter().map(|t| t.inputs.len()).sum());
         let results = {
             let _s = profile::span("mempool.verify");
             let view = PoolView { pool, chain: env.view, height: env.height };
@@ -371,38 +443,16 @@ fn run_admission(
             let ids: Vec<TxIds> = idx.iter().map(|i| TxIds { txid: meta[*i].0, wtxid: meta[*i].1 }).collect();
             verify_txs_with_ids(&TxEnv { ctx, view: &view, ..*env }, &txs, &ids)
         };
-        let _place = profile::span("mempool.place");
-        for ((i, tx), result) in idx.into_iter().zip(txs).zip(results) {
-            let (txid, wtxid, size) = meta[i];
-            undecided.remove(&txid);
-            let verdict = match result {
-                Err(rule @ TxRule::MissingInput { .. }) => {
-                    missing.push((i, tx));
-                    Err(MempoolError::Consensus(rule))
-                }
-                Err(rule) => Err(MempoolError::Consensus(rule)),
-                Ok(v) => {
-                    let keys = std::mem::take(&mut keys[i]);
-                    let last_height = app_last_height(env.ctx.apps, env.ctx.params, &tx);
-                    let fee_less = fee_less_group(env.ctx.apps, env.ctx.params, &tx, v.fee.get());
-                    let c = Candidate {
-                        tx: Arc::new(tx),
-                        txid,
-                        wtxid,
-                        fee: v.fee.get(),
-                        size,
-                        keys,
-                        last_height,
-                        fee_less,
-                    };
-                    place(pool, cfg, env, c)
-                }
-            };
-            if verdict.is_ok() {
-                admitted_wtxids.push(wtxid);
-            }
-            verdicts[i] = Some(verdict);
-        }
+        let mut placing = Placing {
+            pool: &mut *pool,
+            verdicts: &mut verdicts,
+            keys: &mut keys,
+            undecided: &mut undecided,
+            missing: &mut missing,
+            admitted_wtxids: &mut admitted_wtxids,
+            recheck,
+        };
+        placing.place(cfg, env, &meta, Piece { idx, txs, results });
         pending = wait;
     }
     cache.insert_many(admitted_wtxids);

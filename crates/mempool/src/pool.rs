@@ -6,9 +6,11 @@
 //! removing one transaction costs O(limits · log n), whatever the pool's size.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
+// Keys are hashes and outpoints: foldhash, seeded per process, instead of SipHash.
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use imbl::OrdMap;
 use scalechain_consensus::{Coin, UtxoView};
 use scalechain_types::{FeeRate, Hash, OutPoint, Tx};
@@ -114,6 +116,13 @@ impl Pool {
         Pool { next_seq, ..Pool::default() }
     }
 
+    /// Makes room for `txs` more transactions spending `inputs` outputs, so that placing a
+    /// batch grows the maps once rather than rehashing as they fill.
+    pub fn reserve(&mut self, txs: usize, inputs: usize) {
+        self.nodes.reserve(txs);
+        self.spends.reserve(inputs);
+    }
+
     #[cfg(test)]
     pub fn len(&self) -> usize {
         self.nodes.len()
@@ -211,6 +220,10 @@ impl Pool {
 
     /// Ancestors reachable from `start` (included), or `None` once there are more than `limit`.
     fn ancestors_from(&self, start: &[Hash], limit: usize) -> Option<Vec<Hash>> {
+        if start.is_empty() {
+            // The common case, a transaction spending only confirmed coins: nothing to walk.
+            return Some(Vec::new());
+        }
         let mut seen: HashSet<Hash> = HashSet::new();
         let mut out = Vec::new();
         let mut stack: Vec<Hash> = start.to_vec();

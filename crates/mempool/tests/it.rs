@@ -299,6 +299,34 @@ fn full_pool_evicts_lowest_package_and_refuses_a_lowest_newcomer() {
 }
 
 #[test]
+fn an_eviction_takes_what_a_later_transaction_of_its_generation_spends() {
+    // The pool holds one transaction, `p`. A batch brings `a`, paying more, and `child`,
+    // spending `p`'s output: both are judged in one generation against a pool that holds `p`,
+    // but placing `a` evicts `p`, so `child` spends an output that is gone.
+    let mut net = Net::new();
+    let pool = net.pool(MempoolConfig { max_txs: 1, ..cfg() });
+    let (p, p_out) = {
+        let u = net.fresh();
+        net.spend(&[u], 1, 500)
+    };
+    assert_eq!(reasons(&pool.admit(&net.env(), vec![p.clone()])), ["ok"]);
+    let (a, _) = {
+        let u = net.fresh();
+        net.spend(&[u], 1, 5000)
+    };
+    let (child, _) = net.spend(&[p_out[0]], 1, 3000);
+    let v = pool.admit(&net.env(), vec![a.clone(), child]);
+    assert_eq!(v[0].as_ref().unwrap().evicted, vec![p.txid(net.p.hash)], "{v:?}");
+    assert!(
+        matches!(v[1], Err(MempoolError::Consensus(TxRule::MissingInput { input: 0, .. }))),
+        "the child's input left with the evicted parent: {v:?}"
+    );
+    assert_eq!(pool.len(), 1);
+    assert!(pool.contains(&a.txid(net.p.hash)));
+    pool.audit().unwrap();
+}
+
+#[test]
 fn signature_cache_skips_signatures_at_block_connection() {
     let mut net = Net::new();
     let pool = net.pool(cfg());

@@ -395,8 +395,11 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// Submits transactions (hex encodings); answers once each was admitted or refused.
-#[utoipa::path(post, path = "/txs", request_body = SubmitTxs,
+/// Submits transactions — hex encodings in JSON, or one transaction batch (§13.2's encoding)
+/// as `application/octet-stream` — and answers once each was admitted or refused.
+#[utoipa::path(post, path = "/txs",
+    request_body(description = "the transactions, in order: JSON `{\"txs\": [hex, …]}`, or as `application/octet-stream` one transaction batch (`count:u32 LE ‖ tx * count`, PROTOCOL.md §13.2)",
+        content((SubmitTxs = "application/json"), (Vec<u8> = "application/octet-stream"))),
     responses((status = 200, body = SubmitResult), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)))]
 async fn submit(
     State(s): State<ApiState>,
@@ -410,34 +413,51 @@ async fn submit(
         let code = if status == StatusCode::PAYLOAD_TOO_LARGE { "too-large" } else { "bad-request" };
         ApiError::new(status, code, format!("body: {}", e.body_text()))
     })?;
-    let req: SubmitTxs = serde_json::from_slice(&body).map_err(|e| ApiError::bad(format!("body: {e}")))?;
     let max = s.shared.cfg.api.max_txs_per_request;
-    if req.txs.len() > max {
-        return Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "too-large",
-            format!("{} transactions, at most {max}", req.txs.len()),
-        ));
-    }
+    let too_many = move |n: usize| {
+        ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too-large", format!("{n} transactions, at most {max}"))
+    };
     let kind = s.shared.params.hash;
-    let mut results: Vec<Option<TxResult>> = Vec::with_capacity(req.txs.len());
-    let mut txs = Vec::new();
-    for (i, h) in req.txs.iter().enumerate() {
-        let decoded = lower_hex("encoding", h).and_then(|b| Tx::decode(&b).map_err(|e| e.to_string()));
-        match decoded {
-            Ok(t) => {
-                txs.push(t);
-                results.push(None);
+    let body_len = body.len();
+    let binary = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case(ops::BINARY)));
+    let decode = move || -> Result<Decoded, ApiError> {
+        let (txs, results) = if binary {
+            let n = batch_count(&body).map_err(|e| ApiError::bad(format!("body: {e}")))?;
+            if n > max {
+                return Err(too_many(n));
             }
-            Err(e) => results.push(Some(TxResult {
-                txid: None,
-                accepted: false,
-                reason: Some("malformed".into()),
-                detail: Some(format!("txs[{i}]: {e}")),
-            })),
-        }
-    }
-    let txids: Vec<Hash> = txs.iter().map(|t| t.txid(kind)).collect();
+            let txs = scalechain_p2p::msg::decode_tx_batch(&body, max)
+                .map_err(|e| ApiError::bad(format!("body: transaction batch: {e}")))?;
+            let results = vec![None; txs.len()];
+            (txs, results)
+        } else {
+            let req: SubmitTxs =
+                serde_json::from_slice(&body).map_err(|e| ApiError::bad(format!("body: {e}")))?;
+            if req.txs.len() > max {
+                return Err(too_many(req.txs.len()));
+            }
+            decode_hex_txs(&req.txs)
+        };
+        let txids: Vec<Hash> = if txs.len() >= 64 {
+            use rayon::prelude::*;
+            txs.par_iter().map(|t| t.txid(kind)).collect()
+        } else {
+            txs.iter().map(|t| t.txid(kind)).collect()
+        };
+        Ok((txs, results, txids))
+    };
+    // Decoding and hashing take a few µs a transaction: a large request is decoded off the
+    // API's threads (hashed in parallel), a small one at once.
+    let (txs, results, txids) = if body_len > INLINE_BODY {
+        tokio::task::spawn_blocking(decode)
+            .await
+            .map_err(|_| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "busy", "the node is stopping"))??
+    } else {
+        decode()?
+    };
     let verdicts = if txs.is_empty() {
         Vec::new()
     } else {
@@ -476,6 +496,45 @@ async fn submit(
         })
         .collect();
     Ok(Json(SubmitResult { accepted, results }))
+}
+
+/// A decoded `POST /txs` body: the transactions that decoded, per submitted position the
+/// verdict of one that did not, and the txids of the decoded ones.
+type Decoded = (Vec<Tx>, Vec<Option<TxResult>>, Vec<Hash>);
+
+/// `POST /txs` bodies up to this size are decoded on the API's own thread.
+const INLINE_BODY: usize = 16 << 10;
+
+/// The count a transaction batch starts with (checked against the limit before decoding).
+fn batch_count(body: &[u8]) -> Result<usize, String> {
+    let head: [u8; 4] = body
+        .get(..4)
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| format!("transaction batch: {} bytes, shorter than its 4-byte count", body.len()))?;
+    usize::try_from(u32::from_le_bytes(head)).map_err(|e| format!("transaction batch: count: {e}"))
+}
+
+/// Hex encodings decoded: the transactions that decoded, and per submitted position its
+/// verdict if it did not (`malformed`, with where).
+fn decode_hex_txs(hexes: &[String]) -> (Vec<Tx>, Vec<Option<TxResult>>) {
+    let mut results: Vec<Option<TxResult>> = Vec::with_capacity(hexes.len());
+    let mut txs = Vec::with_capacity(hexes.len());
+    for (i, h) in hexes.iter().enumerate() {
+        let decoded = lower_hex("encoding", h).and_then(|b| Tx::decode(&b).map_err(|e| e.to_string()));
+        match decoded {
+            Ok(t) => {
+                txs.push(t);
+                results.push(None);
+            }
+            Err(e) => results.push(Some(TxResult {
+                txid: None,
+                accepted: false,
+                reason: Some("malformed".into()),
+                detail: Some(format!("txs[{i}]: {e}")),
+            })),
+        }
+    }
+    (txs, results)
 }
 
 /// Unspent outputs of an address (bech32m) or a pubkey hash (64 hex digits), in outpoint order,

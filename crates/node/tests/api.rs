@@ -75,6 +75,20 @@ async fn call(method: &str, url: &str, body: Option<&str>, bearer: Option<&str>)
     (status, serde_json::from_str(&text).unwrap_or_else(|e| panic!("{url}: not JSON ({e}): {text}")))
 }
 
+/// `POST url` with a binary body (`application/octet-stream`).
+async fn call_bytes(url: &str, body: Vec<u8>) -> (u16, serde_json::Value) {
+    let resp = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/octet-stream")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status().as_u16();
+    let text = resp.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or_else(|e| panic!("{url}: not JSON ({e}): {text}")))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_requests_get_json_4xx_and_good_ones_answer() {
     let mut n = start(None).await;
@@ -104,6 +118,23 @@ async fn bad_requests_get_json_4xx_and_good_ones_answer() {
         assert!(v["error"].is_string(), "{m} {path}: {v}");
         assert!(v["message"].as_str().unwrap().contains(msg), "{m} {path}: {v}");
     }
+    // A binary body is one transaction batch: bounded by its count before decoding, and
+    // refused whole, saying where, if it does not decode.
+    let binary: &[(Vec<u8>, u16, &str)] = &[
+        (vec![], 400, "shorter than its 4-byte count"),
+        (vec![4, 0, 0, 0], 413, "at most 3"),
+        (vec![0xff, 0xff, 0xff, 0xff], 413, "at most 3"),
+        (vec![1, 0, 0, 0, 1, 2, 3], 400, "transaction batch"),
+        (vec![0, 0, 0, 0, 9], 400, "transaction batch"),
+    ];
+    for (body, status, msg) in binary {
+        let (s, v) = call_bytes(&format!("{base}/txs"), body.clone()).await;
+        assert_eq!(s, *status, "{body:?}: {v}");
+        assert!(v["message"].as_str().unwrap().contains(msg), "{body:?}: {v}");
+    }
+    // An empty batch is a request with no transactions.
+    let (s, v) = call_bytes(&format!("{base}/txs"), vec![0, 0, 0, 0]).await;
+    assert_eq!((s, &v["results"]), (200, &serde_json::json!([])), "{v}");
     // Uppercase hex is not read as a transaction's encoding.
     let (s, v) = call("POST", &format!("{base}/txs"), Some(r#"{"txs": ["0A"]}"#), None).await;
     assert_eq!((s, v["results"][0]["reason"].as_str()), (200, Some("malformed")), "{v}");
@@ -447,8 +478,13 @@ async fn the_openapi_document_describes_the_types_the_client_decodes() {
     let tx = transfer(&p, &key, OutPoint { txid: coinbase, index: 0 }, p.premine[0].value.get(), 1_000);
     let submitted = client.submit(std::slice::from_ref(&tx)).await.unwrap();
     assert_eq!(submitted.accepted, 1, "{submitted:?}");
-    let again = client.submit(std::slice::from_ref(&tx)).await.unwrap();
+    // The same transaction again, in JSON this time: the same verdict shape, refused as known.
+    let again = client.submit_json(std::slice::from_ref(&tx)).await.unwrap();
     assert!(!again.results[0].accepted && again.results[0].reason.is_some(), "{again:?}");
+    assert_eq!(again.results[0].txid, submitted.results[0].txid);
+    // The document offers both bodies.
+    let content = &doc["paths"]["/txs"]["post"]["requestBody"]["content"];
+    assert!(content["application/octet-stream"].is_object(), "{content}");
     let in_pool = client.tx(&tx.txid(p.hash)).await.unwrap();
     assert_eq!(in_pool.status, TxState::Mempool);
     let confirmed = client.tx(&coinbase).await.unwrap();
