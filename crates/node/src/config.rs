@@ -9,10 +9,10 @@ use serde::{Deserialize, Serialize};
 
 use scalechain_consensus::params::SigMode;
 use scalechain_consensus::VerifyMode;
-use scalechain_mempool::OrphanConfig;
+use scalechain_mempool::{MempoolConfig, OrphanConfig};
 use scalechain_p2p::msg::Role;
 use scalechain_store::StoreMemory;
-use scalechain_types::HashKind;
+use scalechain_types::{Amount, HashKind};
 
 /// Everything a node needs to start.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -349,6 +349,24 @@ impl Default for MinerSection {
 }
 
 impl MempoolSection {
+    /// The pool's settings these give (an error names a value the pool cannot take).
+    pub fn pool_config(&self) -> Result<MempoolConfig, String> {
+        Ok(MempoolConfig {
+            max_bytes: self.max_bytes as u64,
+            max_txs: self.max_txs,
+            max_ancestors: self.max_ancestors,
+            max_descendants: self.max_descendants,
+            min_fee_rate: self.min_fee_rate,
+            max_fee_less_bytes: self.max_fee_less_bytes,
+            max_fee_less_group_bytes: self.max_fee_less_group_bytes,
+            dust_limit: Amount::new(self.dust_limit).map_err(|e| format!("mempool.dust_limit: {e}"))?,
+            orphans: self.orphan_config(),
+            removed_log: self.removed_log,
+            sig_cache_capacity: self.sig_cache,
+            ..MempoolConfig::default()
+        })
+    }
+
     /// The orphan pool's limits these settings give.
     pub fn orphan_config(&self) -> OrphanConfig {
         let per_peer = self.orphans_per_peer.min(self.orphans);
@@ -431,6 +449,44 @@ mod tests {
         );
         let off = MempoolSection { orphans: 0, ..MempoolSection::default() }.orphan_config();
         assert_eq!((off.max_txs, off.max_per_source, off.max_bytes_per_source), (0, 0, 0));
+    }
+
+    #[test]
+    fn every_pool_setting_reaches_the_pool() {
+        let m = MempoolSection {
+            max_txs: 11,
+            max_bytes: 12,
+            min_fee_rate: 13,
+            max_fee_less_bytes: 14,
+            max_fee_less_group_bytes: 15,
+            dust_limit: 16,
+            max_ancestors: 17,
+            max_descendants: 18,
+            orphans: 19,
+            removed_log: 20,
+            sig_cache: 21,
+            ..MempoolSection::default()
+        };
+        let c = m.pool_config().unwrap();
+        assert_eq!(
+            (
+                c.max_txs,
+                c.max_bytes,
+                c.min_fee_rate,
+                c.max_fee_less_bytes,
+                c.max_fee_less_group_bytes,
+                c.dust_limit.get(),
+                c.max_ancestors,
+                c.max_descendants,
+                c.orphans.max_txs,
+                c.removed_log,
+                c.sig_cache_capacity
+            ),
+            (11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21)
+        );
+        assert_eq!(c.orphans, m.orphan_config());
+        let bad = MempoolSection { dust_limit: u64::MAX, ..MempoolSection::default() }.pool_config();
+        assert!(bad.unwrap_err().starts_with("mempool.dust_limit"));
     }
 
     #[test]

@@ -16,7 +16,6 @@ use std::time::{Duration, Instant};
 use parking_lot::RwLock;
 use scalechain_chain::{Chain, ChainError, DiskStore};
 use scalechain_consensus::{Apps, Params, VerifyConfig};
-use scalechain_mempool::MempoolConfig;
 use scalechain_p2p::msg::ProtocolNames;
 use scalechain_p2p::net::{self, Command, Multiaddr, NetConfig, NetEvent, NetLimits, PeerId};
 use scalechain_p2p::protocol::{
@@ -25,7 +24,7 @@ use scalechain_p2p::protocol::{
 };
 use scalechain_replica::Replica;
 use scalechain_types::codec::Encode;
-use scalechain_types::{Amount, Block, Lock, SecretKey};
+use scalechain_types::{Block, Lock, SecretKey};
 use tokio::sync::mpsc;
 
 use crate::api::{self, ApiState};
@@ -179,25 +178,7 @@ pub async fn run(
     let params = params_of(&cfg);
     let chain = open_chain(&cfg, apps, reindex)?;
     let chain_id = chain.chain_id();
-    let mp = &cfg.mempool;
-    let replica = Replica::new(
-        chain,
-        MempoolConfig {
-            max_bytes: mp.max_bytes as u64,
-            max_txs: mp.max_txs,
-            max_ancestors: mp.max_ancestors,
-            max_descendants: mp.max_descendants,
-            min_fee_rate: mp.min_fee_rate,
-            max_fee_less_bytes: mp.max_fee_less_bytes,
-            max_fee_less_group_bytes: mp.max_fee_less_group_bytes,
-            dust_limit: Amount::new(mp.dust_limit)
-                .map_err(|e| NodeError::Config(format!("mempool.dust_limit: {e}")))?,
-            orphans: mp.orphan_config(),
-            removed_log: mp.removed_log,
-            sig_cache_capacity: mp.sig_cache,
-            ..MempoolConfig::default()
-        },
-    );
+    let replica = Replica::new(chain, cfg.mempool.pool_config().map_err(NodeError::Config)?);
     let key = node_key(&cfg.data_dir)?;
     let names = ProtocolNames::for_chain(&chain_id);
     let parse_addrs = |v: &[String], what: &str| -> Result<Vec<Multiaddr>, NodeError> {

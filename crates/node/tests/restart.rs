@@ -1,6 +1,7 @@
 //! Nodes that restart: one finds its old peers again from its persisted peer book, without a
 //! bootstrap node; a miner that restarts mines the transactions its peer admitted meanwhile, and
-//! both nodes' arrival logs say when each transaction and block reached them and from where.
+//! both nodes' arrival logs say when each transaction and block reached them and from where;
+//! an arrival log keeps its configured capacity and says what it forgot.
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -123,4 +124,20 @@ async fn transactions_admitted_while_the_miner_restarts_are_mined_once_it_is_bac
     }
     stop(m).await;
     stop(p).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_arrival_log_keeps_its_capacity_and_says_what_it_forgot() {
+    let d = tempfile::tempdir().unwrap();
+    let n = start(d.path(), Role::Peer, &[], |c| c.arrivals.capacity = 5).await;
+    let txs = transfers(0..7);
+    let body = serde_json::json!({ "txs": txs.iter().map(|(_, h)| h.clone()).collect::<Vec<_>>() });
+    assert_eq!(post(&n.api(), "/txs", body).await["accepted"], 7);
+    let page = get(&n.api(), "/arrivals?limit=100").await;
+    let ids: Vec<&str> =
+        page["entries"].as_array().unwrap().iter().map(|e| e["id"].as_str().unwrap()).collect();
+    // The newest five, in order; the first two are forgotten, which `oldest` says.
+    assert_eq!(ids, txs[2..].iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(), "{page}");
+    assert_eq!((page["oldest"].as_u64(), page["last"].as_u64()), (Some(3), Some(7)), "{page}");
+    stop(n).await;
 }

@@ -1,9 +1,11 @@
 //! `components` (seed 004): the cost of each step of validating one 1-input/1-output
 //! transaction — decode, txid, sighash, UTXO lookup, key parse, signature, apply — and of the
-//! whole, beside seed 004's Criterion figures.
+//! whole, beside seed 004's Criterion figures; then seed 004's validator unit
+//! ([`super::validator`]): the cost of a mempool read handle, and validator threads drawing
+//! from a 100,000-transaction pool for one second, by thread count.
 
 use std::hint::black_box;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use scalechain_consensus::{verify_txs, Coin, UtxoView, VerifyMode};
 use scalechain_sim::workload::{transfers, Spec};
@@ -11,7 +13,7 @@ use scalechain_types::codec::{Decode, Encode};
 use scalechain_types::keys::{self, sighash, Ed25519Item};
 use scalechain_types::{HashKind, Scheme, SecretKey, Tx};
 
-use super::{study_params, verify_config, with_env, CHAIN_ID};
+use super::{study_params, validator, verify_config, with_env, CHAIN_ID};
 use crate::output::sig4;
 use crate::plot::{Chart, Series};
 use crate::{median, seeds, Ctx, Experiment, StudyError, Table};
@@ -53,7 +55,7 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
     let target_s = if ctx.opts.quick { 0.01 } else { 0.2 };
     let n = if ctx.opts.quick { 1 << 12 } else { 1 << 18 };
     let p = study_params();
-    ctx.start(11, "generating the workload");
+    ctx.start(12 + 2 * validator::THREADS.len() as u64, "generating the workload");
     let w =
         ctx.pool(ctx.machine.cores)?.install(|| transfers(&p, &CHAIN_ID, &Spec::simple(n, ctx.opts.seed)));
     let txs = &w.txs;
@@ -172,7 +174,57 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
             black_box(with_env(&p, &cfg, &w.utxos, |env| verify_txs(env, &txs[k..k + 1])));
         }),
     );
+    // Seed 004's validator unit: a read handle's cost, then the thread sweep.
+    let pool = validator::pool_of(&p, &w.utxos, txs);
+    record(
+        "read_handle_clone",
+        per_op(runs, target_s, |_| {
+            black_box(pool.snapshot());
+        }),
+    );
+    let (threads, window, unit_runs) = if ctx.opts.quick {
+        (&validator::THREADS[..2], Duration::from_millis(100), 1)
+    } else {
+        (validator::THREADS, Duration::from_secs(1), runs.min(3))
+    };
+    let dir = tempfile::tempdir().map_err(|e| StudyError::Wrong(format!("temporary directory: {e}")))?;
+    for &n in threads {
+        let mut got = Vec::with_capacity(unit_runs);
+        for r in 0..unit_runs {
+            let sub = dir.path().join(format!("t{n}-{r}"));
+            got.push(validator::run_unit(&p, &w.utxos, &pool, n, window, &sub, ctx.opts.seed ^ r as u64)?);
+        }
+        let per_s = median(got.iter().map(|u| u.validations as f64 / u.window_s).collect());
+        let written = median(got.iter().map(|u| u.written as f64).collect());
+        let write_ns = median(got.iter().map(|u| u.write_ns).collect());
+        // One validation's share of the unit's wall time, and the writer's cost per distinct
+        // transaction written; `iterations` holds validations per second and distinct writes.
+        record(&format!("validator_unit_{n}_threads"), (1e9 / per_s, per_s.round() as u64));
+        record(&format!("validator_unit_{n}_threads_write"), (write_ns, written.round() as u64));
+    }
     ctx.finish(Experiment::Components, &table, charts, section)
+}
+
+/// Is `r` a row of the validator unit (not a per-transaction component)?
+fn unit_row(r: &[String]) -> bool {
+    r[0].starts_with("validator_unit_") || r[0] == "read_handle_clone"
+}
+
+/// The validator unit's validations per second by thread count, per build.
+fn unit_rates(t: &Table, build: &str) -> Vec<(f64, f64)> {
+    t.rows
+        .iter()
+        .filter(|r| r[3] == build)
+        .filter_map(|r| {
+            let n: f64 = r[0].strip_prefix("validator_unit_")?.strip_suffix("_threads")?.parse().ok()?;
+            Some((n, t.num(r, "iterations")?))
+        })
+        .collect()
+}
+
+/// Seed 004's validator unit figure (validations in its 1 s window, 50 threads).
+fn seed_unit(what: &str) -> Option<f64> {
+    seeds::SEED_004_CLAIMS.iter().find(|c| c.what.starts_with(what)).map(|c| c.value)
 }
 
 pub(crate) fn charts(t: &Table) -> Vec<Chart> {
@@ -184,7 +236,7 @@ pub(crate) fn charts(t: &Table) -> Vec<Chart> {
             let pts = t
                 .rows
                 .iter()
-                .filter(|r| &r[3] == b)
+                .filter(|r| &r[3] == b && !unit_row(r))
                 .enumerate()
                 .filter_map(|(i, r)| Some((i as f64 + 1.0, t.num(r, "ns")?)))
                 .collect();
@@ -195,14 +247,33 @@ pub(crate) fn charts(t: &Table) -> Vec<Chart> {
         "seed 004 (x = row of its table)",
         seeds::COMPONENTS.iter().enumerate().map(|(i, r)| (i as f64 + 1.0, r.ns)).collect(),
     ));
-    vec![Chart {
+    let mut charts = vec![Chart {
         title: "Cost per component of validating one transaction (seed 004)".into(),
         x_label: "component (row)".into(),
         y_label: "time per transaction (ns)".into(),
         log_x: false,
         log_y: true,
         series,
-    }]
+    }];
+    let mut unit: Vec<Series> = builds
+        .iter()
+        .map(|b| Series::line(format!("ScaleChain ({b})"), unit_rates(t, b)))
+        .filter(|s| !s.points.is_empty())
+        .collect();
+    if !unit.is_empty() {
+        if let Some(v) = seed_unit("validator unit run: total validations") {
+            unit.push(Series::seed("seed 004 (50 threads, its machine)", vec![(50.0, v)]));
+        }
+        charts.push(Chart {
+            title: "Seed 004's validator unit: validations in one second by thread count".into(),
+            x_label: "validator threads".into(),
+            y_label: "validations / s".into(),
+            log_x: true,
+            log_y: false,
+            series: unit,
+        });
+    }
+    charts
 }
 
 fn section(t: &Table) -> String {
@@ -211,7 +282,31 @@ fn section(t: &Table) -> String {
          set of 2^18 coins. `full_validation` is `verify_txs` in `sequential` mode on one \
          transaction (every rule and the signature).\n\n",
     );
-    s.push_str(&t.markdown(&["component", "ns", "iterations", "build"]));
+    let mut parts = Table::new(&t.columns.iter().map(String::as_str).collect::<Vec<_>>());
+    parts.rows = t.rows.iter().filter(|r| !unit_row(r)).cloned().collect();
+    s.push_str(&parts.markdown(&["component", "ns", "iterations", "build"]));
+    let mut unit = Table::new(&t.columns.iter().map(String::as_str).collect::<Vec<_>>());
+    unit.rows = t.rows.iter().filter(|r| unit_row(r)).cloned().collect();
+    if !unit.rows.is_empty() {
+        s.push_str(&format!(
+            "\n**Seed 004's validator unit.** `read_handle_clone`: taking a read handle of a pool of \
+             {} transactions (`Mempool::snapshot`, an `Arc` from an `ArcSwap`; seed 004 cloned an \
+             `evmap` read handle in 103 ns). `validator_unit_N_threads`: N threads, each with its own \
+             handle, validate transactions drawn at random from the pool (`verify_txs`, sequential \
+             mode, one at a time) for one second and send confirmations in batches of {} to a writer \
+             thread; `iterations` is validations per second, `ns` one validation's share of the wall \
+             time. `…_write`: the writer's commit time per distinct transaction written (fjall, one \
+             write batch per confirmation batch, not synced), `iterations` the distinct \
+             transactions written. Seed 004 (50 threads, its machine): {} validations and {} \
+             distinct transactions written in its one-second window. With more threads than cores \
+             the threads share the cores, so the sweep shows where they stop paying.\n\n",
+            validator::POOL_TXS,
+            validator::CONFIRM_BATCH,
+            seed_unit("validator unit run: total validations").map_or("n/a".into(), sig4),
+            seed_unit("validator unit run: unique").map_or("n/a".into(), sig4),
+        ));
+        s.push_str(&unit.markdown(&["component", "ns", "iterations", "build"]));
+    }
     s.push_str(&format!(
         "\n**Seed 004** ({}):\n\n| component | ns | note |\n|---|---:|---|\n",
         seeds::COMPONENTS_SOURCE

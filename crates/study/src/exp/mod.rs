@@ -8,6 +8,7 @@ pub mod propagation;
 pub mod speedup;
 pub mod tx_throughput;
 pub mod utxo_memory;
+pub mod validator;
 pub mod voting;
 
 use std::collections::BTreeMap;
