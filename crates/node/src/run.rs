@@ -445,6 +445,11 @@ impl Reactor {
                 return;
             }
             NetEvent::Connected { peer, addr, inbound } => {
+                // An address this node dialled is one the peer listens on: in the book at
+                // once, before (or without) the peer's identify message.
+                if !inbound {
+                    self.known.listens(peer, std::slice::from_ref(&addr), now_ms());
+                }
                 Input::Connected { peer, addr: addr.to_string(), inbound }
             }
             NetEvent::Identified { peer, listen } => {
