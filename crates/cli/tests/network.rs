@@ -58,8 +58,38 @@ fn check_converged(v: &serde_json::Value, nodes: usize) {
 
 #[test]
 fn three_peers_and_a_miner_converge_and_confirm_everything() {
-    let v = devnet(&["--nodes", "3", "--miners", "1", "--duration", "4", "--tps", "150"]);
+    // Every node starts with the file given by --node-config: here the profiler on, so each
+    // leaves its profile in its data directory when it stops.
+    let tmp = tempfile::tempdir().unwrap();
+    let (data, config) = (tmp.path().join("nodes"), tmp.path().join("node.toml"));
+    std::fs::write(&config, "[profile]\nenabled = true\n").unwrap();
+    let (data_s, config_s) = (data.to_str().unwrap(), config.to_str().unwrap());
+    let v = devnet(&[
+        "--nodes",
+        "3",
+        "--miners",
+        "1",
+        "--duration",
+        "4",
+        "--tps",
+        "150",
+        "--data-dir",
+        data_s,
+        "--node-config",
+        config_s,
+    ]);
     check_converged(&v, 4);
+    for node in ["peer0", "peer1", "peer2", "miner0"] {
+        let text = std::fs::read_to_string(data.join(node).join("profile.json"))
+            .unwrap_or_else(|e| panic!("{node} kept no profile: {e}"));
+        assert!(text.contains("mempool.admit") || text.contains("mempool.offer"), "{node}: {text:.300}");
+    }
+    // A file that is not a node configuration is refused before anything starts.
+    std::fs::write(&config, "[profile]\nenabeld = true\n").unwrap();
+    let out = Command::new(EXE).args(["devnet", "--node-config", config_s]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--node-config") && err.contains("enabeld"), "{err}");
 }
 
 #[test]
