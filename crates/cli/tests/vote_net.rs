@@ -124,18 +124,17 @@ fn setup(secs: u64) -> Setup {
     Setup { deadline, tmp, _net: net, api, node, start: h0 + 1, end: h0 + 14, wallet, pass }
 }
 
-/// `vote election` of `scheme` with `candidates` for heights `start..=end`, paid from `payer`
-/// (wallet, passphrase file); the election id.
-fn publish(
+/// The arguments of `vote election` of `scheme` with `candidates` for heights `start..=end`,
+/// paid from `payer` (wallet, passphrase file), its keys written to `ea`.
+fn election_args(
     api: &str,
     payer: (&Path, &Path),
-    ea_s: &str,
+    ea: &str,
     scheme: &str,
     candidates: usize,
-    start: u64,
-    end: u64,
-) -> String {
-    vote_ok(&[
+    (start, end): (u64, u64),
+) -> Vec<String> {
+    let args = [
         "election",
         "--api",
         api,
@@ -144,7 +143,7 @@ fn publish(
         "--passphrase-file",
         payer.1.to_str().unwrap(),
         "--ea-dir",
-        ea_s,
+        ea,
         "--candidates",
         &candidates.to_string(),
         "--scheme",
@@ -155,7 +154,22 @@ fn publish(
         &start.to_string(),
         "--end",
         &end.to_string(),
-    ])
+    ];
+    args.iter().map(|a| a.to_string()).collect()
+}
+
+/// `vote election` (as [`election_args`]), which must succeed; the election id.
+fn publish(
+    api: &str,
+    payer: (&Path, &Path),
+    ea_s: &str,
+    scheme: &str,
+    candidates: usize,
+    start: u64,
+    end: u64,
+) -> String {
+    let args = election_args(api, payer, ea_s, scheme, candidates, (start, end));
+    vote_ok(&args.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
 /// A voter's key file (`vote keygen`) and the EA's token for it (`vote register`).
@@ -217,25 +231,9 @@ fn an_elgamal_election_over_a_node_tallies_and_verifies() {
     // A wallet without coins cannot pay for an election: nothing is published or written.
     let (empty, empty_pass) = new_wallet(tmp.path(), "empty", None);
     let unpaid = tmp.path().join("unpaid");
-    let out = vote(&[
-        "election",
-        "--api",
-        &api,
-        "--wallet",
-        empty.to_str().unwrap(),
-        "--passphrase-file",
-        empty_pass.to_str().unwrap(),
-        "--ea-dir",
-        unpaid.to_str().unwrap(),
-        "--candidates",
-        "3",
-        "--voters-max",
-        "10",
-        "--start",
-        &start.to_string(),
-        "--end",
-        &end.to_string(),
-    ]);
+    let args =
+        election_args(&api, (&empty, &empty_pass), unpaid.to_str().unwrap(), "elgamal", 3, (start, end));
+    let out = vote(&args.iter().map(String::as_str).collect::<Vec<_>>());
     let err = String::from_utf8_lossy(&out.stderr).to_string();
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("insufficient funds"), "{err}");
@@ -250,30 +248,8 @@ fn an_elgamal_election_over_a_node_tallies_and_verifies() {
         assert_eq!(mode & 0o777, 0o600, "the EA's secret key file is private");
     }
     // Not over the same directory twice.
-    assert_eq!(
-        vote(&[
-            "election",
-            "--api",
-            &api,
-            "--wallet",
-            wallet.to_str().unwrap(),
-            "--passphrase-file",
-            pass.to_str().unwrap(),
-            "--ea-dir",
-            ea_s,
-            "--candidates",
-            "3",
-            "--voters-max",
-            "10",
-            "--start",
-            "1",
-            "--end",
-            "999",
-        ])
-        .status
-        .code(),
-        Some(2)
-    );
+    let again = election_args(&api, (&wallet, &pass), ea_s, "elgamal", 3, (1, 999));
+    assert_eq!(vote(&again.iter().map(String::as_str).collect::<Vec<_>>()).status.code(), Some(2));
     wait_until("the election in a block", deadline, || app_value(&node, &format!("65{id}")).is_ok());
 
     // Voters: keys, tokens, ballots.
