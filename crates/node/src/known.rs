@@ -214,16 +214,14 @@ impl KnownPeers {
 
     /// Loads `path`; a missing file is an empty book.
     pub fn load(path: &Path) -> Result<KnownPeers, BookError> {
-        let io = |e: std::io::Error| BookError::Io { path: path.to_path_buf(), reason: e.to_string() };
-        let size = match std::fs::metadata(path) {
-            Ok(m) => m.len(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(KnownPeers::new()),
-            Err(e) => return Err(io(e)),
+        let bytes = match read_bounded(path, MAX_FILE_BYTES) {
+            Ok(Bounded::Read(b)) => b,
+            Ok(Bounded::Missing) => return Ok(KnownPeers::new()),
+            Ok(Bounded::TooLarge(size)) => {
+                return Err(BookError::TooLarge { path: path.to_path_buf(), size })
+            }
+            Err(e) => return Err(BookError::Io { path: path.to_path_buf(), reason: e.to_string() }),
         };
-        if size > MAX_FILE_BYTES {
-            return Err(BookError::TooLarge { path: path.to_path_buf(), size });
-        }
-        let bytes = std::fs::read(path).map_err(io)?;
         let text = std::str::from_utf8(&bytes)
             .map_err(|e| BookError::Corrupt { path: path.to_path_buf(), reason: e.to_string() })?;
         KnownPeers::decode(text).map_err(|reason| BookError::Corrupt { path: path.to_path_buf(), reason })
@@ -251,10 +249,55 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
+/// A state file read back: absent, too large, or its bytes.
+pub(crate) enum Bounded {
+    /// There is no file.
+    Missing,
+    /// It holds more than the limit (its size, or at least the limit plus one if it grew while
+    /// being read).
+    TooLarge(u64),
+    /// Its bytes.
+    Read(Vec<u8>),
+}
+
+/// Reads `path` if it exists and holds at most `max` bytes, never reading more than `max + 1`
+/// (a file that grows while it is read is still bounded).
+pub(crate) fn read_bounded(path: &Path, max: u64) -> std::io::Result<Bounded> {
+    use std::io::Read;
+    let f = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Bounded::Missing),
+        Err(e) => return Err(e),
+    };
+    let size = f.metadata()?.len();
+    if size > max {
+        return Ok(Bounded::TooLarge(size));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    f.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Ok(Bounded::TooLarge(bytes.len() as u64));
+    }
+    Ok(Bounded::Read(bytes))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn a_state_file_is_read_back_only_within_its_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.json");
+        assert!(matches!(read_bounded(&path, 4).unwrap(), Bounded::Missing));
+        std::fs::write(&path, b"1234").unwrap();
+        assert!(matches!(read_bounded(&path, 4).unwrap(), Bounded::Read(b) if b == b"1234"));
+        std::fs::write(&path, b"12345").unwrap();
+        assert!(matches!(read_bounded(&path, 4).unwrap(), Bounded::TooLarge(5)));
+        // A directory where the file should be is an error, not "missing".
+        assert!(read_bounded(dir.path(), 1 << 20).is_err());
+    }
 
     fn key(i: u8) -> PeerId {
         net::peer_id_of_seed([i; 32]).unwrap()

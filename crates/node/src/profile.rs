@@ -169,15 +169,12 @@ pub enum ReadError {
 
 /// The document in `path`, `None` if there is no file.
 pub fn read(path: &Path) -> Result<Option<ProfileJson>, ReadError> {
-    let size = match std::fs::metadata(path) {
-        Ok(m) => m.len(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e.into()),
+    use crate::known::Bounded;
+    let bytes = match crate::known::read_bounded(path, MAX_FILE_BYTES)? {
+        Bounded::Read(b) => b,
+        Bounded::Missing => return Ok(None),
+        Bounded::TooLarge(size) => return Err(ReadError::TooLarge(size)),
     };
-    if size > MAX_FILE_BYTES {
-        return Err(ReadError::TooLarge(size));
-    }
-    let bytes = std::fs::read(path)?;
     let doc: ProfileJson = scalechain_client::ops::decode_json(&bytes).map_err(ReadError::Malformed)?;
     if doc.paths.len() > MAX_PATHS {
         return Err(ReadError::Malformed(format!("{} call paths, at most {MAX_PATHS}", doc.paths.len())));
