@@ -292,67 +292,6 @@ fn place(
     Ok(Admitted { txid: entry.txid, wtxid: entry.wtxid, fee: entry.fee, size: entry.size, evicted })
 }
 
-/// A verified generation: positions in the batch, transactions, verdicts.
-struct Piece {
-    idx: Vec<usize>,
-    txs: Vec<Tx>,
-    results: Vec<Result<scalechain_consensus::TxVerdict, TxRule>>,
-}
-
-/// What placing a batch's verified transactions updates.
-struct Placing<'a> {
-    pool: &'a mut Pool,
-    verdicts: &'a mut Vec<Option<Result<Admitted, MempoolError>>>,
-    keys: &'a mut Vec<Vec<AppKey>>,
-    undecided: &'a mut HashMap<Hash, usize>,
-    missing: &'a mut MissingInputs,
-    admitted_wtxids: &'a mut Vec<Hash>,
-    /// Set once the pool changed in a way verification did not see (see [`place`]).
-    recheck: bool,
-}
-
-impl Placing<'_> {
-    /// Places the transactions of `piece` that passed verification, in order; records every
-    /// verdict.
-    fn place(&mut self, cfg: &MempoolConfig, env: &TxEnv<'_>, meta: &[(Hash, Hash, u64)], piece: Piece) {
-        let _place = profile::span("mempool.place");
-        for ((i, tx), result) in piece.idx.into_iter().zip(piece.txs).zip(piece.results) {
-            let (txid, wtxid, size) = meta[i];
-            self.undecided.remove(&txid);
-            let verdict = match result {
-                Err(rule @ TxRule::MissingInput { .. }) => {
-                    self.missing.push((i, tx));
-                    Err(MempoolError::Consensus(rule))
-                }
-                Err(rule) => Err(MempoolError::Consensus(rule)),
-                Ok(v) => {
-                    let keys = std::mem::take(&mut self.keys[i]);
-                    let last_height = app_last_height(env.ctx.apps, env.ctx.params, &tx);
-                    let fee_less = fee_less_group(env.ctx.apps, env.ctx.params, &tx, v.fee.get());
-                    let c = Candidate {
-                        tx: Arc::new(tx),
-                        txid,
-                        wtxid,
-                        fee: v.fee.get(),
-                        size,
-                        keys,
-                        last_height,
-                        fee_less,
-                    };
-                    let placed = place(self.pool, cfg, env, c, self.recheck);
-                    // Evictions may have taken what a later transaction of the generation spends.
-                    self.recheck |= placed.as_ref().is_ok_and(|a| !a.evicted.is_empty());
-                    placed
-                }
-            };
-            if verdict.is_ok() {
-                self.admitted_wtxids.push(wtxid);
-            }
-            self.verdicts[i] = Some(verdict);
-        }
-    }
-}
-
 /// Transactions of a batch refused for a missing input, by position in the batch.
 type MissingInputs = Vec<(usize, Tx)>;
 
@@ -443,16 +382,41 @@ fn run_admission(
             let ids: Vec<TxIds> = idx.iter().map(|i| TxIds { txid: meta[*i].0, wtxid: meta[*i].1 }).collect();
             verify_txs_with_ids(&TxEnv { ctx, view: &view, ..*env }, &txs, &ids)
         };
-        let mut placing = Placing {
-            pool: &mut *pool,
-            verdicts: &mut verdicts,
-            keys: &mut keys,
-            undecided: &mut undecided,
-            missing: &mut missing,
-            admitted_wtxids: &mut admitted_wtxids,
-            recheck,
-        };
-        placing.place(cfg, env, &meta, Piece { idx, txs, results });
+        let _place = profile::span("mempool.place");
+        for ((i, tx), result) in idx.into_iter().zip(txs).zip(results) {
+            let (txid, wtxid, size) = meta[i];
+            undecided.remove(&txid);
+            let verdict = match result {
+                Err(rule @ TxRule::MissingInput { .. }) => {
+                    missing.push((i, tx));
+                    Err(MempoolError::Consensus(rule))
+                }
+                Err(rule) => Err(MempoolError::Consensus(rule)),
+                Ok(v) => {
+                    let keys = std::mem::take(&mut keys[i]);
+                    let last_height = app_last_height(env.ctx.apps, env.ctx.params, &tx);
+                    let fee_less = fee_less_group(env.ctx.apps, env.ctx.params, &tx, v.fee.get());
+                    let c = Candidate {
+                        tx: Arc::new(tx),
+                        txid,
+                        wtxid,
+                        fee: v.fee.get(),
+                        size,
+                        keys,
+                        last_height,
+                        fee_less,
+                    };
+                    let placed = place(pool, cfg, env, c, recheck);
+                    // Evictions may have taken what a later transaction of the generation spends.
+                    recheck |= placed.as_ref().is_ok_and(|a| !a.evicted.is_empty());
+                    placed
+                }
+            };
+            if verdict.is_ok() {
+                admitted_wtxids.push(wtxid);
+            }
+            verdicts[i] = Some(verdict);
+        }
         pending = wait;
     }
     cache.insert_many(admitted_wtxids);
