@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use scalechain_types::codec::{put_count, Encode};
+use scalechain_types::tx::encode_tx_batch;
 use scalechain_types::{Hash, Tx};
 
 use crate::error::{error_chain, ClientError};
@@ -268,12 +268,7 @@ impl Client {
     /// in order (checked: as many verdicts as transactions, and `accepted` counts the accepted
     /// ones).
     pub async fn submit(&self, txs: &[Tx]) -> Result<SubmitResult, ClientError> {
-        let mut body = Vec::with_capacity(4 + txs.iter().map(Tx::encoded_len).sum::<usize>());
-        put_count(&mut body, txs.len());
-        for t in txs {
-            t.encode_to(&mut body);
-        }
-        self.submit_body(txs.len(), (body, ops::BINARY)).await
+        self.submit_body(txs.len(), (encode_tx_batch(txs.iter()), ops::BINARY)).await
     }
 
     /// `POST /txs` with the JSON body (`{"txs": [hex, …]}`), checked as [`Client::submit`].

@@ -429,7 +429,7 @@ async fn submit(
             if n > max {
                 return Err(too_many(n));
             }
-            let txs = scalechain_p2p::msg::decode_tx_batch(&body, max)
+            let txs = scalechain_types::tx::decode_tx_batch(&body, max)
                 .map_err(|e| ApiError::bad(format!("body: transaction batch: {e}")))?;
             let results = vec![None; txs.len()];
             (txs, results)

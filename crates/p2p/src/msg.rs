@@ -9,6 +9,9 @@
 use scalechain_types::codec::{put_count, put_var_bytes, Decode, DecodeError, Encode, Reader};
 use scalechain_types::{Block, Hash, Header, Tx};
 
+/// The transaction batch encoding (PROTOCOL.md §13.2), shared with the API and its client.
+pub use scalechain_types::tx::{decode_tx_batch, encode_tx_batch};
+
 /// The protocol version this build speaks; a peer with another version is refused.
 pub const PROTOCOL_VERSION: u32 = 1;
 /// Most hashes in a block locator.
@@ -334,16 +337,6 @@ impl Decode for TxBatch {
     }
 }
 
-/// Encodes transactions as a [`TxBatch`] without owning them.
-pub fn encode_tx_batch<'a>(txs: impl ExactSizeIterator<Item = &'a Tx>) -> Vec<u8> {
-    let mut out = Vec::new();
-    put_count(&mut out, txs.len());
-    for t in txs {
-        t.encode_to(&mut out);
-    }
-    out
-}
-
 /// Splits transactions into groups whose batch encodings stay under `max_bytes` and hold at
 /// most `max_txs` each (a transaction larger than `max_bytes` travels alone).
 pub fn group_for_batches<T: std::borrow::Borrow<Tx>>(
@@ -367,22 +360,6 @@ pub fn group_for_batches<T: std::borrow::Borrow<Tx>>(
         out.push(&txs[start..]);
     }
     out
-}
-
-/// Decodes a gossiped transaction batch of at most `max_txs` transactions: the count is
-/// checked before anything is allocated, and trailing bytes are refused.
-pub fn decode_tx_batch(data: &[u8], max_txs: usize) -> Result<Vec<Tx>, DecodeError> {
-    let mut r = Reader::new(data);
-    let n = r.count("tx_batch", Tx::MIN_LEN)?;
-    if n > max_txs {
-        return Err(r.invalid("tx_batch", format!("{n} transactions, at most {max_txs}")));
-    }
-    let mut txs = Vec::with_capacity(n);
-    for _ in 0..n {
-        txs.push(Tx::decode_from(&mut r)?);
-    }
-    r.finish()?;
-    Ok(txs)
 }
 
 /// A `Refused` response, its reason cut to [`MAX_REASON`] bytes (on a character boundary) so

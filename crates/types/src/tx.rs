@@ -310,6 +310,33 @@ impl Decode for Tx {
     }
 }
 
+/// Encodes transactions as one transaction batch (PROTOCOL.md §13.2: `count:u32 LE ‖ tx *
+/// count`), the payload of a gossip message and a binary `POST /txs` body.
+pub fn encode_tx_batch<'a>(txs: impl ExactSizeIterator<Item = &'a Tx>) -> Vec<u8> {
+    let mut out = Vec::new();
+    put_count(&mut out, txs.len());
+    for t in txs {
+        t.encode_to(&mut out);
+    }
+    out
+}
+
+/// Decodes a transaction batch of at most `max_txs` transactions: the count is checked before
+/// anything is allocated, and trailing bytes are refused.
+pub fn decode_tx_batch(data: &[u8], max_txs: usize) -> Result<Vec<Tx>, DecodeError> {
+    let mut r = Reader::new(data);
+    let n = r.count("tx_batch", Tx::MIN_LEN)?;
+    if n > max_txs {
+        return Err(r.invalid("tx_batch", format!("{n} transactions, at most {max_txs}")));
+    }
+    let mut txs = Vec::with_capacity(n);
+    for _ in 0..n {
+        txs.push(Tx::decode_from(&mut r)?);
+    }
+    r.finish()?;
+    Ok(txs)
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
