@@ -55,7 +55,13 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
     let target_s = if ctx.opts.quick { 0.01 } else { 0.2 };
     let n = if ctx.opts.quick { 1 << 12 } else { 1 << 18 };
     let p = study_params();
-    ctx.start(12 + 2 * validator::THREADS.len() as u64, "generating the workload");
+    let (threads, window, unit_runs) = if ctx.opts.quick {
+        (&validator::THREADS[..2], Duration::from_millis(100), 1)
+    } else {
+        (validator::THREADS, Duration::from_secs(1), runs.min(3))
+    };
+    // The workload, 11 components, the read handle, then two rows per thread count.
+    ctx.start(13 + 2 * threads.len() as u64, "generating the workload");
     let w =
         ctx.pool(ctx.machine.cores)?.install(|| transfers(&p, &CHAIN_ID, &Spec::simple(n, ctx.opts.seed)));
     let txs = &w.txs;
@@ -182,11 +188,6 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
             black_box(pool.snapshot());
         }),
     );
-    let (threads, window, unit_runs) = if ctx.opts.quick {
-        (&validator::THREADS[..2], Duration::from_millis(100), 1)
-    } else {
-        (validator::THREADS, Duration::from_secs(1), runs.min(3))
-    };
     let dir = tempfile::tempdir().map_err(|e| StudyError::Wrong(format!("temporary directory: {e}")))?;
     for &n in threads {
         let mut got = Vec::with_capacity(unit_runs);

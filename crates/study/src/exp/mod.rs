@@ -35,6 +35,18 @@ pub fn verify_config(mode: scalechain_consensus::VerifyMode) -> VerifyConfig {
     VerifyConfig { mode, seed: [0x11; 32], batch_size: 256 }
 }
 
+/// A pool that takes any honest group of the study's workloads: no fee floor, no dust, room for
+/// millions of transactions.
+pub fn open_pool_config() -> scalechain_mempool::MempoolConfig {
+    scalechain_mempool::MempoolConfig {
+        max_txs: 1 << 22,
+        max_bytes: 1 << 32,
+        min_fee_rate: 0,
+        dust_limit: scalechain_types::Amount::ZERO,
+        ..scalechain_mempool::MempoolConfig::default()
+    }
+}
+
 /// Calls `f` with a transaction environment over `utxos`.
 pub fn with_env<R>(p: &Params, cfg: &VerifyConfig, utxos: &UtxoSet, f: impl FnOnce(&TxEnv<'_>) -> R) -> R {
     let apps = Apps::none();

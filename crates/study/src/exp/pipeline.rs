@@ -30,11 +30,11 @@ use scalechain_client::types::SubmitResult;
 use scalechain_client::Client;
 use scalechain_consensus::params::SigMode;
 use scalechain_consensus::{genesis_block, verify_txs, Params, VerifyMode};
-use scalechain_mempool::{Mempool, MempoolConfig};
+use scalechain_mempool::Mempool;
 use scalechain_sim::workload::{transfers, Spec};
-use scalechain_types::{Amount, HashKind, Tx};
+use scalechain_types::{HashKind, Tx};
 
-use super::{powers, study_params, verify_config, with_env};
+use super::{open_pool_config, powers, study_params, verify_config, with_env};
 use crate::load::converge::wait_height;
 use crate::load::fund::fund;
 use crate::load::prepare::{premine_funds, prepare};
@@ -48,17 +48,6 @@ pub const COLUMNS: &[&str] = &["source", "n", "runs", "median_s", "tx_per_s", "b
 
 /// Largest group sent to a node (a request holds at most 10,000 transactions).
 pub const MAX_NODE_LOG2: u32 = 13;
-
-/// A pool that takes any honest group.
-fn pool_config() -> MempoolConfig {
-    MempoolConfig {
-        max_txs: 1 << 22,
-        max_bytes: 1 << 32,
-        min_fee_rate: 0,
-        dust_limit: Amount::ZERO,
-        ..MempoolConfig::default()
-    }
-}
 
 /// Runs the experiment.
 pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
@@ -97,7 +86,7 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
                 with_env(&p, &cfg, &w.utxos, |env| verify_txs(env, group).iter().all(Result::is_ok))
             });
             bound.push(t.elapsed().as_secs_f64());
-            let mp = Mempool::new(p.hash, pool_config());
+            let mp = Mempool::new(p.hash, open_pool_config());
             let t = Instant::now();
             let admitted = pool.install(|| with_env(&p, &cfg, &w.utxos, |env| mp.admit(env, group.to_vec())));
             admit.push(t.elapsed().as_secs_f64());

@@ -13,10 +13,10 @@ use std::time::{Duration, Instant};
 
 use rand_chacha::rand_core::{Rng, SeedableRng};
 use scalechain_consensus::{verify_txs, VerifyMode};
-use scalechain_mempool::{Mempool, MempoolConfig};
-use scalechain_types::{Amount, Hash, Tx};
+use scalechain_mempool::Mempool;
+use scalechain_types::{Hash, Tx};
 
-use super::{verify_config, with_env};
+use super::{open_pool_config, verify_config, with_env};
 use crate::StudyError;
 
 /// Confirmations a validator thread sends at once (seed 004: 300).
@@ -46,16 +46,7 @@ pub fn pool_of(
     utxos: &scalechain_consensus::UtxoSet,
     txs: &[Tx],
 ) -> Mempool {
-    let pool = Mempool::new(
-        p.hash,
-        MempoolConfig {
-            max_txs: 1 << 22,
-            max_bytes: 1 << 34,
-            min_fee_rate: 0,
-            dust_limit: Amount::ZERO,
-            ..MempoolConfig::default()
-        },
-    );
+    let pool = Mempool::new(p.hash, open_pool_config());
     let cfg = verify_config(VerifyMode::Parallel);
     let n = txs.len().min(POOL_TXS);
     for chunk in txs[..n].chunks(4096) {
