@@ -255,14 +255,14 @@ async fn drive(
     wait_height(nodes, start_height, Duration::from_secs(30), POLL, &clock, stop).await.map_err(load_fail)?;
     eprintln!("devnet: funded at height {start_height}; offering {} tx/s for {} s", a.tps, a.duration);
 
-    // The watcher (first time each block is seen, on peer 0) and the progress lines run
-    // beside the offer.
+    // The watcher (first time each block is seen, on peer 0, from its tip events) and the
+    // progress lines run beside the offer.
     let done = Arc::new(AtomicBool::new(false));
     let watcher = {
         let (node, done) = (peer0.clone(), done.clone());
         tokio::spawn(async move {
             let mut w = Watcher::new(start_height);
-            w.run(&node, &clock, Duration::from_millis(50), &done).await;
+            w.follow(&node, &clock, Duration::from_millis(50), &done).await;
             w
         })
     };

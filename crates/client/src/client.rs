@@ -12,14 +12,20 @@ use crate::error::{error_chain, ClientError};
 use crate::ops::{self, Method, Op, Request, Response};
 use crate::types::{
     ApiError, AppEntries, AppEntry, AppRange, ArrivalsJson, BlockId, BlockJson, BlockTxids, MempoolJson,
-    Owner, PeerInfo, ProfileControl, ProfileJson, ProfileStatus, RemovedJson, Status, SubmitResult,
-    SubmitTxs, Tip, TxStatus, UtxoJson,
+    NodeEvent, Owner, PeerInfo, ProfileControl, ProfileJson, ProfileStatus, RemovedJson, Status,
+    SubmitResult, SubmitTxs, Tip, TxStatus, UtxoJson,
 };
 
 /// How long a connection may take to open, by default.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a whole request may take, by default.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long `GET /events` may go without an event or a keep-alive before the stream counts as
+/// dead (the node sends a keep-alive every 15 s).
+pub const EVENTS_IDLE: Duration = Duration::from_secs(45);
+/// The request time-out of `GET /events`, in place of the client's: the stream lives until the
+/// node or the reader closes it.
+const EVENTS_LIFETIME: Duration = Duration::from_secs(365 * 24 * 3600);
 /// The largest token file read (a token is one short line).
 const MAX_TOKEN_FILE: u64 = 4096;
 
@@ -146,6 +152,24 @@ fn read_token(path: &Path) -> Result<String, ClientError> {
     Ok(token)
 }
 
+/// Why the body of `GET /events` ended early.
+#[derive(Debug)]
+enum BodyError {
+    /// Nothing arrived for [`EVENTS_IDLE`].
+    Idle,
+    /// The connection failed.
+    Transport(String),
+}
+
+impl std::fmt::Display for BodyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BodyError::Idle => write!(f, "no event or keep-alive for {EVENTS_IDLE:?}"),
+            BodyError::Transport(d) => f.write_str(d),
+        }
+    }
+}
+
 /// An async client of one node's API. Cloning shares the connection pool.
 ///
 /// A client's connections belong to the tokio runtime that opened them: use one client per
@@ -188,6 +212,22 @@ impl Client {
         query: &[(&str, String)],
         body: Option<(Vec<u8>, &'static str)>,
     ) -> Result<Resp::Output, ClientError> {
+        let (resp, url) = self.send(op, args, query, body, None).await?;
+        let bytes = resp.bytes().await.map_err(|e| self.transport(op.method, &url, &e))?;
+        Resp::decode(&bytes).map_err(|detail| ClientError::BadResponse { method: op.method, url, detail })
+    }
+
+    /// Sends one operation; an error status becomes [`ClientError::Api`] (with the API's
+    /// error code and message when the body is one). `timeout` replaces the client's for this
+    /// request. Returns the answer, its body unread, and the URL.
+    async fn send<Req: Request, Resp: Response>(
+        &self,
+        op: &Op<Req, Resp>,
+        args: &[&str],
+        query: &[(&str, String)],
+        body: Option<(Vec<u8>, &'static str)>,
+        timeout: Option<Duration>,
+    ) -> Result<(reqwest::Response, String), ClientError> {
         let mut url = self.url(&op.fill(args));
         for (i, (k, v)) in query.iter().enumerate() {
             url.push(if i == 0 { '?' } else { '&' });
@@ -206,10 +246,13 @@ impl Client {
         if let (Method::Post, Some(t)) = (method, &self.token) {
             req = req.bearer_auth(t);
         }
+        if let Some(t) = timeout {
+            req = req.timeout(t);
+        }
         let resp = req.send().await.map_err(|e| self.transport(method, &url, &e))?;
         let status = resp.status();
-        let bytes = resp.bytes().await.map_err(|e| self.transport(method, &url, &e))?;
         if !status.is_success() {
+            let bytes = resp.bytes().await.map_err(|e| self.transport(method, &url, &e))?;
             let (code, message) = match ops::decode_json::<ApiError>(&bytes) {
                 Ok(b) => (b.error, b.message),
                 Err(_) => {
@@ -219,7 +262,7 @@ impl Client {
             };
             return Err(ClientError::Api { method, url, status: status.as_u16(), code, message });
         }
-        Resp::decode(&bytes).map_err(|detail| ClientError::BadResponse { method, url, detail })
+        Ok((resp, url))
     }
 
     fn transport(&self, method: Method, url: &str, e: &reqwest::Error) -> ClientError {
@@ -352,6 +395,57 @@ impl Client {
     /// `GET /metrics`: the Prometheus text.
     pub async fn metrics(&self) -> Result<String, ClientError> {
         self.call(&ops::METRICS, &[], &[], None).await
+    }
+
+    /// `GET /events`: the node's server-sent events, as a stream that ends when the node closes
+    /// it. The first event is the tip when the stream opened. A stream that carries no event
+    /// and no keep-alive for [`EVENTS_IDLE`] ends with [`ClientError::Timeout`]; a broken
+    /// connection ends it with [`ClientError::Unreachable`]; an event that does not parse ends
+    /// it with [`ClientError::BadResponse`]; events of kinds this client does not know are
+    /// skipped.
+    pub async fn events(
+        &self,
+    ) -> Result<impl futures::Stream<Item = Result<NodeEvent, ClientError>> + Send + 'static, ClientError>
+    {
+        use eventsource_stream::{EventStreamError, Eventsource};
+        use futures::StreamExt;
+        let (resp, url) = self.send(&ops::EVENTS, &[], &[], None, Some(EVENTS_LIFETIME)).await?;
+        // The node sends a keep-alive comment at least every 15 s: a longer silence is a dead
+        // connection, whatever TCP says.
+        let bytes = futures::stream::unfold(Some(resp.bytes_stream()), |body| async move {
+            let mut body = body?;
+            match tokio::time::timeout(EVENTS_IDLE, body.next()).await {
+                Ok(Some(Ok(chunk))) => Some((Ok(chunk), Some(body))),
+                Ok(Some(Err(e))) => Some((Err(BodyError::Transport(error_chain(&e))), None)),
+                Ok(None) => None,
+                Err(_) => Some((Err(BodyError::Idle), None)),
+            }
+        });
+        let events = bytes.eventsource().filter_map(move |ev| {
+            let (method, url) = (Method::Get, url.clone());
+            let r = match ev {
+                Ok(ev) => match NodeEvent::parse(&ev.event, &ev.data) {
+                    Ok(known) => known.map(Ok),
+                    Err(detail) => Some(Err(ClientError::BadResponse { method, url, detail })),
+                },
+                Err(EventStreamError::Transport(BodyError::Idle)) => {
+                    Some(Err(ClientError::Timeout { method, url, after: EVENTS_IDLE }))
+                }
+                Err(EventStreamError::Transport(BodyError::Transport(detail))) => {
+                    Some(Err(ClientError::Unreachable { method, url, detail }))
+                }
+                Err(e) => Some(Err(ClientError::BadResponse { method, url, detail: e.to_string() })),
+            };
+            futures::future::ready(r)
+        });
+        // An error ends the stream: what follows it could not be trusted to be in order.
+        Ok(events.scan(false, |failed, r| {
+            if *failed {
+                return futures::future::ready(None);
+            }
+            *failed = r.is_err();
+            futures::future::ready(Some(r))
+        }))
     }
 
     /// `GET /openapi.json`.

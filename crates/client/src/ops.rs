@@ -81,6 +81,10 @@ pub struct Text;
 /// A JSON document of no fixed shape (the OpenAPI document itself).
 pub struct AnyJson;
 
+/// A stream of server-sent events (`text/event-stream`), read by
+/// [`Client::events`](crate::Client::events), not decoded whole.
+pub struct EventStream;
+
 /// No request body.
 pub struct NoBody;
 
@@ -140,6 +144,17 @@ impl Response for AnyJson {
     }
     fn decode(bytes: &[u8]) -> Result<serde_json::Value, String> {
         decode_json(bytes)
+    }
+}
+
+impl Response for EventStream {
+    type Output = ();
+    const MEDIA: &'static str = "text/event-stream";
+    fn schema() -> Schema {
+        Schema::Untyped
+    }
+    fn decode(_: &[u8]) -> Result<(), String> {
+        Err("an event stream is read event by event".into())
     }
 }
 
@@ -271,6 +286,8 @@ operations! {
     MEMPOOL_REMOVED: NoBody => Json<RemovedJson> = Get "/mempool/removed";
     /// Prometheus metrics.
     METRICS: NoBody => Text = Get "/metrics";
+    /// Server-sent events: the main chain's tip, now and at every change.
+    EVENTS: NoBody => EventStream = Get "/events";
     /// The OpenAPI document.
     OPENAPI: NoBody => AnyJson = Get "/openapi.json";
     /// One application state value.
@@ -295,7 +312,7 @@ mod tests {
     #[test]
     fn every_operation_is_listed_once_with_its_types() {
         let all = all();
-        assert_eq!(all.len(), 17);
+        assert_eq!(all.len(), 18);
         let mut keys: Vec<_> = all.iter().map(|d| (d.method, d.path)).collect();
         keys.sort_by_key(|k| (k.1, k.0.as_str()));
         keys.dedup();

@@ -66,6 +66,28 @@ pub struct Tip {
     pub hash: Hash,
 }
 
+/// One event of `GET /events` (server-sent events: `event: <kind>`, `data: <JSON>`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeEvent {
+    /// `event: tip`, data a [`Tip`]: the main chain's tip when the stream opened, then after
+    /// every change. Changes close together may come as one event (the newest tip), so a
+    /// reader that needs every block reads the heights between two events.
+    Tip(Tip),
+}
+
+impl NodeEvent {
+    /// The event of kind `event` with `data`; `Ok(None)` for a kind this client does not know
+    /// (a newer node may send more kinds).
+    pub fn parse(event: &str, data: &str) -> Result<Option<NodeEvent>, String> {
+        match event {
+            "tip" => crate::ops::decode_json(data.as_bytes())
+                .map(|t| Some(NodeEvent::Tip(t)))
+                .map_err(|e| format!("event `tip`: {e}")),
+            _ => Ok(None),
+        }
+    }
+}
+
 /// `GET /peers`: what the node knows of one connected peer.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct PeerInfo {
@@ -494,6 +516,16 @@ impl fmt::Display for Owner {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn events_parse_by_kind_skip_unknown_kinds_and_name_what_does_not_parse() {
+        let hash = "ab".repeat(32);
+        let tip = NodeEvent::parse("tip", &format!("{{\"height\": 7, \"hash\": \"{hash}\"}}")).unwrap();
+        assert_eq!(tip, Some(NodeEvent::Tip(Tip { height: 7, hash: hash.parse().unwrap() })));
+        assert_eq!(NodeEvent::parse("mempool", "{}").unwrap(), None, "a newer node's kind is skipped");
+        let e = NodeEvent::parse("tip", "{\"height\": 7}").unwrap_err();
+        assert!(e.starts_with("event `tip`: ") && e.contains("hash"), "{e}");
+    }
 
     #[test]
     fn block_ids_parse_heights_and_hashes_and_name_what_is_neither() {

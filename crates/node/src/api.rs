@@ -46,6 +46,8 @@ pub struct ApiState {
     pub pipeline: mpsc::Sender<Inbound>,
     /// Token required by write endpoints, if any.
     pub token: Option<Arc<str>>,
+    /// Turns true when the API stops: open event streams end then.
+    pub stop: tokio::sync::watch::Receiver<bool>,
 }
 
 /// An error answer: an HTTP status and the JSON body every client decodes
@@ -190,6 +192,7 @@ pub(crate) fn lower_hex(what: &str, s: &str) -> Result<Vec<u8>, String> {
         profile,
         profile_control,
         metrics,
+        events,
         openapi,
         apps::value,
         apps::range
@@ -241,6 +244,7 @@ pub fn router(state: ApiState) -> Router {
         .route(ops::PROFILE.path, get(profile).post(profile_control))
         .route(ops::ARRIVALS.path, get(arrivals))
         .route(ops::METRICS.path, get(metrics))
+        .route(ops::EVENTS.path, get(events))
         .route(ops::OPENAPI.path, get(openapi))
         .merge(apps::router())
         .fallback(|| async { ApiError::not_found("no such endpoint") })
@@ -683,6 +687,35 @@ async fn profile_control(
         recorded_s: scalechain_types::profile::recorded().as_secs_f64(),
         paths: scalechain_types::profile::path_count(),
     }))
+}
+
+/// How often an idle event stream carries a keep-alive comment.
+pub const EVENTS_KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// Server-sent events: `event: tip` with the tip as data (`{"height", "hash"}`) at once, then
+/// after every change of tip (changes close together coalesce into the newest); a keep-alive
+/// comment every 15 s while nothing happens. The stream ends when the node stops.
+#[utoipa::path(get, path = "/events", responses((status = 200, description = "Server-sent events: `tip`", content_type = "text/event-stream")))]
+async fn events(State(s): State<ApiState>) -> Response {
+    use axum::response::sse::{Event, KeepAlive, Sse};
+    let rx = s.shared.tip_changed.subscribe();
+    let stream =
+        futures::stream::unfold((rx, s.stop.clone(), true), |(mut rx, mut stop, first)| async move {
+            if !first {
+                tokio::select! {
+                    changed = rx.changed() => changed.ok()?,
+                    _ = stop.wait_for(|s| *s) => return None,
+                }
+            }
+            if *stop.borrow() {
+                return None;
+            }
+            let (height, hash) = *rx.borrow_and_update();
+            let data = serde_json::to_string(&Tip { height, hash }).ok()?;
+            let ev: Result<Event, std::convert::Infallible> = Ok(Event::default().event("tip").data(data));
+            Some((ev, (rx, stop, false)))
+        });
+    Sse::new(stream).keep_alive(KeepAlive::new().interval(EVENTS_KEEP_ALIVE)).into_response()
 }
 
 /// Metrics in the OpenMetrics text format (Prometheus scrapes it).

@@ -284,7 +284,12 @@ pub async fn run(
                 .await
                 .map_err(|e| NodeError::Config(format!("api.listen {addr}: {e}")))?;
             let bound = listener.local_addr().map_err(|e| NodeError::Config(e.to_string()))?;
-            let app = api::router(ApiState { shared: shared.clone(), pipeline: pipe_tx.clone(), token });
+            let app = api::router(ApiState {
+                shared: shared.clone(),
+                pipeline: pipe_tx.clone(),
+                token,
+                stop: api_stop.subscribe(),
+            });
             let a = &cfg.api;
             let limits = ServeLimits {
                 header_timeout: Duration::from_secs(a.header_timeout_s.max(1)),

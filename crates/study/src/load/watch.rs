@@ -5,7 +5,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use scalechain_client::ClientError;
+use futures::StreamExt;
+use scalechain_client::types::NodeEvent;
+use scalechain_client::{Client, ClientError};
 use scalechain_types::Hash;
 
 use super::{Clock, NodeApi};
@@ -47,17 +49,36 @@ impl Watcher {
         Ok(())
     }
 
-    /// Looks every `interval` until `stop` is set (a failed look is tried again at the next).
-    pub async fn run<A: NodeApi, C: Clock>(
+    /// Follows `node`'s tip events (`GET /events`) until `stop` is set: the block an event
+    /// names is seen when the event arrives, and each event is followed by a look
+    /// ([`Watcher::poll`]) for the blocks below it. While the stream cannot be opened (or after
+    /// it broke) it looks every `interval` and tries the stream again.
+    pub async fn follow<C: Clock>(
         &mut self,
-        node: &A,
+        node: &Client,
         clock: &C,
         interval: Duration,
         stop: &AtomicBool,
     ) {
+        /// How often a quiet stream checks `stop`.
+        const CHECK: Duration = Duration::from_millis(100);
         while !stop.load(Ordering::Relaxed) {
-            let _ = self.poll(node, clock).await;
-            clock.sleep(interval).await;
+            let Ok(events) = node.events().await else {
+                let _ = self.poll(node, clock).await;
+                clock.sleep(interval).await;
+                continue;
+            };
+            let mut events = std::pin::pin!(events);
+            while !stop.load(Ordering::Relaxed) {
+                match tokio::time::timeout(CHECK, events.next()).await {
+                    Err(_) => continue,
+                    Ok(Some(Ok(NodeEvent::Tip(tip)))) => {
+                        self.first_seen.entry(tip.hash).or_insert_with(|| clock.now());
+                        let _ = self.poll(node, clock).await;
+                    }
+                    Ok(Some(Err(_)) | None) => break,
+                }
+            }
         }
     }
 }
