@@ -306,9 +306,9 @@ async fn drive(
         })
     };
     let cpu0 = cpu::sample(pids, "devnet");
-    let schedule = FixedRate { tps: a.tps, total: load.len() as u64 };
+    let mut schedule = FixedRate { tps: a.tps, total: load.len() as u64 };
     let cfg = OfferConfig { hash: kind, ..OfferConfig::default() };
-    let offered = offer(&load, &schedule, &peers, &clock, &cfg, &counters, stop).await;
+    let offered = offer(&load, &mut schedule, &peers, &clock, &cfg, &counters, stop).await;
     progress.abort();
     let offered = offered.map_err(load_fail)?;
     if stop.load(Ordering::Relaxed) {

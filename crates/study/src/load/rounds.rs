@@ -108,9 +108,9 @@ pub async fn run(
             .into_iter()
             .filter(|t| t.inputs.first().is_some_and(|i| funded.confirmed.contains(&i.prev.txid)))
             .collect();
-        let schedule = FixedRate { tps, total: load.len() as u64 };
+        let mut schedule = FixedRate { tps, total: load.len() as u64 };
         let offered =
-            offer(&load, &schedule, std::slice::from_ref(node), &clock, &cfg, &stats.counters, stop).await?;
+            offer(&load, &mut schedule, std::slice::from_ref(node), &clock, &cfg, &stats.counters, stop).await?;
         let sent: HashSet<Hash> = offered.accepted_at.into_keys().collect();
         let count = sent.len();
         // The next round spends these keys' coins again: let this round's transfers settle.

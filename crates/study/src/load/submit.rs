@@ -14,6 +14,7 @@ use scalechain_client::types::SubmitResult;
 use scalechain_client::ClientError;
 use scalechain_types::{Hash, HashKind, Tx};
 
+use super::schedule::Progress;
 use super::{Clock, LoadError, NodeApi, Schedule};
 
 /// How the offer runs.
@@ -43,6 +44,10 @@ pub struct Counters {
     pub accepted: AtomicU64,
     /// Refused, or lost with a failed request.
     pub refused: AtomicU64,
+    /// Transactions in the blocks a [`Watcher`](super::watch::Watcher) counting into these
+    /// counters has seen (any transactions, not only the offer's): the feedback of the
+    /// schedules that adapt to confirmations.
+    pub confirmed: AtomicU64,
 }
 
 impl Counters {
@@ -67,6 +72,8 @@ pub struct Offered {
     pub offered: usize,
     /// Requests made.
     pub requests: usize,
+    /// Each request: the range of the load it carried and the clock's time it was sent.
+    pub sent: Vec<(std::ops::Range<usize>, Duration)>,
     /// The clock's time when the offer began and when its last answer came.
     pub started: Duration,
     /// See `started`.
@@ -101,10 +108,10 @@ impl Offered {
 }
 
 /// Offers `txs` on `schedule` (transaction `i` once `i + 1` are due) to `targets`, until all
-/// are sent and answered or `stop` is set (then what was sent is still waited for).
+/// are sent, or the schedule ends, or `stop` is set, and waits for the answers.
 pub async fn offer<A: NodeApi, C: Clock, S: Schedule>(
     txs: &[Tx],
-    schedule: &S,
+    schedule: &mut S,
     targets: &[A],
     clock: &C,
     cfg: &OfferConfig,
@@ -121,7 +128,11 @@ pub async fn offer<A: NodeApi, C: Clock, S: Schedule>(
     let mut next = 0usize;
     let mut tick = 0u32;
     let mut inflight = FuturesUnordered::new();
-    while next < total && !stop.load(Ordering::Relaxed) {
+    let confirmed0 = counters.confirmed.load(Ordering::Relaxed);
+    let (offered0, refused0) = (counters.offered.load(Ordering::Relaxed), counters.refused.load(Ordering::Relaxed));
+    let schedule_end = schedule.ends();
+    let ended = |now: Duration| schedule_end.is_some_and(|e| now.saturating_sub(start) >= e);
+    while next < total && !stop.load(Ordering::Relaxed) && !ended(clock.now()) {
         tick = tick.saturating_add(1);
         let at = start + cfg.tick * tick;
         // Wait for the tick, taking in the answers that come meanwhile.
@@ -132,12 +143,22 @@ pub async fn offer<A: NodeApi, C: Clock, S: Schedule>(
                 () = clock.sleep_until(at) => break,
             }
         }
-        let due =
-            usize::try_from(schedule.due(clock.now().saturating_sub(start))).unwrap_or(usize::MAX).min(total);
+        let now = clock.now();
+        if ended(now) {
+            break;
+        }
+        let progress = Progress {
+            elapsed: now.saturating_sub(start),
+            offered: counters.offered.load(Ordering::Relaxed).saturating_sub(offered0),
+            confirmed: counters.confirmed.load(Ordering::Relaxed).saturating_sub(confirmed0),
+            refused: counters.refused.load(Ordering::Relaxed).saturating_sub(refused0),
+        };
+        let due = usize::try_from(schedule.due(&progress)).unwrap_or(usize::MAX).min(total);
         while next < due {
             let (lo, hi) = (next, due.min(next + max_batch));
             let target = &targets[out.requests % targets.len()];
             out.requests += 1;
+            out.sent.push((lo..hi, now));
             counters.offered.fetch_add((hi - lo) as u64, Ordering::Relaxed);
             inflight.push(async move {
                 let answer = target.submit(&txs[lo..hi]).await;
@@ -225,9 +246,9 @@ mod tests {
         let load = txs(5_000);
         let counters = Counters::default();
         // 1,000 tx/s for 5,000 transactions: 100 per 100 ms tick, for 5 s.
-        let schedule = FixedRate { tps: 1_000, total: 5_000 };
+        let mut schedule = FixedRate { tps: 1_000, total: 5_000 };
         let cfg = OfferConfig::default();
-        let r = offer(&load, &schedule, &targets, &clock, &cfg, &counters, &AtomicBool::new(false))
+        let r = offer(&load, &mut schedule, &targets, &clock, &cfg, &counters, &AtomicBool::new(false))
             .await
             .unwrap();
         let log = log.into_inner().unwrap();
@@ -247,16 +268,50 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_schedule_with_an_end_stops_the_offer_there_and_a_fixed_load_follows_confirmations() {
+        use crate::load::schedule::{Bounded, Rate};
+        let clock = VirtualClock::new();
+        let log = Mutex::new(Vec::new());
+        let targets = [Fake { id: 0, clock: &clock, log: &log, refuse_every: u64::MAX, fail: false }];
+        let load = txs(10_000);
+        let cfg = OfferConfig::default();
+        let end = Some(Duration::from_secs(2));
+        let mut timed = Bounded { rate: Rate::Fixed { tps: 1000.0 }, total: 10_000, end };
+        let counters = Counters::default();
+        let r = offer(&load, &mut timed, &targets, &clock, &cfg, &counters, &AtomicBool::new(false))
+            .await
+            .unwrap();
+        assert_eq!((r.offered, r.requests), (1_900, 19), "the ticks before 2 s, none at it");
+        assert_eq!(r.sent[3], (300..400, Duration::from_millis(400)), "each request's range and time");
+        // Nothing confirms: a fixed load of 250 sends 250 and then waits.
+        let mut held = Bounded { rate: Rate::FixedLoad { backlog: 250 }, total: 10_000, end };
+        let start = clock.now();
+        let r = offer(&load, &mut held, &targets, &clock, &cfg, &counters, &AtomicBool::new(false))
+            .await
+            .unwrap();
+        assert_eq!(r.offered, 250);
+        assert_eq!(r.ended.saturating_sub(start), Duration::from_secs(2));
+        // Everything refused at once: nothing stays unfinished, so each tick sends the whole
+        // backlog again (the same feedback path as confirmations).
+        let refusing = [Fake { id: 0, clock: &clock, log: &log, refuse_every: 1, fail: false }];
+        let mut held = Bounded { rate: Rate::FixedLoad { backlog: 250 }, total: 10_000, end };
+        let r = offer(&load, &mut held, &refusing, &clock, &cfg, &counters, &AtomicBool::new(false))
+            .await
+            .unwrap();
+        assert_eq!((r.offered, r.requests), (250 * 19, 19));
+    }
+
+    #[tokio::test]
     async fn a_late_tick_catches_up_in_requests_of_at_most_max_batch() {
         let clock = VirtualClock::new();
         let log = Mutex::new(Vec::new());
         let targets = [Fake { id: 0, clock: &clock, log: &log, refuse_every: u64::MAX, fail: false }];
         let load = txs(4_500);
         // 30,000 tx/s with 100 ms ticks: 3,000 due per tick.
-        let schedule = FixedRate { tps: 30_000, total: 4_500 };
+        let mut schedule = FixedRate { tps: 30_000, total: 4_500 };
         let counters = Counters::default();
         let cfg = OfferConfig::default();
-        let r = offer(&load, &schedule, &targets, &clock, &cfg, &counters, &AtomicBool::new(false))
+        let r = offer(&load, &mut schedule, &targets, &clock, &cfg, &counters, &AtomicBool::new(false))
             .await
             .unwrap();
         let sizes: Vec<usize> = log.into_inner().unwrap().iter().map(|x| x.1).collect();
@@ -274,7 +329,7 @@ mod tests {
         let cfg = OfferConfig::default();
         let r = offer(
             &load,
-            &FixedRate { tps: 1_000, total: 300 },
+            &mut FixedRate { tps: 1_000, total: 300 },
             &targets,
             &clock,
             &cfg,
@@ -289,7 +344,7 @@ mod tests {
         assert_eq!((*n, r.accepted_at.len()), (300, 0));
         let stopped = offer(
             &load,
-            &FixedRate { tps: 1_000, total: 300 },
+            &mut FixedRate { tps: 1_000, total: 300 },
             &targets,
             &clock,
             &cfg,
@@ -303,7 +358,7 @@ mod tests {
         assert!(matches!(
             offer(
                 &load,
-                &FixedRate { tps: 1, total: 1 },
+                &mut FixedRate { tps: 1, total: 1 },
                 &none,
                 &clock,
                 &cfg,

@@ -3,6 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -10,6 +11,7 @@ use scalechain_client::types::NodeEvent;
 use scalechain_client::{Client, ClientError};
 use scalechain_types::Hash;
 
+use super::submit::Counters;
 use super::{Clock, NodeApi};
 
 /// Notes the first time each block is seen on one node.
@@ -17,12 +19,20 @@ use super::{Clock, NodeApi};
 pub struct Watcher {
     height: u64,
     first_seen: HashMap<Hash, Duration>,
+    counters: Option<Arc<Counters>>,
 }
 
 impl Watcher {
     /// A watcher of the blocks above `height`.
     pub fn new(height: u64) -> Watcher {
-        Watcher { height, first_seen: HashMap::new() }
+        Watcher { height, first_seen: HashMap::new(), counters: None }
+    }
+
+    /// Adds the transactions (coinbases aside) of each block it follows to
+    /// `counters.confirmed`: the feedback of the schedules that adapt to confirmations.
+    pub fn counting_into(mut self, counters: Arc<Counters>) -> Watcher {
+        self.counters = Some(counters);
+        self
     }
 
     /// The height followed so far.
@@ -42,6 +52,9 @@ impl Watcher {
         while self.height < tip.height {
             let b = node.block_txids(self.height + 1).await?;
             self.first_seen.entry(b.hash).or_insert_with(|| clock.now());
+            if let Some(c) = &self.counters {
+                c.confirmed.fetch_add(b.txids.len().saturating_sub(1) as u64, Ordering::Relaxed);
+            }
             self.height += 1;
         }
         let b = node.block_txids(tip.height).await?;
