@@ -8,6 +8,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+mod bench;
 mod devnet;
 mod netcmd;
 mod profilecmd;
@@ -95,6 +96,11 @@ enum Cmd {
     /// Start a bootstrap node, peers and miners on 127.0.0.1, offer a transaction load through
     /// the API, and report confirmed TPS, latency and convergence.
     Devnet(devnet::DevnetArgs),
+    /// The load benchmark: rounds of a workload under rate controllers (fixed-rate,
+    /// fixed-load, linear-rate, maximum-rate, composite-rate, replay) against a devnet it starts
+    /// or the nodes given; per-round throughput, latency, failures and CPU in CSV, Markdown and
+    /// HTML (docs/BENCHMARK.md).
+    Bench(bench::BenchArgs),
     /// Keys, addresses, balance and transfers through a node's API (an encrypted wallet file).
     Wallet(wallet::WalletArgs),
     /// An interactive shell on a node's API (reads commands from standard input when it is not a
@@ -263,6 +269,7 @@ fn main() -> ExitCode {
         }
         Cmd::Node(a) => netcmd::node(a),
         Cmd::Devnet(a) => devnet::devnet(a),
+        Cmd::Bench(a) => bench::bench(a),
         Cmd::Wallet(a) => wallet::run(a),
         Cmd::Shell(a) => shell::run(a),
         Cmd::Vote { cmd } => vote::run(cmd),

@@ -8,6 +8,7 @@
 //! that code cannot beat on this machine (raw signature verification of the same signatures
 //! with the same threads), so results are reported as ratios measured in one run.
 
+pub mod bench;
 pub mod exp;
 pub mod load;
 pub mod machine;

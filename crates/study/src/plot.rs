@@ -270,10 +270,25 @@ macro_rules! draw_panel {
     }};
 }
 
+/// The size of the picture of these panels.
+fn size(charts: &[Chart]) -> (u32, u32) {
+    (PLOT_WIDTH + legend_width(charts), PANEL_HEIGHT * charts.len().max(1) as u32)
+}
+
 /// Writes the panels to an SVG file, stacked vertically, each with its legend to its right.
 pub fn write_svg(path: &Path, charts: &[Chart]) -> Result<(), StudyError> {
-    let height = PANEL_HEIGHT * charts.len().max(1) as u32;
-    let root = SVGBackend::new(path, (PLOT_WIDTH + legend_width(charts), height)).into_drawing_area();
+    draw(SVGBackend::new(path, size(charts)), charts)
+}
+
+/// The panels as an SVG document (to embed in a page), laid out as [`write_svg`] does.
+pub fn svg_string(charts: &[Chart]) -> Result<String, StudyError> {
+    let mut out = String::new();
+    draw(SVGBackend::with_string(&mut out, size(charts)), charts)?;
+    Ok(out)
+}
+
+fn draw(backend: SVGBackend<'_>, charts: &[Chart]) -> Result<(), StudyError> {
+    let root = backend.into_drawing_area();
     root.fill(&WHITE).map_err(plot_err)?;
     let areas = root.split_evenly((charts.len().max(1), 1));
     for (area, c) in areas.iter().zip(charts) {

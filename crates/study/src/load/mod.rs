@@ -113,4 +113,7 @@ pub enum LoadError {
     /// Ctrl-C, or the caller's stop flag.
     #[error("stopped")]
     Stopped,
+    /// A task of the load (watcher, progress) failed.
+    #[error("a task of the load failed: {0}")]
+    Task(String),
 }

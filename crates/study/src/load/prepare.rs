@@ -148,16 +148,67 @@ pub fn prepare(kind: HashKind, chain_id: &Hash, funds: &[Fund], total: usize) ->
 
 /// [`prepare`] with at most `fan` (≥ 2) outputs per funding transaction.
 pub fn prepare_with(kind: HashKind, chain_id: &Hash, funds: &[Fund], total: usize, fan: usize) -> Prepared {
+    let (funding, mut loads) = prepare_shaped(kind, chain_id, funds, &[(total, Shape::ONE_TO_ONE)], fan);
+    Prepared { funding, load: loads.pop().unwrap_or_default() }
+}
+
+/// The shape of a transfer: how many coins it spends and how many it pays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    /// Inputs (≥ 1).
+    pub inputs: usize,
+    /// Outputs (≥ 1).
+    pub outputs: usize,
+}
+
+impl Shape {
+    /// One coin in, one out.
+    pub const ONE_TO_ONE: Shape = Shape { inputs: 1, outputs: 1 };
+}
+
+/// One fund's leaves: the split outputs a load spends, each worth `leaf`.
+struct Leaves {
+    leaf: u64,
+    outs: Vec<OutPoint>,
+}
+
+/// Splits the funds' coins for several loads at once and signs them: load `i` is `parts[i].0`
+/// transfers of shape `parts[i].1`, each spending `inputs` leaves of one fund back to that
+/// fund's key in `outputs` equal outputs, paying [`FEE`]. Consecutive transfers spend
+/// different funds (taken in turn). Returns the funding levels and the loads (shorter than
+/// asked when a fund cannot pay for its share: its transfers are left out).
+pub fn prepare_shaped(
+    kind: HashKind,
+    chain_id: &Hash,
+    funds: &[Fund],
+    parts: &[(usize, Shape)],
+    fan: usize,
+) -> (Vec<Vec<Tx>>, Vec<Vec<Tx>>) {
     let fan = fan.max(2);
-    let n = funds.len().max(1);
-    let per = total.div_ceil(n).max(1);
-    // Per fund: its splits by level, and its load.
-    type Built = Option<(Vec<Vec<Tx>>, Vec<Tx>)>;
-    let built: Vec<Built> = funds
+    if funds.is_empty() {
+        return (Vec::new(), parts.iter().map(|_| Vec::new()).collect());
+    }
+    // Which leaves of which fund each transfer spends: funds in turn.
+    let mut share = vec![0usize; funds.len()];
+    let mut turn = 0usize;
+    let plans: Vec<Vec<(usize, std::ops::Range<usize>)>> = parts
+        .iter()
+        .map(|&(count, shape)| {
+            let k = shape.inputs.max(1);
+            (0..count)
+                .map(|_| {
+                    let f = turn % funds.len();
+                    turn += 1;
+                    share[f] += k;
+                    (f, share[f] - k..share[f])
+                })
+                .collect()
+        })
+        .collect();
+    let built: Vec<Option<(Vec<Vec<Tx>>, Leaves)>> = funds
         .par_iter()
-        .enumerate()
-        .map(|(i, f)| {
-            let share = total.saturating_sub(i * per).min(per);
+        .zip(&share)
+        .map(|(f, &share)| {
             if share == 0 {
                 return None;
             }
@@ -170,39 +221,53 @@ pub fn prepare_with(kind: HashKind, chain_id: &Hash, funds: &[Fund], total: usiz
             }
             let mut tree = Tree { key: &f.key, lock, leaf, fan, kind, chain_id, levels: Vec::new() };
             let prevs: Vec<OutPoint> = f.coins.iter().map(|c| c.0).collect();
-            let leaves = tree.split(&prevs, share, 0)?;
-            let back = TxOut { value: Amount::new(leaf - FEE).ok()?, lock };
-            let load =
-                leaves.iter().map(|&prev| transfer(&[prev], &f.key, vec![back], kind, chain_id)).collect();
-            Some((tree.levels, load))
+            let outs = tree.split(&prevs, share, 0)?;
+            Some((tree.levels, Leaves { leaf, outs }))
         })
         .collect();
     let mut funding: Vec<Vec<Tx>> = Vec::new();
-    let mut per_key: Vec<Vec<Tx>> = Vec::with_capacity(n);
-    for (levels, l) in built.into_iter().flatten() {
+    let mut leaves: Vec<Option<Leaves>> = Vec::with_capacity(funds.len());
+    for b in built {
+        let Some((levels, l)) = b else {
+            leaves.push(None);
+            continue;
+        };
         if funding.len() < levels.len() {
             funding.resize_with(levels.len(), Vec::new);
         }
         for (level, txs) in levels.into_iter().enumerate() {
             funding[level].extend(txs);
         }
-        per_key.push(l);
+        leaves.push(Some(l));
     }
-    // Interleave keys so consecutive transactions spend different splits.
-    let mut load = Vec::with_capacity(total);
-    let mut iters: Vec<_> = per_key.into_iter().map(|v| v.into_iter()).collect();
-    while load.len() < total {
-        let before = load.len();
-        for it in &mut iters {
-            if let Some(t) = it.next() {
-                load.push(t);
-            }
-        }
-        if load.len() == before {
-            break;
-        }
-    }
-    Prepared { funding, load }
+    // Every transfer signed in parallel.
+    let loads = plans
+        .into_iter()
+        .zip(parts)
+        .map(|(plan, &(_, shape))| {
+            let (k, m) = (shape.inputs.max(1) as u64, shape.outputs.max(1));
+            plan.into_par_iter()
+                .filter_map(|(f, range)| {
+                    let l = leaves[f].as_ref()?;
+                    let fund = &funds[f];
+                    let lock = fund.coins.first()?.1.lock;
+                    let value = l.leaf.checked_mul(k)?.checked_sub(FEE)?;
+                    let each = value / m as u64;
+                    if each == 0 {
+                        return None;
+                    }
+                    let outputs = (0..m)
+                        .map(|o| {
+                            let v = if o == 0 { each + value % m as u64 } else { each };
+                            Some(TxOut { value: Amount::new(v).ok()?, lock })
+                        })
+                        .collect::<Option<Vec<TxOut>>>()?;
+                    Some(transfer(l.outs.get(range)?, &fund.key, outputs, kind, chain_id))
+                })
+                .collect()
+        })
+        .collect();
+    (funding, loads)
 }
 
 /// The devnet's funds from its genesis: every premine output, with its key.
@@ -306,9 +371,9 @@ mod tests {
         let prepared = prepare(p.hash, &chain_id, &funds, 10);
         assert_eq!((prepared.funding.len(), prepared.funding_txs()), (1, 3));
         assert_eq!(check(&p, &funds, &prepared, MAX_SPLIT_OUTPUTS), 10);
-        // 10 over 3 funds: 4, 4 and 2 outputs.
+        // 10 over 3 funds in turn: 4, 3 and 3 outputs.
         let outs: Vec<usize> = prepared.funding[0].iter().map(|s| s.outputs.len()).collect();
-        assert_eq!(outs, [4, 4, 2]);
+        assert_eq!(outs, [4, 3, 3]);
         let spent: Vec<OutPoint> = prepared.load.iter().map(|t| t.inputs[0].prev).collect();
         assert_eq!(spent.iter().collect::<HashSet<_>>().len(), 10, "no output spent twice");
         assert_ne!(spent[0].txid, spent[1].txid, "consecutive transactions spend different splits");
@@ -317,6 +382,51 @@ mod tests {
         poor[0].coins[0].1.value = Amount::new(50_000).unwrap();
         let none = prepare(p.hash, &chain_id, &poor, 100);
         assert!(none.funding.is_empty() && none.load.is_empty());
+    }
+
+    #[test]
+    fn shaped_loads_spend_their_inputs_from_one_fund_and_pay_equal_outputs_back() {
+        let p = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
+        let funds: Vec<Fund> = premine_funds(&p, SigMode::Ed25519).into_iter().take(3).collect();
+        let chain_id = p.chain_id();
+        let two_by_three = Shape { inputs: 2, outputs: 3 };
+        let parts = [(5, Shape::ONE_TO_ONE), (7, two_by_three)];
+        let (funding, loads) = prepare_shaped(p.hash, &chain_id, &funds, &parts, MAX_SPLIT_OUTPUTS);
+        assert_eq!(funding.iter().map(Vec::len).sum::<usize>(), 3);
+        assert_eq!(loads.iter().map(Vec::len).collect::<Vec<_>>(), [5, 7]);
+        // The leaves, by outpoint, with their values and keys.
+        let mut leaves: HashMap<OutPoint, TxOut> = HashMap::new();
+        for t in &funding[0] {
+            let txid = t.txid(p.hash);
+            for (i, o) in t.outputs.iter().enumerate() {
+                leaves.insert(OutPoint { txid, index: i as u32 }, *o);
+            }
+        }
+        assert_eq!(leaves.len(), 5 + 7 * 2, "as many leaves as inputs");
+        for (t, shape) in
+            loads[0].iter().map(|t| (t, Shape::ONE_TO_ONE)).chain(loads[1].iter().map(|t| (t, two_by_three)))
+        {
+            assert_eq!((t.inputs.len(), t.outputs.len()), (shape.inputs, shape.outputs));
+            let ins: Vec<TxOut> =
+                t.inputs.iter().map(|i| leaves.remove(&i.prev).expect("a leaf spent once")).collect();
+            assert!(ins.iter().all(|o| o.lock == ins[0].lock), "one fund's coins");
+            assert!(t.outputs.iter().all(|o| o.lock == ins[0].lock), "paid back to its key");
+            let paid: u64 = t.outputs.iter().map(|o| o.value.get()).sum();
+            let spent: u64 = ins.iter().map(|o| o.value.get()).sum();
+            assert_eq!(spent - paid, FEE);
+            let (lo, hi) = (
+                t.outputs.iter().map(|o| o.value.get()).min(),
+                t.outputs.iter().map(|o| o.value.get()).max(),
+            );
+            assert!(hi.unwrap() - lo.unwrap() < shape.outputs as u64, "equal outputs");
+            let msg = scalechain_types::keys::sighash(p.hash, &chain_id, &t.txid(p.hash));
+            for i in &t.inputs {
+                assert!(scalechain_types::keys::verify(&i.witness.pubkey, &msg, &i.witness.signature).is_ok());
+            }
+        }
+        assert!(leaves.is_empty());
+        let a = &loads[1];
+        assert_ne!(a[0].inputs[0].witness.pubkey, a[1].inputs[0].witness.pubkey, "funds taken in turn");
     }
 
     #[test]

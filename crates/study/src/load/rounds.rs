@@ -110,7 +110,8 @@ pub async fn run(
             .collect();
         let mut schedule = FixedRate { tps, total: load.len() as u64 };
         let offered =
-            offer(&load, &mut schedule, std::slice::from_ref(node), &clock, &cfg, &stats.counters, stop).await?;
+            offer(&load, &mut schedule, std::slice::from_ref(node), &clock, &cfg, &stats.counters, stop)
+                .await?;
         let sent: HashSet<Hash> = offered.accepted_at.into_keys().collect();
         let count = sent.len();
         // The next round spends these keys' coins again: let this round's transfers settle.

@@ -129,7 +129,8 @@ pub async fn offer<A: NodeApi, C: Clock, S: Schedule>(
     let mut tick = 0u32;
     let mut inflight = FuturesUnordered::new();
     let confirmed0 = counters.confirmed.load(Ordering::Relaxed);
-    let (offered0, refused0) = (counters.offered.load(Ordering::Relaxed), counters.refused.load(Ordering::Relaxed));
+    let (offered0, refused0) =
+        (counters.offered.load(Ordering::Relaxed), counters.refused.load(Ordering::Relaxed));
     let schedule_end = schedule.ends();
     let ended = |now: Duration| schedule_end.is_some_and(|e| now.saturating_sub(start) >= e);
     while next < total && !stop.load(Ordering::Relaxed) && !ended(clock.now()) {
