@@ -113,6 +113,21 @@ enum Cmd {
         #[command(subcommand)]
         cmd: vote::VoteCmd,
     },
+    /// The null target: the node API as the load benchmark uses it, accepting every
+    /// transaction without verifying it and putting what it received in a block every
+    /// interval — `scalechain bench --api` against it measures the load generator alone.
+    /// Prints `{"api": "HOST:PORT"}` once listening; runs until SIGINT/SIGTERM.
+    NullNode {
+        /// Listen address.
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: std::net::SocketAddr,
+        /// Milliseconds between blocks.
+        #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..=60_000))]
+        interval_ms: u64,
+        /// The devnet chain's signature mode (its premine keys fund the load).
+        #[arg(long, default_value = "ed25519")]
+        sig: SigMode,
+    },
     /// Internal: one hash-study run in its own process (prints seconds and peak KiB).
     #[command(hide = true)]
     StudyHashWorker {
@@ -274,6 +289,7 @@ fn main() -> ExitCode {
         Cmd::Shell(a) => shell::run(a),
         Cmd::Vote { cmd } => vote::run(cmd),
         Cmd::Profile(a) => profilecmd::run(a),
+        Cmd::NullNode { listen, interval_ms, sig } => null_node(listen, interval_ms, sig),
         Cmd::StudyHashWorker { args } => match scalechain_study::exp::hash::worker_main(&args) {
             Ok(line) => {
                 println!("{line}");
@@ -289,6 +305,25 @@ fn main() -> ExitCode {
             ExitCode::from(code)
         }
     }
+}
+
+fn null_node(listen: std::net::SocketAddr, interval_ms: u64, sig: SigMode) -> Result<(), Fail> {
+    let rt = tokio::runtime::Runtime::new().map_err(|e| Fail(2, format!("starting the runtime: {e}")))?;
+    rt.block_on(async {
+        let l = tokio::net::TcpListener::bind(listen)
+            .await
+            .map_err(|e| Fail(2, format!("--listen {listen}: {e}")))?;
+        let addr = l.local_addr().map_err(|e| Fail(2, e.to_string()))?;
+        println!("{}", serde_json::json!({ "api": addr.to_string() }));
+        scalechain_node::null::serve(
+            l,
+            sig,
+            std::time::Duration::from_millis(interval_ms),
+            scalechain_node::shutdown_signal(),
+        )
+        .await
+        .map_err(|e| Fail(1, format!("serving: {e}")))
+    })
 }
 
 fn simulate(

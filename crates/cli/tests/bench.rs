@@ -205,3 +205,37 @@ fn bad_files_and_unreachable_targets_are_refused_before_any_load() {
     assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("/nonexistent/b.toml:0: "));
 }
+
+#[test]
+fn the_null_target_takes_everything_so_a_benchmark_against_it_measures_the_generator() {
+    let mut null =
+        Command::new(EXE).args(["null-node", "--interval-ms", "200"]).stdout(Stdio::piped()).spawn().unwrap();
+    let mut first = String::new();
+    BufReader::new(null.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    let api: serde_json::Value = serde_json::from_str(&first).unwrap();
+    let url = format!("http://{}", api["api"].as_str().unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("g.toml");
+    std::fs::write(
+        &file,
+        "[[round]]\nrate = { controller = \"fixed-rate\", tps = 5000 }\nduration = 2\ndrain = 10\n",
+    )
+    .unwrap();
+    let run = Command::new(EXE)
+        .arg("bench")
+        .arg(&file)
+        .args(["--api", &url, "--json", "--out"])
+        .arg(dir.path().join("o"))
+        .output()
+        .unwrap();
+    signal_pid(null.id(), Sig::Term).unwrap();
+    assert!(null.wait().unwrap().success(), "the null target stops cleanly on SIGTERM");
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let v: serde_json::Value = serde_json::from_str(String::from_utf8_lossy(&run.stdout).trim()).unwrap();
+    let r = &v["rounds"][0];
+    assert!(r["offered"].as_u64().unwrap() >= 9_000, "{r}");
+    assert_eq!(r["succeeded"], r["offered"], "{r}");
+    let send = r["send_tps"].as_f64().unwrap();
+    assert!((send - 5000.0).abs() / 5000.0 < 0.02, "{send}");
+    assert_eq!(r["failed"], 0);
+}

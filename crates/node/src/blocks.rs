@@ -83,7 +83,7 @@ pub fn accept(shared: &Shared, block: Block, origin: BlockOrigin<PeerId>) -> Out
             shared.metrics.reorgs.add(1);
         }
         shared.metrics.blocks_connected.add(outcome.connected as u64);
-        let _ = shared.tip_changed.send(tip);
+        shared.tip_changed.send_replace(tip);
     }
     if outcome.rejected() {
         shared.metrics.blocks_rejected.add(1);

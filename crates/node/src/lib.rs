@@ -12,6 +12,8 @@
 //! - `metrics`: the OpenMetrics exposition (`prometheus-client`);
 //! - `profile`: the function profiler's statistics, persisted in `DATA_DIR/profile.json`;
 //! - `arrivals`: when each transaction and block arrived, and from where (`GET /arrivals`);
+//! - [`null`]: the null target — the API as the load benchmark uses it, accepting every
+//!   transaction unverified (it measures the load generator);
 //! - `run`: start-up, the reactor that drives the peer protocol, and shutdown ([`run()`]).
 //!
 //! Consensus stays in `consensus` and `chain`, the peer protocol in `p2p::protocol`, the
@@ -27,6 +29,7 @@ pub mod config;
 mod known;
 mod metrics;
 mod miner;
+pub mod null;
 mod pipeline;
 mod profile;
 mod run;
@@ -34,4 +37,4 @@ mod serve;
 mod state;
 
 pub use config::NodeConfig;
-pub use run::{run, NodeError, NodeInfo};
+pub use run::{run, shutdown_signal, NodeError, NodeInfo};

@@ -372,7 +372,8 @@ pub async fn run(
     Ok(())
 }
 
-async fn shutdown_signal() {
+/// Resolves at the first SIGINT (Ctrl-C) or SIGTERM.
+pub async fn shutdown_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};

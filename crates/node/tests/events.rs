@@ -56,3 +56,25 @@ async fn a_miners_tips_arrive_as_events_and_the_stream_ends_with_the_node() {
     }
     tokio::time::timeout(Duration::from_secs(30), stopping).await.unwrap().unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_that_nobody_watched_opens_its_stream_at_its_current_tip() {
+    let (dm, dp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let m = start(dm.path(), Role::Miner, &[], |_| {}).await;
+    let p = start(dp.path(), Role::Peer, &[m.p2p()], |_| {}).await;
+    let peer = Client::new(&p.api()).unwrap();
+    // The peer takes blocks with no stream open (nothing subscribed to its tip).
+    let synced = support::eventually(Duration::from_secs(20), || async {
+        peer.tip().await.is_ok_and(|t| t.height >= 3)
+    })
+    .await;
+    assert!(synced, "the peer did not follow the miner");
+    let now = peer.tip().await.unwrap();
+    let mut events = Box::pin(peer.events().await.unwrap());
+    let first = tokio::time::timeout(Duration::from_secs(5), events.next()).await.unwrap().unwrap().unwrap();
+    let NodeEvent::Tip(t) = first;
+    assert!(t.height >= now.height, "the stream opens at the tip ({}), not at {}", now.height, t.height);
+    drop(events);
+    stop(p).await;
+    stop(m).await;
+}

@@ -91,7 +91,7 @@ pub struct RoundResult {
     pub window_s: f64,
     /// CPU over the window: each node and the generator (`bench`).
     pub cpu: cpu::Usage,
-    /// The generator's own CPU, in cores.
+    /// The generator's own CPU while it offered, in cores.
     pub generator_cores: f64,
     /// Peak resident memory of each node in the round, bytes.
     pub rss_peak: Vec<(String, u64)>,

@@ -268,6 +268,9 @@ async fn run_round(
         }
     };
     let stopped = stop.load(Ordering::Relaxed);
+    // The generator's own CPU while it offered (the drain is mostly waiting).
+    let me = |s: &cpu::Sample| s.iter().find(|(n, _)| n == "bench").map_or(0.0, |(_, x)| *x);
+    let generator_cpu = me(&cpu::sample(&[], "bench")) - me(&cpu0);
     // The drain: until every accepted transaction is on the main chain, or the drain time.
     let accepted: HashSet<Hash> = offered.accepted_at.keys().copied().collect();
     let mut draining =
@@ -315,8 +318,8 @@ async fn run_round(
         failed.insert("unconfirmed".into(), unconfirmed);
     }
     let usage = cpu::usage(&cpu0, &cpu1, window_s, confirmed.len());
-    let generator_cores =
-        usage.per_proc.iter().find(|(n, _)| n == "bench").map_or(0.0, |(_, s)| s / window_s.max(1e-9));
+    let offer_s = offered.ended.saturating_sub(offered.started).as_secs_f64();
+    let generator_cores = generator_cpu.max(0.0) / offer_s.max(1e-9);
     Ok(RoundResult {
         name: round.name.clone(),
         workload: round.workload.label(),
@@ -329,7 +332,7 @@ async fn run_round(
         send_tps,
         throughput_tps,
         latency,
-        offer_s: offered.ended.saturating_sub(offered.started).as_secs_f64(),
+        offer_s,
         window_s,
         cpu: usage,
         generator_cores,
