@@ -233,7 +233,7 @@ fn drive(
 ) -> Result<(), Fail> {
     let stop = interrupt::flag();
     let funds = rt.block_on(run::funds(env)).map_err(load_fail)?;
-    let prepared = run::prepare(b, env, &funds);
+    let prepared = run::prepare(b, env, &funds).map_err(load_fail)?;
     let total: usize = prepared.loads.iter().map(|l| l.0.len()).sum();
     eprintln!(
         "bench: {total} transactions for {} rounds and {} funding transactions signed in {:.1} s",

@@ -1,5 +1,5 @@
-//! `scalechain bench` as a user runs it: a benchmark against running nodes (`--api`) whose
-//! measured send rate is within 2% of the configured one and whose latency percentiles agree
+//! `scalechain bench` as a user runs it: a benchmark of transfers, ballots of both schemes and
+//! a mix against running nodes (`--api`) whose measured send rate is within 2% of the configured one and whose latency percentiles agree
 //! with an independent computation from the nodes' own arrival logs and blocks; a benchmark on
 //! a devnet it starts, stopped by Ctrl-C, that writes what it measured and stops its nodes;
 //! and bad benchmark files and targets refused before any load, naming file, line and key.
@@ -43,6 +43,21 @@ name = "held"
 workload = { kind = "transfer", inputs = 2, outputs = 2 }
 rate = { controller = "fixed-load", backlog = 300 }
 txs = 1200
+
+[[round]]
+name = "ballots"
+workload = { kind = "ballot", scheme = "elgamal", candidates = 3 }
+rate = { controller = "fixed-rate", tps = 200 }
+txs = 200
+
+[[round]]
+name = "mixed"
+workload = { kind = "mix", parts = [
+  { weight = 3, workload = { kind = "transfer" } },
+  { weight = 1, workload = { kind = "ballot", scheme = "paillier" } },
+] }
+rate = { controller = "fixed-rate", tps = 100 }
+txs = 40
 "#,
     )
     .unwrap();
@@ -63,7 +78,7 @@ txs = 1200
     assert!(run.status.success(), "{stderr}");
     let v: serde_json::Value = serde_json::from_str(String::from_utf8_lossy(&run.stdout).trim()).unwrap();
     let rounds = v["rounds"].as_array().unwrap();
-    assert_eq!(rounds.len(), 2, "{v}");
+    assert_eq!(rounds.len(), 4, "{v}");
     for r in rounds {
         assert!(r["offered"].as_u64().unwrap() > 0, "{r}");
         assert_eq!(r["succeeded"], r["offered"], "every transaction confirmed: {r}");
@@ -74,10 +89,15 @@ txs = 1200
     let send = steady["send_tps"].as_f64().unwrap();
     assert!((send - 400.0).abs() / 400.0 < 0.02, "send rate {send} against 400 configured");
     assert_eq!(rounds[1]["succeeded"], 1200);
+    assert_eq!(
+        (rounds[2]["workload"].as_str(), rounds[2]["succeeded"].as_u64()),
+        (Some("ballot elgamal 3"), Some(200))
+    );
+    assert_eq!(rounds[3]["succeeded"], 40, "transfers and paillier ballots, all confirmed");
     for f in ["rounds.csv", "series.csv", "report.md", "report.html"] {
         assert!(out.join(f).is_file(), "{f}");
     }
-    assert_eq!(std::fs::read_to_string(out.join("rounds.csv")).unwrap().lines().count(), 3);
+    assert_eq!(std::fs::read_to_string(out.join("rounds.csv")).unwrap().lines().count(), 5);
 
     // The independent computation: from when the node that took each transaction through its
     // API logged it to when the first node logged the block holding it (both nodes' clocks are

@@ -20,6 +20,8 @@ use crate::types::{
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a whole request may take, by default.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long an idle pooled connection is kept.
+const POOL_IDLE: Duration = Duration::from_secs(5);
 /// How long `GET /events` may go without an event or a keep-alive before the stream counts as
 /// dead (the node sends a keep-alive every 15 s).
 pub const EVENTS_IDLE: Duration = Duration::from_secs(45);
@@ -100,6 +102,9 @@ impl ClientBuilder {
             .connect_timeout(self.connect_timeout)
             .timeout(self.timeout)
             .pool_max_idle_per_host(8)
+            // Below the node's keep-alive (its header time-out, 10 s by default), so the pool
+            // rarely offers a connection the node is closing.
+            .pool_idle_timeout(POOL_IDLE)
             .build()
             .map_err(|e| ClientError::Setup(error_chain(&e)))?;
         Ok(Client {
@@ -249,7 +254,17 @@ impl Client {
         if let Some(t) = timeout {
             req = req.timeout(t);
         }
-        let resp = req.send().await.map_err(|e| self.transport(method, &url, &e))?;
+        // A GET that failed before any answer (not a time-out) goes once more, on a fresh
+        // connection: a pooled keep-alive connection can be closed by the node just as it is
+        // reused. A POST is never sent twice.
+        let retry = if method == Method::Get { req.try_clone() } else { None };
+        let resp = match (req.send().await, retry) {
+            (Ok(r), _) => r,
+            (Err(e), Some(again)) if !e.is_timeout() => {
+                again.send().await.map_err(|e| self.transport(method, &url, &e))?
+            }
+            (Err(e), _) => return Err(self.transport(method, &url, &e)),
+        };
         let status = resp.status();
         if !status.is_success() {
             let bytes = resp.bytes().await.map_err(|e| self.transport(method, &url, &e))?;

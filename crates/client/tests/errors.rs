@@ -159,3 +159,48 @@ fn the_blocking_client_gives_the_same_answers() {
     let e = scalechain_client::blocking::Client::new("ftp://x").unwrap_err();
     assert!(matches!(e, ClientError::BadUrl { .. }), "{e}");
 }
+
+/// A server that answers the first request of each connection with `/status`'s body and keeps
+/// the connection open, then closes it, unanswered, when the second request comes — as a node
+/// does when its keep-alive time-out ends just as a pooled connection is reused. Counts the
+/// connections it took.
+async fn closing_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let conns = std::sync::Arc::new(AtomicUsize::new(0));
+    let counted = conns.clone();
+    tokio::spawn(async move {
+        loop {
+            let (mut s, _) = l.accept().await.unwrap();
+            counted.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 4096];
+                let _ = s.read(&mut buf).await;
+                let body = status_json().to_string();
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                    body.len()
+                );
+                let _ = s.write_all(format!("{head}{body}").as_bytes()).await;
+                // The next request on this connection: read it, and close.
+                let _ = s.read(&mut buf).await;
+            });
+        }
+    });
+    (addr, conns)
+}
+
+#[tokio::test]
+async fn a_get_on_a_connection_the_node_closed_goes_again_once_and_a_post_does_not() {
+    let (addr, conns) = closing_server().await;
+    let c = Client::new(&addr).unwrap();
+    assert_eq!(c.status().await.unwrap().height, 7);
+    // The pooled connection is reused and closed unanswered: the GET goes again, on a new one.
+    assert_eq!(c.status().await.unwrap().height, 7);
+    assert_eq!(conns.load(std::sync::atomic::Ordering::SeqCst), 2);
+    // A write is never sent twice: its failure is the caller's to see.
+    let e = c.submit(&[Tx::coinbase(1, vec![])]).await.unwrap_err();
+    assert!(matches!(e, ClientError::Unreachable { method: Method::Post, .. }), "{e}");
+}

@@ -20,9 +20,10 @@ use scalechain_types::{Hash, Tx};
 
 use super::metrics::{rates, RoundResult, Sample};
 use super::spec::{Benchmark, Workload};
+use crate::load::ballots::ballots;
 use crate::load::converge::wait_height;
 use crate::load::fund::fund;
-use crate::load::prepare::{premine_funds_on, prepare_shaped, Fund, MAX_SPLIT_OUTPUTS};
+use crate::load::prepare::{premine_funds_on, prepare_shaped, Fund, Shape, MAX_SPLIT_OUTPUTS};
 use crate::load::report::{cpu, memory};
 use crate::load::schedule::Bounded;
 use crate::load::submit::{offer, Counters, OfferConfig};
@@ -82,28 +83,94 @@ pub async fn funds(env: &Env<'_>) -> Result<Vec<Fund>, LoadError> {
     Ok(funds)
 }
 
-/// Prepares and signs every round's transactions (in parallel).
-pub fn prepare(b: &Benchmark, env: &Env<'_>, funds: &[Fund]) -> Prepared {
+/// Prepares and signs every round's transactions (in parallel): the transfers of every round
+/// from one tree of splits, and for each ballot workload an election (published by a funding
+/// transaction paid by a fund of its own) and its ballots; a mix's parts interleaved by weight.
+pub fn prepare(b: &Benchmark, env: &Env<'_>, funds: &[Fund]) -> Result<Prepared, LoadError> {
     let t0 = Instant::now();
-    let parts: Vec<_> = b
-        .rounds
-        .iter()
-        .map(|r| {
-            let Workload::Transfer(shape) = r.workload;
-            (usize::try_from(r.txs).unwrap_or(usize::MAX), shape)
-        })
-        .collect();
     let kind = env.params.hash;
     let chain_id = env.params.chain_id();
-    let (funding, loads) = prepare_shaped(kind, &chain_id, funds, &parts, MAX_SPLIT_OUTPUTS);
-    let loads = loads
-        .into_iter()
-        .map(|l| {
-            let ids = l.par_iter().map(|t| t.txid(kind)).collect();
-            (l, ids)
+    // Each round's parts with their counts.
+    let rounds: Vec<Vec<(usize, &Workload)>> =
+        b.rounds.iter().map(|r| r.workload.split(usize::try_from(r.txs).unwrap_or(usize::MAX))).collect();
+    let elections = rounds.iter().flatten().filter(|(_, w)| matches!(w, Workload::Ballot { .. })).count();
+    if elections >= funds.len() {
+        return Err(LoadError::NoFunds(format!(
+            "{elections} elections need a fund each and the transfers one more; there are {} funds",
+            funds.len()
+        )));
+    }
+    // The last funds pay for the elections; the others fund the transfers.
+    let (transfer_funds, payers) = funds.split_at(funds.len() - elections);
+    let shapes: Vec<(usize, Shape)> = rounds
+        .iter()
+        .flatten()
+        .filter_map(|(n, w)| match w {
+            Workload::Transfer(s) => Some((*n, *s)),
+            _ => None,
         })
         .collect();
-    Prepared { funding, loads, took_s: t0.elapsed().as_secs_f64() }
+    let (mut funding, transfers) =
+        prepare_shaped(kind, &chain_id, transfer_funds, &shapes, MAX_SPLIT_OUTPUTS);
+    let mut transfers = transfers.into_iter();
+    let mut payers = payers.iter();
+    let mut loads = Vec::with_capacity(rounds.len());
+    for (i, parts) in rounds.iter().enumerate() {
+        let mut made: Vec<Vec<Tx>> = Vec::with_capacity(parts.len());
+        for (j, (n, w)) in parts.iter().enumerate() {
+            made.push(match w {
+                Workload::Transfer(_) => transfers.next().unwrap_or_default(),
+                Workload::Ballot { scheme, candidates } => {
+                    let payer = payers
+                        .next()
+                        .ok_or_else(|| LoadError::NoFunds("no fund left for an election".into()))?;
+                    let coin = *payer
+                        .coins
+                        .first()
+                        .ok_or_else(|| LoadError::NoFunds("an election's fund has no coin".into()))?;
+                    let seed = (i as u64) << 8 | j as u64;
+                    let made = ballots(kind, &chain_id, *scheme, *candidates, *n, seed, &payer.key, coin)
+                        .map_err(|e| LoadError::NoFunds(e.to_string()))?;
+                    // Published with the first level of splits: confirmed before any round.
+                    if funding.is_empty() {
+                        funding.push(Vec::new());
+                    }
+                    funding[0].push(made.election_tx);
+                    made.ballots
+                }
+                Workload::Mix(_) => Vec::new(),
+            });
+        }
+        let load = interleave(made);
+        let ids = load.par_iter().map(|t| t.txid(kind)).collect();
+        loads.push((load, ids));
+    }
+    Ok(Prepared { funding, loads, took_s: t0.elapsed().as_secs_f64() })
+}
+
+/// The parts' transactions in one sequence, each part spread evenly through it (the part
+/// furthest behind its share goes next).
+fn interleave(parts: Vec<Vec<Tx>>) -> Vec<Tx> {
+    if parts.len() == 1 {
+        return parts.into_iter().next().unwrap_or_default();
+    }
+    let total: usize = parts.iter().map(Vec::len).sum();
+    let sizes: Vec<usize> = parts.iter().map(Vec::len).collect();
+    let mut iters: Vec<_> = parts.into_iter().map(Vec::into_iter).collect();
+    let mut taken = vec![0usize; iters.len()];
+    let mut out = Vec::with_capacity(total);
+    for k in 1..=total {
+        let next = (0..iters.len()).filter(|&j| taken[j] < sizes[j]).max_by(|&a, &b| {
+            let behind = |j: usize| sizes[j] as f64 * k as f64 / total as f64 - taken[j] as f64;
+            behind(a).total_cmp(&behind(b)).then(b.cmp(&a))
+        });
+        let Some(j) = next else { break };
+        if let Some(t) = iters[j].next() {
+            out.push(t);
+        }
+        taken[j] += 1;
+    }
+    out
 }
 
 /// Runs the rounds; `log` gets the progress lines. Ctrl-C (`stop`) ends the round running
@@ -341,4 +408,25 @@ async fn run_round(
         heights: (height, tip),
         stopped,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interleaving_spreads_each_part_evenly_and_keeps_each_parts_order() {
+        let tx = |tag: u64, i: u64| Tx::coinbase(tag * 1000 + i, vec![]);
+        let a: Vec<Tx> = (0..6).map(|i| tx(1, i)).collect();
+        let b: Vec<Tx> = (0..2).map(|i| tx(2, i)).collect();
+        let out = interleave(vec![a.clone(), b.clone()]);
+        assert_eq!(out.len(), 8);
+        let tags: Vec<u64> =
+            out.iter().map(|t| u64::from_le_bytes(t.data[..8].try_into().unwrap_or([0; 8])) / 1000).collect();
+        assert_eq!(tags, [1, 1, 2, 1, 1, 1, 2, 1], "one of b in every four, spread");
+        let a_order: Vec<&Tx> = out.iter().filter(|t| a.contains(t)).collect();
+        assert!(a_order.iter().zip(&a).all(|(x, y)| *x == y), "each part in its order");
+        assert_eq!(interleave(vec![a.clone()]), a);
+        assert_eq!(interleave(vec![Vec::new(), b.clone()]), b);
+    }
 }

@@ -10,6 +10,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use toml::Spanned;
 
+use scalechain_voting::app::MAX_CANDIDATES;
+use scalechain_voting::BallotScheme;
+
 use crate::load::prepare::Shape;
 use crate::load::schedule::{Composite, Length, Maximum, Part, Rate};
 
@@ -63,18 +66,51 @@ pub struct Network {
 }
 
 /// What a round offers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Workload {
     /// Transfers of a shape, from keys the benchmark funds itself.
     Transfer(Shape),
+    /// Seed 003's ballots: an election the benchmark publishes, one ballot per voter.
+    Ballot {
+        /// The ballot scheme.
+        scheme: BallotScheme,
+        /// The election's candidates.
+        candidates: usize,
+    },
+    /// Several workloads interleaved by weight (none of them a mix).
+    Mix(Vec<(f64, Workload)>),
 }
 
 impl Workload {
-    /// The label in reports (`transfer 1-1`, `transfer 2-3`).
+    /// The label in reports (`transfer 1-1`, `ballot elgamal 4`, `mix 3 transfer 1-1 + 1 ballot
+    /// elgamal 2`).
     pub fn label(&self) -> String {
         match self {
             Workload::Transfer(s) => format!("transfer {}-{}", s.inputs, s.outputs),
+            Workload::Ballot { scheme, candidates } => format!("ballot {} {candidates}", scheme.name()),
+            Workload::Mix(parts) => format!(
+                "mix {}",
+                parts.iter().map(|(w, p)| format!("{w} {}", p.label())).collect::<Vec<_>>().join(" + ")
+            ),
         }
+    }
+
+    /// Its parts with their shares of a round of `count` transactions (a workload that is not
+    /// a mix is its own only part): each part's count, by largest remainder, summing to
+    /// `count`.
+    pub fn split(&self, count: usize) -> Vec<(usize, &Workload)> {
+        let Workload::Mix(parts) = self else { return vec![(count, self)] };
+        let sum: f64 = parts.iter().map(|p| p.0).sum();
+        let exact: Vec<f64> = parts.iter().map(|p| count as f64 * p.0 / sum).collect();
+        let mut counts: Vec<usize> = exact.iter().map(|x| x.floor() as usize).collect();
+        // Fewer than one per part is left: to the largest remainders.
+        let left = count.saturating_sub(counts.iter().sum());
+        let mut order: Vec<usize> = (0..parts.len()).collect();
+        order.sort_by(|&a, &b| (exact[b] - exact[b].floor()).total_cmp(&(exact[a] - exact[a].floor())));
+        for &i in order.iter().take(left) {
+            counts[i] += 1;
+        }
+        counts.into_iter().zip(parts.iter().map(|p| &p.1)).collect()
     }
 }
 
@@ -135,6 +171,15 @@ struct RoundFile {
 #[serde(deny_unknown_fields, rename_all = "kebab-case", tag = "kind")]
 enum WorkloadFile {
     Transfer { inputs: Option<i64>, outputs: Option<i64> },
+    Ballot { scheme: Option<String>, candidates: Option<i64> },
+    Mix { parts: Vec<MixPartFile> },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct MixPartFile {
+    weight: f64,
+    workload: WorkloadFile,
 }
 
 #[derive(Deserialize, Clone)]
@@ -447,6 +492,66 @@ pub fn replay_offsets(path: &Path, bytes: &[u8]) -> Result<Arc<[Duration]>, Spec
     Ok(out.into())
 }
 
+/// A workload, checked; `mix` says whether it may be a mix.
+fn check_workload(
+    cx: &Ctx,
+    span: std::ops::Range<usize>,
+    key: &str,
+    w: WorkloadFile,
+    mix: bool,
+) -> Result<Workload, SpecError> {
+    let count = |v: Option<i64>, k: &str, default: i64, max: usize| {
+        let v = v.unwrap_or(default);
+        usize::try_from(v).ok().filter(|v| (1..=max).contains(v)).ok_or_else(|| {
+            cx.err(span.clone(), format!("{key}.{k}"), format!("{v} is not a count from 1 to {max}"))
+        })
+    };
+    Ok(match w {
+        WorkloadFile::Transfer { inputs, outputs } => Workload::Transfer(Shape {
+            inputs: count(inputs, "inputs", 1, MAX_SHAPE)?,
+            outputs: count(outputs, "outputs", 1, MAX_SHAPE)?,
+        }),
+        WorkloadFile::Ballot { scheme, candidates } => {
+            let scheme = match scheme.as_deref() {
+                None | Some("elgamal") => BallotScheme::Elgamal,
+                Some("paillier") => BallotScheme::Paillier,
+                Some(other) => {
+                    return Err(cx.err(
+                        span.clone(),
+                        format!("{key}.scheme"),
+                        format!("{other:?} is not elgamal or paillier"),
+                    ))
+                }
+            };
+            Workload::Ballot { scheme, candidates: count(candidates, "candidates", 2, MAX_CANDIDATES)? }
+        }
+        WorkloadFile::Mix { parts } => {
+            if !mix {
+                return Err(cx.err(span.clone(), key, "a mix inside a mix"));
+            }
+            if parts.is_empty() || parts.len() > 16 {
+                return Err(cx.err(span.clone(), format!("{key}.parts"), "from 1 to 16 parts"));
+            }
+            let mut out = Vec::with_capacity(parts.len());
+            for (j, p) in parts.into_iter().enumerate() {
+                let k = format!("{key}.parts[{j}]");
+                if !(p.weight.is_finite() && p.weight > 0.0 && p.weight <= 1e6) {
+                    return Err(cx.err(
+                        span.clone(),
+                        format!("{k}.weight"),
+                        format!("{} is not above 0 (at most 1e6)", p.weight),
+                    ));
+                }
+                out.push((
+                    p.weight,
+                    check_workload(cx, span.clone(), &format!("{k}.workload"), p.workload, false)?,
+                ));
+            }
+            Workload::Mix(out)
+        }
+    })
+}
+
 fn check_round(
     cx: &Ctx,
     dir: &Path,
@@ -460,24 +565,7 @@ fn check_round(
         None => Workload::Transfer(Shape::ONE_TO_ONE),
         Some(w) => {
             let wspan = w.span();
-            match w.into_inner() {
-                WorkloadFile::Transfer { inputs, outputs } => {
-                    let n = |v: Option<i64>, k: &str| {
-                        let v = v.unwrap_or(1);
-                        usize::try_from(v).ok().filter(|v| (1..=MAX_SHAPE).contains(v)).ok_or_else(|| {
-                            cx.err(
-                                wspan.clone(),
-                                format!("{key} workload.{k}"),
-                                format!("{v} is not a count from 1 to {MAX_SHAPE}"),
-                            )
-                        })
-                    };
-                    Workload::Transfer(Shape {
-                        inputs: n(inputs, "inputs")?,
-                        outputs: n(outputs, "outputs")?,
-                    })
-                }
-            }
+            check_workload(cx, wspan, &format!("{key} workload"), w.into_inner(), true)?
         }
     };
     let duration = r.duration.as_ref().map(|d| seconds(cx, d, &format!("{key} duration"))).transpose()?;
@@ -670,6 +758,57 @@ rate = { controller = "replay", file = "times.txt" }
         assert_eq!(e, "dir/b.toml:2: round 1 rate.parts[0].weight: 0 is not above 0");
         let e = refusal("[[round]]\nrate = { controller = \"fixed-rate\", tps = 1 }\ntxs = 3\n[[round]]\nrate = { controller = \"fixed-rate\", tps = 1 }\ntxs = 0\n");
         assert_eq!(e, "dir/b.toml:6: round 2 txs: 0 is not a count from 1 to 5000000");
+    }
+
+    #[test]
+    fn ballots_and_mixes_read_and_a_mix_splits_its_count_by_weight() {
+        let b = check(
+            r#"
+[[round]]
+workload = { kind = "ballot", scheme = "paillier", candidates = 4 }
+rate = { controller = "fixed-rate", tps = 10 }
+txs = 30
+
+[[round]]
+workload = { kind = "mix", parts = [
+  { weight = 3, workload = { kind = "transfer" } },
+  { weight = 1, workload = { kind = "ballot" } },
+] }
+rate = { controller = "fixed-rate", tps = 10 }
+txs = 10
+"#,
+        )
+        .unwrap();
+        assert_eq!(b.rounds[0].workload, Workload::Ballot { scheme: BallotScheme::Paillier, candidates: 4 });
+        assert_eq!(b.rounds[0].workload.label(), "ballot paillier 4");
+        let mix = &b.rounds[1].workload;
+        assert_eq!(mix.label(), "mix 3 transfer 1-1 + 1 ballot elgamal 2");
+        let split: Vec<usize> = mix.split(10).iter().map(|p| p.0).collect();
+        assert_eq!(split, [8, 2], "7.5 and 2.5: the remainder to the first largest");
+        assert_eq!(mix.split(0).iter().map(|p| p.0).sum::<usize>(), 0);
+        assert_eq!(mix.split(1001).iter().map(|p| p.0).sum::<usize>(), 1001);
+        assert_eq!(b.rounds[0].workload.split(7), vec![(7, &b.rounds[0].workload)]);
+        let e = refusal("[[round]]\nworkload = { kind = \"ballot\", scheme = \"rsa\" }\nrate = { controller = \"fixed-rate\", tps = 1 }\ntxs = 1\n");
+        assert_eq!(e, "dir/b.toml:2: round 1 workload.scheme: \"rsa\" is not elgamal or paillier");
+        let e = refusal("[[round]]\nworkload = { kind = \"ballot\", candidates = 0 }\nrate = { controller = \"fixed-rate\", tps = 1 }\ntxs = 1\n");
+        assert!(
+            e.starts_with("dir/b.toml:2: round 1 workload.candidates: 0 is not a count from 1 to"),
+            "{e}"
+        );
+        let e = refusal("[[round]]\nworkload = { kind = \"mix\", parts = [{ weight = 1, workload = { kind = \"mix\", parts = [] } }] }\nrate = { controller = \"fixed-rate\", tps = 1 }\ntxs = 1\n");
+        assert_eq!(e, "dir/b.toml:2: round 1 workload.parts[0].workload: a mix inside a mix");
+    }
+
+    #[test]
+    fn the_repositorys_example_benchmarks_read() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench");
+        let example = load(&dir.join("example.toml")).unwrap();
+        let controllers: std::collections::BTreeSet<&str> =
+            example.rounds.iter().map(|r| r.controller).collect();
+        assert_eq!(controllers.len(), 6, "every controller: {controllers:?}");
+        assert!(example.rounds.iter().any(|r| matches!(r.workload, Workload::Ballot { .. })));
+        assert!(example.rounds.iter().any(|r| matches!(r.workload, Workload::Mix(_))));
+        assert_eq!(load(&dir.join("generator.toml")).unwrap().rounds.len(), 4);
     }
 
     #[test]

@@ -1,19 +1,22 @@
 //! The load generator: transactions offered to running nodes at a controlled rate, and what
-//! the network made of them. `scalechain devnet` and the shell's `load` use it; the load
-//! benchmark will grow from it.
+//! the network made of them. `scalechain devnet`, the shell's `load` and the load benchmark
+//! ([`crate::bench`]) use it.
 //!
 //! - [`prepare`]: the load itself — coins split into one output per transaction to come, and
 //!   every transaction signed before the clock starts, so the generator measures the network,
 //!   not its own signing;
-//! - [`schedule`]: how many transactions are due by a time ([`schedule::FixedRate`] today),
-//!   separate from submission;
+//! - [`ballots`]: seed 003's ballots as a load (an election, its voters, one ballot each);
+//! - [`schedule`]: how many transactions are due by a time, given what the offer has done:
+//!   devnet's [`schedule::FixedRate`] and the benchmark's rate controllers
+//!   ([`schedule::Rate`]), separate from submission;
 //! - [`clock`]: the time the driver reads and sleeps on: the system's, or a virtual one that
 //!   tests drive;
 //! - [`submit`]: the submitter — batches of at most 2,000 transactions per `POST /txs`,
 //!   round-robin over the target nodes, open loop (a slow answer does not slow the offer),
 //!   accepted and refused counts by reason;
-//! - [`watch`]: the confirmation watcher (when each block was first seen, so latency runs from
-//!   acceptance to the block that confirmed a transaction) and waits for confirmations;
+//! - [`watch`]: the confirmation watcher (when each block was first seen, from the node's tip
+//!   events, so latency runs to the block that confirmed a transaction; it can count
+//!   confirmations into the offer's counters) and waits for confirmations;
 //! - [`converge`]: waits over several nodes (connected, caught up, converged);
 //! - [`rounds`]: the shell's continuous load, in rounds that fund, offer and settle;
 //! - [`report`]: the summary devnet prints (text and JSON), percentiles, CPU accounting.
@@ -22,6 +25,7 @@
 //! implements and tests replace.
 
 pub mod account;
+pub mod ballots;
 pub mod clock;
 pub mod converge;
 pub mod fund;
