@@ -65,7 +65,7 @@ enum Cmd {
     /// and appends a section to DIR/report.md (see docs/STUDY.md).
     Study {
         /// tx-throughput, block-validation, speedup, hash, components, utxo-memory, voting,
-        /// pipeline, propagation, all, or replot (draw the figures again from the CSVs in --out,
+        /// pipeline, propagation, load, all, or replot (draw the figures again from the CSVs in --out,
         /// without measuring).
         experiment: String,
         /// Output directory.

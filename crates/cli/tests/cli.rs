@@ -266,7 +266,7 @@ fn sigkill_during_import_recovers_and_resumes() {
 }
 
 /// `scalechain study all --quick` runs every experiment end to end in seconds (`propagation` on
-/// networks of 2 and 3 node processes) and writes, for
+/// networks of 2 and 3 node processes, `load` on a devnet of 4) and writes, for
 /// each, a CSV with the documented columns, an SVG and a report section. Bad arguments are
 /// refused.
 #[test]
@@ -290,6 +290,7 @@ fn study_quick_smoke() {
         ("voting", "scheme,mode,threads,candidates,ballots,ballots_per_s,ballots_per_s_per_core"),
         ("propagation", "series,placement,nodes,node,x_ms,count,p50_ms,p90_ms,p99_ms,max_ms,runs"),
         ("pipeline", "source,n,runs,median_s,tx_per_s,build,commit,seed"),
+        ("load", "workload,controller,offered_tps,trial,send_tps,throughput_tps,lat_avg_ms"),
     ] {
         let csv = std::fs::read_to_string(out.join(format!("{exp}.csv"))).unwrap();
         assert!(csv.starts_with(header), "{exp}: {}", csv.lines().next().unwrap_or(""));
@@ -361,6 +362,14 @@ fn study_quick_smoke() {
             .and_then(|r| r.parse::<f64>().ok())
             .is_some_and(|r| r > 0.0)));
     }
+    // load: every workload's fixed-rate and fixed-load rounds, everything sent confirmed.
+    let csv = std::fs::read_to_string(out.join("load.csv")).unwrap();
+    for w in ["transfer", "ballot-elgamal", "ballot-paillier"] {
+        let rows: Vec<&str> = csv.lines().filter(|l| l.starts_with(&format!("{w},"))).collect();
+        assert!(rows.iter().any(|l| l.contains(",fixed-load,")), "{w}: {csv}");
+        assert!(rows.iter().all(|l| l.split(',').nth(11) == Some("0")), "{w}: nothing failed: {csv}");
+    }
+    assert!(report.contains("Seed 003 §7.2 recomputed"), "{report}");
     // The seed's figures stand beside ours.
     assert!(report.contains("Beside seed 000 Table 5.1") && report.contains("Seed 004"));
     assert!(report.contains("Seed 003 measured 310 ballots/s") && report.contains("cores per validator"));

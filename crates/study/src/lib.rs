@@ -75,11 +75,14 @@ pub enum Experiment {
     Propagation,
     /// Seed 000 Fig 3.1b / Table 5.2: the node's pipeline by group size and source.
     Pipeline,
+    /// Seed 003 ch. 6: throughput and latency against the arrival rate, through the load
+    /// benchmark, for transfers and ballots.
+    Load,
 }
 
 impl Experiment {
     /// Every experiment, in the order `all` runs them.
-    pub const ALL: [Experiment; 9] = [
+    pub const ALL: [Experiment; 10] = [
         Experiment::TxThroughput,
         Experiment::BlockValidation,
         Experiment::Speedup,
@@ -89,6 +92,7 @@ impl Experiment {
         Experiment::Voting,
         Experiment::Propagation,
         Experiment::Pipeline,
+        Experiment::Load,
     ];
 
     /// The command-line name (also the file stem of its outputs).
@@ -103,6 +107,7 @@ impl Experiment {
             Experiment::Voting => "voting",
             Experiment::Propagation => "propagation",
             Experiment::Pipeline => "pipeline",
+            Experiment::Load => "load",
         }
     }
 }
@@ -241,6 +246,7 @@ pub fn run(exp: Experiment, opts: Opts) -> Result<Table, StudyError> {
         Experiment::Voting => exp::voting::run(&ctx),
         Experiment::Propagation => exp::propagation::run(&ctx),
         Experiment::Pipeline => exp::pipeline::run(&ctx),
+        Experiment::Load => exp::load::run(&ctx),
     }
 }
 
@@ -265,6 +271,7 @@ pub fn replot(exp: Experiment, dir: &std::path::Path) -> Result<bool, StudyError
         Experiment::Voting => exp::voting::charts(&table),
         Experiment::Propagation => exp::propagation::charts(&table),
         Experiment::Pipeline => exp::pipeline::charts(&table),
+        Experiment::Load => exp::load::charts(&table),
     };
     plot::write_svg(&dir.join(format!("{}.svg", exp.name())), &charts)?;
     Ok(true)

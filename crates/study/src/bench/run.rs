@@ -128,7 +128,12 @@ pub fn prepare(b: &Benchmark, env: &Env<'_>, funds: &[Fund]) -> Result<Prepared,
                         .coins
                         .first()
                         .ok_or_else(|| LoadError::NoFunds("an election's fund has no coin".into()))?;
-                    let seed = (i as u64) << 8 | j as u64;
+                    // The coin is spent by this election only: its outpoint makes the election,
+                    // its keys and its voters new on every run against the same chain.
+                    let mut id = [0u8; 8];
+                    id.copy_from_slice(&coin.0.txid.0[..8]);
+                    let seed =
+                        u64::from_le_bytes(id) ^ u64::from(coin.0.index) << 32 ^ ((i as u64) << 8 | j as u64);
                     let made = ballots(kind, &chain_id, *scheme, *candidates, *n, seed, &payer.key, coin)
                         .map_err(|e| LoadError::NoFunds(e.to_string()))?;
                     // Published with the first level of splits: confirmed before any round.

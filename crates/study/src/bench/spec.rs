@@ -474,7 +474,7 @@ pub fn replay_offsets(path: &Path, bytes: &[u8]) -> Result<Arc<[Duration]>, Spec
             continue;
         }
         let ms: f64 = l.parse().map_err(|_| err(i + 1, format!("{l:?} is not a number of milliseconds")))?;
-        if !(ms.is_finite() && ms >= 0.0 && ms <= 1e9) {
+        if !(ms.is_finite() && (0.0..=1e9).contains(&ms)) {
             return Err(err(i + 1, format!("{ms} is not an offset from 0 to 1e9 ms")));
         }
         if ms < last {

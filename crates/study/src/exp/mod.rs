@@ -3,6 +3,7 @@
 pub mod block_validation;
 pub mod components;
 pub mod hash;
+pub mod load;
 pub mod pipeline;
 pub mod propagation;
 pub mod speedup;
