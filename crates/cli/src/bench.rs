@@ -171,16 +171,8 @@ fn on_devnet(
         t0.elapsed().as_secs_f64(),
         net.base_dir().display()
     );
-    let all: Vec<(String, Client)> = net
-        .nodes()
-        .filter(|n| n.role() != Role::Bootstrap)
-        .map(|n| (n.name().to_string(), n.client().clone()))
-        .collect();
-    let peers: Vec<(String, Client)> = net
-        .nodes()
-        .filter(|n| n.role() == Role::Peer)
-        .map(|n| (n.name().to_string(), n.client().clone()))
-        .collect();
+    let all: Vec<(String, Client)> = net.clients(|r| r != Role::Bootstrap);
+    let peers: Vec<(String, Client)> = net.clients(|r| r == Role::Peer);
     let pids = net.pids();
     let params = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
     let clock = SystemClock::start();

@@ -177,11 +177,7 @@ pub fn devnet(a: DevnetArgs) -> Result<(), Fail> {
         t_prep.elapsed().as_secs_f64()
     );
     // Peers and miners, in start order: the peers first.
-    let nodes: Vec<(String, Client)> = net
-        .nodes()
-        .filter(|n| n.role() != Role::Bootstrap)
-        .map(|n| (n.name().to_string(), n.client().clone()))
-        .collect();
+    let nodes: Vec<(String, Client)> = net.clients(|r| r != Role::Bootstrap);
     let pids = net.pids();
     let summary = rt.block_on(drive(&a, &nodes, prepared, &pids));
     // The nodes stop (and a temporary directory goes) before the verdict; a directory that

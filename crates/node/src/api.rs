@@ -697,24 +697,31 @@ pub const EVENTS_KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// comment every 15 s while nothing happens. The stream ends when the node stops.
 #[utoipa::path(get, path = "/events", responses((status = 200, description = "Server-sent events: `tip`", content_type = "text/event-stream")))]
 async fn events(State(s): State<ApiState>) -> Response {
+    tip_events(s.shared.tip_changed.subscribe(), s.stop.clone())
+}
+
+/// The `tip` event stream over a tip channel, ending when `stop` turns true (also the null
+/// target's).
+pub(crate) fn tip_events(
+    rx: tokio::sync::watch::Receiver<(u64, Hash)>,
+    stop: tokio::sync::watch::Receiver<bool>,
+) -> Response {
     use axum::response::sse::{Event, KeepAlive, Sse};
-    let rx = s.shared.tip_changed.subscribe();
-    let stream =
-        futures::stream::unfold((rx, s.stop.clone(), true), |(mut rx, mut stop, first)| async move {
-            if !first {
-                tokio::select! {
-                    changed = rx.changed() => changed.ok()?,
-                    _ = stop.wait_for(|s| *s) => return None,
-                }
+    let stream = futures::stream::unfold((rx, stop, true), |(mut rx, mut stop, first)| async move {
+        if !first {
+            tokio::select! {
+                changed = rx.changed() => changed.ok()?,
+                _ = stop.wait_for(|s| *s) => return None,
             }
-            if *stop.borrow() {
-                return None;
-            }
-            let (height, hash) = *rx.borrow_and_update();
-            let data = serde_json::to_string(&Tip { height, hash }).ok()?;
-            let ev: Result<Event, std::convert::Infallible> = Ok(Event::default().event("tip").data(data));
-            Some((ev, (rx, stop, false)))
-        });
+        }
+        if *stop.borrow() {
+            return None;
+        }
+        let (height, hash) = *rx.borrow_and_update();
+        let data = serde_json::to_string(&Tip { height, hash }).ok()?;
+        let ev: Result<Event, std::convert::Infallible> = Ok(Event::default().event("tip").data(data));
+        Some((ev, (rx, stop, false)))
+    });
     Sse::new(stream).keep_alive(KeepAlive::new().interval(EVENTS_KEEP_ALIVE)).into_response()
 }
 

@@ -214,20 +214,5 @@ async fn submit(State(n): St, headers: HeaderMap, body: Bytes) -> Response {
 }
 
 async fn events(State(n): St) -> Response {
-    use axum::response::sse::{Event, KeepAlive, Sse};
-    let rx = n.tip.subscribe();
-    let stream =
-        futures::stream::unfold((rx, n.stopped.clone(), true), |(mut rx, mut stop, first)| async move {
-            if !first {
-                tokio::select! {
-                    changed = rx.changed() => changed.ok()?,
-                    _ = stop.wait_for(|s| *s) => return None,
-                }
-            }
-            let (height, hash) = *rx.borrow_and_update();
-            let data = serde_json::to_string(&Tip { height, hash }).ok()?;
-            let ev: Result<Event, std::convert::Infallible> = Ok(Event::default().event("tip").data(data));
-            Some((ev, (rx, stop, false)))
-        });
-    Sse::new(stream).keep_alive(KeepAlive::new().interval(crate::api::EVENTS_KEEP_ALIVE)).into_response()
+    crate::api::tip_events(n.tip.subscribe(), n.stopped.clone())
 }

@@ -570,6 +570,13 @@ impl Launcher {
         self.nodes.iter().filter_map(|s| s.up.as_ref())
     }
 
+    /// The name and API client of each node that is up whose role `want` takes, in start
+    /// order (`|r| r != Role::Bootstrap`: the peers and miners; `|r| r == Role::Peer`: the
+    /// peers).
+    pub fn clients(&self, want: impl Fn(Role) -> bool) -> Vec<(String, Client)> {
+        self.nodes().filter(|n| want(n.role())).map(|n| (n.name().to_string(), n.client().clone())).collect()
+    }
+
     /// Names and pids of the running processes (nodes, then extras).
     pub fn pids(&self) -> Vec<(String, u32)> {
         let nodes = self.nodes.iter().filter_map(|s| s.child.as_ref().map(|c| (s.spec.name.clone(), c.id())));

@@ -199,6 +199,44 @@ pub fn charts(rounds: &[RoundResult]) -> Vec<Chart> {
     out
 }
 
+/// The headings of the report's table, and each round's cells (unescaped).
+const HEADINGS: [&str; 14] = [
+    "#",
+    "round",
+    "workload",
+    "controller",
+    "succeeded",
+    "failed",
+    "send rate (tx/s)",
+    "throughput (tx/s)",
+    "latency min / avg / max (ms)",
+    "p50 / p95 / p99 (ms)",
+    "node cores",
+    "CPU µs/tx",
+    "generator cores",
+    "peak RSS (MiB)",
+];
+
+fn cells(i: usize, r: &RoundResult) -> [String; 14] {
+    let l = r.latency.unwrap_or_default();
+    [
+        (i + 1).to_string(),
+        format!("{}{}", r.name, if r.stopped { " (stopped)" } else { "" }),
+        r.workload.clone(),
+        r.controller.clone(),
+        r.succeeded.to_string(),
+        r.failed_total().to_string(),
+        sig4(r.send_tps),
+        sig4(r.throughput_tps),
+        format!("{} / {} / {}", sig4(l.min), sig4(l.avg), sig4(l.max)),
+        format!("{} / {} / {}", sig4(l.p50), sig4(l.p95), sig4(l.p99)),
+        format!("{:.2}", node_cores(r)),
+        format!("{:.0}", r.cpu.us_per_tx),
+        format!("{:.3}", r.generator_cores),
+        format!("{:.0}", peak_mib(r)),
+    ]
+}
+
 /// The Markdown report.
 pub fn markdown(h: &Header, rounds: &[RoundResult], machine: &Machine) -> String {
     let mut s = format!("# Benchmark `{}`\n\n", h.name);
@@ -212,35 +250,9 @@ pub fn markdown(h: &Header, rounds: &[RoundResult], machine: &Machine) -> String
         h.fund_s,
         if h.stopped { " **Stopped by Ctrl-C: the last round is partial.**" } else { "" }
     );
-    s.push_str(
-        "| # | round | workload | controller | succeeded | failed | send rate (tx/s) | throughput (tx/s) | latency min / avg / max (ms) | p50 / p95 / p99 (ms) | node cores | CPU µs/tx | generator cores | peak RSS (MiB) |\n",
-    );
-    s.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    let _ = writeln!(s, "| {} |\n|{}", HEADINGS.join(" | "), "---|".repeat(HEADINGS.len()));
     for (i, r) in rounds.iter().enumerate() {
-        let l = r.latency.unwrap_or_default();
-        let _ = writeln!(
-            s,
-            "| {} | {}{} | {} | {} | {} | {} | {} | {} | {} / {} / {} | {} / {} / {} | {:.2} | {:.0} | {:.3} | {:.0} |",
-            i + 1,
-            r.name,
-            if r.stopped { " (stopped)" } else { "" },
-            r.workload,
-            r.controller,
-            r.succeeded,
-            r.failed_total(),
-            sig4(r.send_tps),
-            sig4(r.throughput_tps),
-            sig4(l.min),
-            sig4(l.avg),
-            sig4(l.max),
-            sig4(l.p50),
-            sig4(l.p95),
-            sig4(l.p99),
-            node_cores(r),
-            r.cpu.us_per_tx,
-            r.generator_cores,
-            peak_mib(r),
-        );
+        let _ = writeln!(s, "| {} |", cells(i, r).join(" | "));
     }
     let failures: Vec<String> = rounds
         .iter()
@@ -301,33 +313,11 @@ pub fn html(h: &Header, rounds: &[RoundResult], machine: &Machine) -> Result<Str
         h.fund_s,
         if h.stopped { " <strong>Stopped by Ctrl-C: the last round is partial.</strong>" } else { "" }
     );
-    s.push_str("<table><thead><tr><th>#</th><th>round</th><th>workload</th><th>controller</th><th>succeeded</th><th>failed</th><th>send rate (tx/s)</th><th>throughput (tx/s)</th><th>latency min / avg / max (ms)</th><th>p50 / p95 / p99 (ms)</th><th>node cores</th><th>CPU µs/tx</th><th>generator cores</th><th>peak RSS (MiB)</th></tr></thead><tbody>\n");
+    let th: String = HEADINGS.iter().map(|h| format!("<th>{}</th>", esc(h))).collect();
+    let _ = writeln!(s, "<table><thead><tr>{th}</tr></thead><tbody>");
     for (i, r) in rounds.iter().enumerate() {
-        let l = r.latency.unwrap_or_default();
-        let _ = writeln!(
-            s,
-            "<tr><td>{}</td><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td><td title=\"{}\">{}</td><td>{}</td><td>{}</td><td>{} / {} / {}</td><td>{} / {} / {}</td><td>{:.2}</td><td>{:.0}</td><td>{:.3}</td><td>{:.0}</td></tr>",
-            i + 1,
-            esc(&r.name),
-            if r.stopped { " (stopped)" } else { "" },
-            esc(&r.workload),
-            esc(&r.controller),
-            r.succeeded,
-            esc(&reasons(r)),
-            r.failed_total(),
-            sig4(r.send_tps),
-            sig4(r.throughput_tps),
-            sig4(l.min),
-            sig4(l.avg),
-            sig4(l.max),
-            sig4(l.p50),
-            sig4(l.p95),
-            sig4(l.p99),
-            node_cores(r),
-            r.cpu.us_per_tx,
-            r.generator_cores,
-            peak_mib(r),
-        );
+        let td: String = cells(i, r).iter().map(|c| format!("<td>{}</td>", esc(c))).collect();
+        let _ = writeln!(s, "<tr>{td}</tr>");
     }
     s.push_str("</tbody></table>\n");
     for (i, r) in rounds.iter().enumerate().filter(|(_, r)| !r.failed.is_empty()) {

@@ -10,7 +10,6 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use scalechain_client::launcher::{LaunchError, Launcher, NetworkPlan, Role};
@@ -200,21 +199,14 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
     let mut net = Launcher::new(&exe).map_err(launch_err)?;
     net.start_network(&NetworkPlan { peers: PEERS, miners: MINERS, miner_threads: 1, config: None })
         .map_err(launch_err)?;
-    let all: Vec<(String, Client)> = net
-        .nodes()
-        .filter(|n| n.role() != Role::Bootstrap)
-        .map(|n| (n.name().to_string(), n.client().clone()))
-        .collect();
-    let peers: Vec<(String, Client)> = net
-        .nodes()
-        .filter(|n| n.role() == Role::Peer)
-        .map(|n| (n.name().to_string(), n.client().clone()))
-        .collect();
+    let all: Vec<(String, Client)> = net.clients(|r| r != Role::Bootstrap);
+    let peers: Vec<(String, Client)> = net.clients(|r| r == Role::Peer);
     let pids = net.pids();
     let params = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
     let rt = tokio::runtime::Runtime::new().map_err(|e| StudyError::Wrong(format!("runtime: {e}")))?;
     let env = Env { targets: &peers, pids: &pids, params: &params, sig: SigMode::Ed25519 };
-    let stop = AtomicBool::new(false);
+    // Ctrl-C ends the round running; the devnet stops below.
+    let stop = scalechain_client::interrupt::flag();
     let progress = &ctx.progress;
     let mut table = Table::new(COLUMNS);
     let measured = (|| {
@@ -225,7 +217,7 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
             Duration::from_secs(30),
             Duration::from_millis(100),
             &clock,
-            &stop,
+            stop,
         ))
         .map_err(load_err)?;
         progress.inc(1);
@@ -248,7 +240,10 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
                     progress.set_message(line);
                 }
             };
-            let outcome = rt.block_on(run::run(&bench, &env, prepared, &stop, &log)).map_err(load_err)?;
+            let outcome = rt.block_on(run::run(&bench, &env, prepared, stop, &log)).map_err(load_err)?;
+            if outcome.stopped {
+                return Err(StudyError::Wrong("interrupted".into()));
+            }
             if outcome.rounds.len() != rounds.len() {
                 return Err(StudyError::Wrong(format!(
                     "{} of {} rounds ran",

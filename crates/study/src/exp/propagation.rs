@@ -273,11 +273,7 @@ pub fn run_once(
         }
     };
     // Peers first, the miner last; the submit node is peer 0.
-    let clients: Vec<(String, Client)> = net
-        .nodes()
-        .filter(|n| n.role() != Role::Bootstrap)
-        .map(|n| (n.name().to_string(), n.client().clone()))
-        .collect();
+    let clients: Vec<(String, Client)> = net.clients(|r| r != Role::Bootstrap);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
