@@ -56,8 +56,12 @@ done
 echo "api-fuzz: node $node_pid at http://$api, $max_examples examples per operation, seed $seed"
 
 # Run from the temporary directory: schemathesis leaves its state in `.schemathesis/` there.
+# GET /events is left out: it takes no parameters and its answer is a stream that stays open,
+# so each request would only wait out the request time-out (crates/node/tests/events.rs tests
+# it).
 fuzz() {
   (cd "$work" && python3 -m schemathesis.cli run "http://$api/openapi.json" \
+    --exclude-path /events \
     --checks not_a_server_error \
     --max-examples "$max_examples" \
     --seed "$seed" \
