@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use clap::Args;
 
-use scalechain_client::launcher::{LaunchError, Launcher, NetworkPlan, Role};
+use scalechain_client::launcher::{Launcher, NetworkPlan, Role};
 use scalechain_client::{interrupt, Client};
 use scalechain_consensus::params::SigMode;
 use scalechain_consensus::Params;
@@ -19,9 +19,10 @@ use scalechain_study::bench::report::{self, Header};
 use scalechain_study::bench::run::{self, Env};
 use scalechain_study::bench::spec::{self, Benchmark};
 use scalechain_study::load::converge::wait_connected;
-use scalechain_study::load::{LoadError, SystemClock};
+use scalechain_study::load::SystemClock;
 use scalechain_types::HashKind;
 
+use crate::devnet::{launch_fail, load_fail};
 use crate::Fail;
 
 /// Arguments of `scalechain bench`.
@@ -49,13 +50,6 @@ pub struct BenchArgs {
     /// Print the results as one JSON object on standard output.
     #[arg(long)]
     json: bool,
-}
-
-fn load_fail(e: LoadError) -> Fail {
-    match e {
-        LoadError::Stopped => Fail(130, "interrupted".into()),
-        e => Fail(1, e.to_string()),
-    }
 }
 
 /// The devnet chain (hash function, signature mode) whose id is `id`.
@@ -205,13 +199,6 @@ fn on_devnet(
 fn layout(n: &scalechain_study::bench::spec::Network) -> String {
     let s = |k: usize| if k == 1 { "" } else { "s" };
     format!("devnet of {} peer{} and {} miner{}", n.peers, s(n.peers), n.miners, s(n.miners))
-}
-
-fn launch_fail(e: LaunchError) -> Fail {
-    match e {
-        LaunchError::Interrupted => Fail(130, "interrupted".into()),
-        e => Fail(2, e.to_string()),
-    }
 }
 
 /// Prepares, runs, writes the results and says how it went.

@@ -90,14 +90,16 @@ pub struct DevnetArgs {
 /// How often the waits look.
 const POLL: Duration = Duration::from_millis(100);
 
-fn launch_fail(e: LaunchError) -> Fail {
+/// A launcher error as an exit: Ctrl-C 130, anything else 2 (also `bench`'s).
+pub(crate) fn launch_fail(e: LaunchError) -> Fail {
     match e {
         LaunchError::Interrupted => interrupted(),
         e => Fail(2, e.to_string()),
     }
 }
 
-fn load_fail(e: LoadError) -> Fail {
+/// A load error as an exit: Ctrl-C 130, anything else 1 (also `bench`'s).
+pub(crate) fn load_fail(e: LoadError) -> Fail {
     match e {
         LoadError::Stopped => interrupted(),
         e => Fail(1, e.to_string()),

@@ -109,6 +109,17 @@ impl RoundResult {
     pub fn failed_total(&self) -> u64 {
         self.failed.values().sum()
     }
+
+    /// The nodes' CPU over the window (every process but the generator), in cores.
+    pub fn node_cores(&self) -> f64 {
+        let nodes: f64 = self.cpu.per_proc.iter().filter(|(n, _)| n != "bench").map(|(_, s)| s).sum();
+        nodes / self.window_s.max(1e-9)
+    }
+
+    /// The largest resident memory of any node, MiB.
+    pub fn peak_mib(&self) -> f64 {
+        self.rss_peak.iter().map(|(_, b)| *b).max().unwrap_or(0) as f64 / 1_048_576.0
+    }
 }
 
 /// Rates and latency of a round: `sent_at` maps each accepted transaction to when its request

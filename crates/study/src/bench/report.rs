@@ -56,15 +56,6 @@ const COLUMNS: [&str; 26] = [
     "build",
 ];
 
-fn node_cores(r: &RoundResult) -> f64 {
-    let nodes: f64 = r.cpu.per_proc.iter().filter(|(n, _)| n != "bench").map(|(_, s)| s).sum();
-    nodes / r.window_s.max(1e-9)
-}
-
-fn peak_mib(r: &RoundResult) -> f64 {
-    r.rss_peak.iter().map(|(_, b)| *b).max().unwrap_or(0) as f64 / 1_048_576.0
-}
-
 fn reasons(r: &RoundResult) -> String {
     r.failed.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("; ")
 }
@@ -94,10 +85,10 @@ pub fn table(rounds: &[RoundResult]) -> Table {
             format!("{:.1}", l.p99),
             format!("{:.2}", r.offer_s),
             format!("{:.2}", r.window_s),
-            format!("{:.2}", node_cores(r)),
+            format!("{:.2}", r.node_cores()),
             format!("{:.0}", r.cpu.us_per_tx),
             format!("{:.3}", r.generator_cores),
-            format!("{:.1}", peak_mib(r)),
+            format!("{:.1}", r.peak_mib()),
             reasons(r),
             r.stopped.to_string(),
             crate::machine::build().to_string(),
@@ -230,10 +221,10 @@ fn cells(i: usize, r: &RoundResult) -> [String; 14] {
         sig4(r.throughput_tps),
         format!("{} / {} / {}", sig4(l.min), sig4(l.avg), sig4(l.max)),
         format!("{} / {} / {}", sig4(l.p50), sig4(l.p95), sig4(l.p99)),
-        format!("{:.2}", node_cores(r)),
+        format!("{:.2}", r.node_cores()),
         format!("{:.0}", r.cpu.us_per_tx),
         format!("{:.3}", r.generator_cores),
-        format!("{:.0}", peak_mib(r)),
+        format!("{:.0}", r.peak_mib()),
     ]
 }
 
@@ -357,7 +348,7 @@ pub fn json(h: &Header, rounds: &[RoundResult]) -> serde_json::Value {
                 "latency_ms": {"min": l.min, "avg": l.avg, "max": l.max, "p50": l.p50, "p95": l.p95, "p99": l.p99},
                 "offer_s": r.offer_s,
                 "window_s": r.window_s,
-                "node_cores": node_cores(r),
+                "node_cores": r.node_cores(),
                 "cpu_us_per_tx": r.cpu.us_per_tx,
                 "generator_cores": r.generator_cores,
                 "peak_rss_bytes": r.rss_peak.iter().map(|(_, b)| *b).max().unwrap_or(0),

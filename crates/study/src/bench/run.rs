@@ -254,6 +254,21 @@ pub async fn run(
     Ok(out)
 }
 
+/// Awaits `f`, passing the progress lines that arrive meanwhile to `log`.
+async fn logging<F: std::future::Future>(
+    f: F,
+    lines: &std::sync::mpsc::Receiver<String>,
+    log: &(dyn Fn(String) + Sync),
+) -> F::Output {
+    let mut f = std::pin::pin!(f);
+    loop {
+        tokio::select! {
+            r = &mut f => return r,
+            () = tokio::time::sleep(Duration::from_millis(200)) => lines.try_iter().for_each(log),
+        }
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 async fn run_round(
     env: &Env<'_>,
@@ -319,19 +334,7 @@ async fn run_round(
     let mut schedule = Bounded { rate: round.rate.clone(), total: load.len() as u64, end: round.duration };
     let cfg = OfferConfig { hash: env.params.hash, ..OfferConfig::default() };
     let offering = offer(load, &mut schedule, clients, &clock, &cfg, &counters, stop);
-    let offered = {
-        let mut offering = std::pin::pin!(offering);
-        loop {
-            tokio::select! {
-                r = &mut offering => break r,
-                () = tokio::time::sleep(Duration::from_millis(200)) => {
-                    for line in progress.1.try_iter() {
-                        log(line);
-                    }
-                }
-            }
-        }
-    };
+    let offered = logging(offering, &progress.1, log).await;
     let offered = match offered {
         Ok(o) => o,
         Err(e) => {
@@ -345,19 +348,8 @@ async fn run_round(
     let generator_cpu = me(&cpu::sample(&[], "bench")) - me(&cpu0);
     // The drain: until every accepted transaction is on the main chain, or the drain time.
     let accepted: HashSet<Hash> = offered.accepted_at.keys().copied().collect();
-    let mut draining =
-        std::pin::pin!(wait_confirmed(node0, accepted, height, round.drain, POLL, &clock, stop));
-    let drained = loop {
-        tokio::select! {
-            r = &mut draining => break r,
-            () = tokio::time::sleep(Duration::from_millis(200)) => {
-                for line in progress.1.try_iter() {
-                    log(line);
-                }
-            }
-        }
-    };
-    drained?;
+    logging(wait_confirmed(node0, accepted, height, round.drain, POLL, &clock, stop), &progress.1, log)
+        .await?;
     let cpu1 = cpu::sample(env.pids, "bench");
     let window_s = clock.now().saturating_sub(start).as_secs_f64();
     // Let the watcher see the last block's event before it stops.

@@ -271,7 +271,6 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
 
 fn row(ctx: &Ctx, label: &str, controller: &str, tps: f64, trial: usize, r: &RoundResult) -> Vec<String> {
     let l = r.latency.unwrap_or_default();
-    let nodes: f64 = r.cpu.per_proc.iter().filter(|(n, _)| n != "bench").map(|(_, s)| s).sum();
     vec![
         label.into(),
         controller.into(),
@@ -285,7 +284,7 @@ fn row(ctx: &Ctx, label: &str, controller: &str, tps: f64, trial: usize, r: &Rou
         format!("{:.1}", l.p99),
         r.succeeded.to_string(),
         r.failed_total().to_string(),
-        format!("{:.3}", nodes / r.window_s.max(1e-9)),
+        format!("{:.3}", r.node_cores()),
         format!("{:.1}", r.cpu.us_per_tx),
         (PEERS + MINERS).to_string(),
         format!("{:.3}", r.generator_cores),
