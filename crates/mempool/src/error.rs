@@ -152,6 +152,20 @@ impl MempoolError {
         }
     }
 
+    /// True for a refusal for want of room (the pool, its fee-less space or a group's share is
+    /// full; a chain of unconfirmed transactions is at its limit): the same transaction may be
+    /// admitted once a block has taken pooled transactions out.
+    pub fn may_fit_later(&self) -> bool {
+        matches!(
+            self,
+            MempoolError::PoolFull { .. }
+                | MempoolError::FeeLessFull { .. }
+                | MempoolError::FeeLessGroupFull { .. }
+                | MempoolError::TooManyAncestors { .. }
+                | MempoolError::TooManyDescendants { .. }
+        )
+    }
+
     /// The consensus rule, if that is what failed.
     pub fn tx_rule(&self) -> Option<&TxRule> {
         match self {
@@ -212,6 +226,17 @@ mod tests {
         for (i, a) in names.iter().enumerate() {
             assert!(!names[..i].contains(a), "{a} repeats");
         }
+        let later: Vec<&str> = all.iter().filter(|e| e.may_fit_later()).map(MempoolError::reason).collect();
+        assert_eq!(
+            later,
+            [
+                "too-many-ancestors",
+                "too-many-descendants",
+                "fee-less-full",
+                "fee-less-group-full",
+                "pool-full"
+            ]
+        );
     }
 
     #[test]

@@ -98,6 +98,11 @@ impl TxVerdict {
             _ => None,
         }
     }
+
+    /// True if refused for want of room ([`MempoolError::may_fit_later`]).
+    pub fn crowded_out(&self) -> bool {
+        self.refusal().is_some_and(MempoolError::may_fit_later)
+    }
 }
 
 /// A transaction held in the orphan pool.

@@ -150,10 +150,11 @@ pub struct P2pSection {
     pub max_txs_per_message: usize,
     /// Inbound sync requests per second per peer (burst 4× this). Default 50.
     pub requests_per_s: f64,
-    /// Transactions fetched of a new peer's mempool after the handshake, at most (mempool
-    /// sync; 0 turns it off). Default 100,000.
+    /// Transactions fetched of a peer's mempool per mempool sync (after the handshake, and
+    /// after a block once the pool had no room for gossip), at most; 0 turns it off. Default
+    /// 100,000.
     pub mempool_sync_txs: usize,
-    /// Bytes of transactions fetched of a new peer's mempool, at most. Default 64 MiB.
+    /// Bytes of transactions fetched of a peer's mempool per sync, at most. Default 64 MiB.
     pub mempool_sync_bytes: usize,
 }
 

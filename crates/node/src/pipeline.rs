@@ -134,6 +134,7 @@ pub async fn run(
                 .metrics
                 .txs_rejected
                 .add(o.verdicts.iter().filter(|v| v.refusal().is_some()).count() as u64);
+            let crowded = o.crowded();
             match item.source {
                 Source::Api(reply) => {
                     local.extend(o.admitted);
@@ -143,19 +144,26 @@ pub async fn run(
                     origin: TxOrigin::Gossip { source: peer, id },
                     admitted: o.admitted,
                     invalid: o.invalid,
+                    crowded,
                 }),
                 Source::Pool { peer } => round.push(TxsDone {
                     origin: TxOrigin::Pool(peer),
                     admitted: o.admitted,
                     invalid: o.invalid,
+                    crowded,
                 }),
             }
         }
         if !local.is_empty() {
-            round.push(TxsDone { origin: TxOrigin::Local, admitted: local, invalid: false });
+            round.push(TxsDone { origin: TxOrigin::Local, admitted: local, invalid: false, crowded: 0 });
         }
         if !admission.released.is_empty() {
-            round.push(TxsDone { origin: TxOrigin::Released, admitted: admission.released, invalid: false });
+            round.push(TxsDone {
+                origin: TxOrigin::Released,
+                admitted: admission.released,
+                invalid: false,
+                crowded: 0,
+            });
         }
         if !round.is_empty() && done.send(round).is_err() {
             break;

@@ -68,6 +68,13 @@ pub struct BatchOutcome {
     pub invalid: bool,
 }
 
+impl BatchOutcome {
+    /// How many were refused for want of room ([`TxVerdict::crowded_out`]).
+    pub fn crowded(&self) -> usize {
+        self.verdicts.iter().filter(|v| v.crowded_out()).count()
+    }
+}
+
 /// What one verification round did: the verdicts per batch, and the orphans it admitted
 /// because their parents came in it.
 #[derive(Debug, Default)]

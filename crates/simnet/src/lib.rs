@@ -91,6 +91,8 @@ pub struct Sim {
     cfg: SimConfig,
     nodes: Vec<Slot>,
     w: World,
+    /// Nodes whose mempool settings differ from the configuration's.
+    mempools: std::collections::BTreeMap<NodeId, MempoolConfig>,
 }
 
 impl Sim {
@@ -98,7 +100,7 @@ impl Sim {
     pub fn new(cfg: SimConfig) -> Sim {
         let start = cfg.params.genesis_time + 1_000;
         let w = World::new(cfg.seed, cfg.net, start);
-        Sim { cfg, nodes: Vec::new(), w }
+        Sim { cfg, nodes: Vec::new(), w, mempools: Default::default() }
     }
 
     /// The virtual clock, ms since the Unix epoch.
@@ -129,7 +131,8 @@ impl Sim {
     ) -> Honest {
         let mut pc = ProtocolConfig::new(role, format!("simnet/{id}"));
         pc.sync.timeout_ms = 10_000;
-        let replica = Replica::new(chain, self.cfg.mempool.clone());
+        let mempool = self.mempools.get(&id).unwrap_or(&self.cfg.mempool).clone();
+        let replica = Replica::new(chain, mempool);
         let mut n = Honest::new(id, role, incarnation, Protocol::new(pc), replica);
         n.work_ms = self.cfg.work_ms;
         if role == Role::Miner {
@@ -165,7 +168,15 @@ impl Sim {
 
     /// Adds a node with a fresh chain (genesis only); it is up but connected to nobody.
     pub fn add_node(&mut self, role: Role) -> NodeId {
+        let mempool = self.cfg.mempool.clone();
+        self.add_node_with(role, mempool)
+    }
+
+    /// Adds a node like [`Sim::add_node`] whose mempool (now and after restarts) has its own
+    /// settings.
+    pub fn add_node_with(&mut self, role: Role, mempool: MempoolConfig) -> NodeId {
         let id = NodeId(self.nodes.len() as u32);
+        self.mempools.insert(id, mempool);
         self.nodes.push(Slot::Down { role, store: Box::default(), incarnation: 0, mining: false });
         let chain =
             Chain::open_or_init(MemStore::new(), &self.cfg.params, Apps::none(), self.verify_config(id, 1))

@@ -230,15 +230,23 @@ impl Honest {
                     }
                     local.extend(o.admitted);
                 }
-                origin => round.push(TxsDone { origin, admitted: o.admitted, invalid: o.invalid }),
+                origin => {
+                    let crowded = o.crowded();
+                    round.push(TxsDone { origin, admitted: o.admitted, invalid: o.invalid, crowded })
+                }
             }
         }
         if !local.is_empty() {
-            round.push(TxsDone { origin: TxOrigin::Local, admitted: local, invalid: false });
+            round.push(TxsDone { origin: TxOrigin::Local, admitted: local, invalid: false, crowded: 0 });
         }
         // Orphans admitted after their parents: the machine relays them.
         if !admission.released.is_empty() {
-            round.push(TxsDone { origin: TxOrigin::Released, admitted: admission.released, invalid: false });
+            round.push(TxsDone {
+                origin: TxOrigin::Released,
+                admitted: admission.released,
+                invalid: false,
+                crowded: 0,
+            });
         }
         w.log(format!("{} admitted {admitted}/{n} orphans {orphans}", self.id));
         if !round.is_empty() {
@@ -266,7 +274,8 @@ impl Honest {
             self.step(Input::BlockDone { hash: o.hash, height: o.height, origin, verdict }, w);
             if !released.is_empty() {
                 w.log(format!("{} block released {} orphans", self.id, released.len()));
-                let done = TxsDone { origin: TxOrigin::Released, admitted: released, invalid: false };
+                let done =
+                    TxsDone { origin: TxOrigin::Released, admitted: released, invalid: false, crowded: 0 };
                 self.step(Input::TxsDone(vec![done]), w);
             }
         }

@@ -365,3 +365,23 @@ fn transactions_admitted_while_the_only_miner_is_down_are_mined_once_it_is_back(
     assert_eq!(requests_from(&sim, boot, 4), 0, "a bootstrap node fetches no mempool");
     assert!(sim.penalties().is_empty(), "{:?}", sim.penalties());
 }
+
+#[test]
+fn transactions_a_full_miner_refused_reach_it_once_blocks_make_room() {
+    // The miner's pool holds 40 transactions; the peers' hold everything. Gossip brings the
+    // miner far more than it has room for: it refuses them, the peers keep them, and each
+    // block the miner connects makes room that only fetching the peers' mempools again fills.
+    let mut sim = Sim::new(SimConfig::devnet(83));
+    let small = scalechain_mempool::MempoolConfig { max_txs: 40, ..Default::default() };
+    let miner = sim.add_node_with(Role::Miner, small);
+    let (p1, p2) = (sim.add_node(Role::Peer), sim.add_node(Role::Peer));
+    sim.connect_all();
+    sim.run_for(1_000);
+    let mut load = Load::new(&sim.config().params, sim.config().sig, 83);
+    drive_load(&mut sim, &mut load, &[p1, p2], 50, 3);
+    assert_eq!(sim.accepted().len(), 300);
+    let all = [miner, p1, p2];
+    assert!(sim.run_until(60_000, |s| settled(s, &all)), "not settled:\n{}", sim.state());
+    assert!(requests_from(&sim, miner, 4) >= 4, "the miner asked for inventories again after blocks");
+    assert!(sim.penalties().is_empty(), "{:?}", sim.penalties());
+}

@@ -39,8 +39,11 @@ pub struct Peer {
     closing: bool,
     /// Its mempool being fetched (after the handshake).
     pool: Option<PoolSync>,
-    /// Mempool sync was started with it (once per connection).
+    /// Mempool sync was started with it (after the handshake, once per connection).
     pool_started: bool,
+    /// A mempool-sync request to it was refused, failed or answered against the rules: its
+    /// mempool is not fetched again on this connection.
+    pool_failed: bool,
 }
 
 /// What an outbound request was, for when its answer comes.
@@ -70,6 +73,10 @@ pub struct Protocol<K> {
     outbox: VecDeque<Output<K>>,
     /// Txids asked of some peer by mempool sync and not answered yet.
     pool_inflight: BTreeSet<Hash>,
+    /// The tip when transactions from peers were first refused for want of room since the
+    /// last mempool sync: once the tip moves (a block took pooled transactions out), the
+    /// peers' mempools are fetched again.
+    crowded_at: Option<Hash>,
 }
 
 impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
@@ -86,6 +93,7 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
             next_tag: 1,
             outbox: VecDeque::new(),
             pool_inflight: BTreeSet::new(),
+            crowded_at: None,
         }
     }
 
@@ -210,6 +218,7 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
             closing: false,
             pool: None,
             pool_started: false,
+            pool_failed: false,
         };
         self.peers.insert(peer.clone(), p);
         self.event(Event::Connected { peer: peer.clone(), addr });
@@ -324,10 +333,22 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
         }
     }
 
-    /// Stops fetching the peer's mempool.
+    /// Starts mempool sync again, with a new budget, with every peer whose last sync ended
+    /// well (the caller sends the first requests).
+    fn resync_pools(&mut self) {
+        for p in self.peers.values_mut() {
+            if p.pool_started && !p.pool_failed && p.pool.is_none() && !p.closing {
+                p.pool = Some(PoolSync::new());
+            }
+        }
+    }
+
+    /// Stops fetching the peer's mempool, for good on this connection (a request was refused
+    /// or failed, or the answer broke the rules).
     fn pool_stop(&mut self, peer: &K) {
         if let Some(p) = self.peers.get_mut(peer) {
             p.pool = None;
+            p.pool_failed = true;
         }
     }
 
@@ -606,6 +627,10 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
         let mut released: Vec<Arc<Tx>> = Vec::new();
         let mut from_gossip: Vec<Arc<Tx>> = Vec::new();
         for b in batches {
+            let from_peer = matches!(b.origin, TxOrigin::Gossip { .. } | TxOrigin::Pool(_));
+            if from_peer && b.crowded > 0 && self.crowded_at.is_none() {
+                self.crowded_at = Some(chain.tip().1);
+            }
             match b.origin {
                 TxOrigin::Gossip { source, id } => {
                     let verdict = if b.invalid {
@@ -681,6 +706,12 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
                 let (peer, request) = action.into_request();
                 self.request(peer, request, asked);
             }
+        }
+        // Transactions from peers were refused for want of room and a block has made some:
+        // fetch the peers' mempools again (those not being fetched already).
+        if self.crowded_at.is_some_and(|at| at != chain.tip().1) {
+            self.crowded_at = None;
+            self.resync_pools();
         }
         // Mempool sync waiting for its pace.
         let syncing: Vec<K> = self

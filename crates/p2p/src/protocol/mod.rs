@@ -197,6 +197,9 @@ pub struct TxsDone<K> {
     pub admitted: Vec<Arc<Tx>>,
     /// True if any transaction broke a consensus rule.
     pub invalid: bool,
+    /// How many were refused for want of room (`MempoolError::may_fit_later`): after the
+    /// next block this node fetches its peers' mempools again (§13.5).
+    pub crowded: usize,
 }
 
 /// Something that happened, for the caller to act on.

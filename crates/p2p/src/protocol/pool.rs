@@ -1,10 +1,11 @@
 //! Mempool sync: what a node fetches of a new peer's mempool after the handshake, so that
-//! transactions admitted while the two were apart (a miner restarting, a partition) reach it.
+//! transactions admitted while the two were apart (a miner restarting, a partition) reach it;
+//! and again after a block once gossip brought more than its pool had room for.
 //!
 //! Per peer: pages of the peer's inventory (`GetPoolTxids`, txids in ascending order), then
 //! the transactions this node lacks (`GetTxs`, a batch at a time); one request in flight, at
 //! most one per `interval_ms`, at most `max_txs` txids and `max_bytes` of transactions per
-//! connection. Txids asked of one peer are not asked of another meanwhile.
+//! sync. Txids asked of one peer are not asked of another meanwhile.
 
 use std::collections::{BTreeSet, VecDeque};
 
@@ -13,9 +14,9 @@ use scalechain_types::Hash;
 /// The mempool-sync settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PoolSyncConfig {
-    /// Most txids fetched from one peer per connection (0 turns mempool sync off).
+    /// Most txids fetched from one peer per sync (0 turns mempool sync off).
     pub max_txs: usize,
-    /// Most bytes of transactions fetched from one peer per connection.
+    /// Most bytes of transactions fetched from one peer per sync.
     pub max_bytes: usize,
     /// Txids per `GetTxs` request.
     pub batch: usize,
@@ -24,7 +25,7 @@ pub struct PoolSyncConfig {
 }
 
 impl Default for PoolSyncConfig {
-    /// 100,000 transactions or 64 MiB per connection, 1,024 per request, 20 requests a second.
+    /// 100,000 transactions or 64 MiB per sync, 1,024 per request, 20 requests a second.
     fn default() -> Self {
         PoolSyncConfig { max_txs: 100_000, max_bytes: 64 << 20, batch: 1_024, interval_ms: 50 }
     }

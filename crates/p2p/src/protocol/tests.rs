@@ -414,8 +414,10 @@ fn pipeline_verdicts_go_back_to_gossip_and_local_admissions_are_relayed_in_batch
         origin: TxOrigin::Gossip { source: 1, id: id(i) },
         admitted,
         invalid,
+        crowded: 0,
     };
-    let local = |admitted: Vec<Arc<Tx>>| TxsDone { origin: TxOrigin::Local, admitted, invalid: false };
+    let local =
+        |admitted: Vec<Arc<Tx>>| TxsDone { origin: TxOrigin::Local, admitted, invalid: false, crowded: 0 };
     let batches = vec![
         g(1, vec![tx(1)], false),
         local(vec![tx(2), tx(3)]),
@@ -613,8 +615,14 @@ fn released_orphans_are_published_with_the_parents_gossip_brought_in_the_same_ro
             origin: TxOrigin::Gossip { source: 1, id: MsgId([1; 20]) },
             admitted: vec![Arc::new(unrelated.clone()), Arc::new(parent.clone())],
             invalid: false,
+            crowded: 0,
         },
-        TxsDone { origin: TxOrigin::Released, admitted: vec![Arc::new(child.clone())], invalid: false },
+        TxsDone {
+            origin: TxOrigin::Released,
+            admitted: vec![Arc::new(child.clone())],
+            invalid: false,
+            crowded: 0,
+        },
     ];
     p.step(0, Input::TxsDone(round), &chain);
     let o = out(&mut p);
@@ -685,7 +693,7 @@ fn a_new_peers_mempool_is_fetched_page_by_page_and_only_what_is_missing() {
     assert!(requests(&out(&mut p)).is_empty());
     // What it fetched is judged like gossip, without a gossip verdict or a relay; an invalid
     // transaction costs the peer.
-    let done = TxsDone { origin: TxOrigin::Pool(1), admitted: vec![], invalid: true };
+    let done = TxsDone { origin: TxOrigin::Pool(1), admitted: vec![], invalid: true, crowded: 0 };
     p.step(410, Input::TxsDone(vec![done]), &chain);
     assert_eq!(
         out(&mut p),
@@ -799,4 +807,48 @@ fn silent_peers_time_out_and_a_full_node_makes_room_for_newcomers() {
     assert_eq!(disconnects(&o), vec![(6, "evicted for a newcomer")]);
     assert!(requests(&o).is_empty());
     assert_eq!(p.peers().filter(|(_, x)| x.role.is_some()).count(), 2);
+}
+
+#[test]
+fn peers_mempools_are_fetched_again_after_a_block_once_room_ran_out() {
+    let inventories = |o: &[Output<u32>]| -> Vec<u32> {
+        requests(o)
+            .into_iter()
+            .filter(|(_, _, r)| matches!(r, Request::GetPoolTxids { .. }))
+            .map(|r| r.0)
+            .collect()
+    };
+    let chain = Fake::new(0);
+    let mut p = machine(Role::Miner);
+    // Two peers; the first sync with each ends on an empty inventory, the third's on a
+    // failed request.
+    for k in 1..=3 {
+        let o = connect(&mut p, &chain, k, Some(hello(CHAIN, 0, Role::Peer)));
+        let (_, tag, _) = requests(&o)[1].clone();
+        if k == 3 {
+            p.step(0, Input::RequestFailed { peer: k, tag, error: "timeout".into() }, &chain);
+        } else {
+            p.step(0, Input::Response { peer: k, tag, data: Response::PoolTxids(vec![]).encode() }, &chain);
+        }
+    }
+    p.step(100, Input::Tick, &chain);
+    assert!(inventories(&out(&mut p)).is_empty());
+    let done =
+        |origin: TxOrigin<u32>, crowded: usize| TxsDone { origin, admitted: vec![], invalid: false, crowded };
+    // Refusals of the API's transactions are the client's to retry: nothing is fetched.
+    p.step(200, Input::TxsDone(vec![done(TxOrigin::Local, 5)]), &chain);
+    let moved = Fake::new(1);
+    p.step(300, Input::Tick, &moved);
+    assert!(inventories(&out(&mut p)).is_empty());
+    // Gossip refused for want of room: nothing while the tip stays...
+    p.step(400, Input::TxsDone(vec![done(TxOrigin::Gossip { source: 1, id: MsgId([1; 20]) }, 2)]), &moved);
+    p.step(500, Input::Tick, &moved);
+    assert!(inventories(&out(&mut p)).is_empty());
+    // ...then, once a block moved it, both peers' inventories are asked for again (not the
+    // one whose sync failed), once.
+    let next = Fake::new(2);
+    p.step(600, Input::Tick, &next);
+    assert_eq!(inventories(&out(&mut p)), vec![1, 2]);
+    p.step(700, Input::Tick, &Fake::new(3));
+    assert!(inventories(&out(&mut p)).is_empty());
 }
