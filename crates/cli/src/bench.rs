@@ -157,6 +157,13 @@ fn on_devnet(
         None => None,
         Some(p) => Some(std::fs::read_to_string(p).map_err(|e| Fail(2, format!("{}: {e}", p.display())))?),
     };
+    // The chain the nodes make (a node configuration may change its hash function, signature
+    // schemes, block interval or signature flag): what the load signs for.
+    let node_cfg = match &config {
+        Some(text) => scalechain_node::NodeConfig::from_toml(text).map_err(|e| Fail(2, e))?,
+        None => scalechain_node::NodeConfig::default(),
+    };
+    let (params, sig) = (scalechain_node::params_of(&node_cfg), node_cfg.chain.sig);
     let plan = NetworkPlan { peers: n.peers, miners: n.miners, miner_threads: n.miner_threads, config };
     net.start_network(&plan).map_err(launch_fail)?;
     eprintln!(
@@ -168,7 +175,6 @@ fn on_devnet(
     let all: Vec<(String, Client)> = net.clients(|r| r != Role::Bootstrap);
     let peers: Vec<(String, Client)> = net.clients(|r| r == Role::Peer);
     let pids = net.pids();
-    let params = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
     let clock = SystemClock::start();
     // Every node sees the bootstrap node and at least one other (the bootstrap node relays no
     // gossip).
@@ -184,7 +190,7 @@ fn on_devnet(
     let r = match connected {
         Err(e) => Err(load_fail(e)),
         Ok(()) => {
-            let env = Env { targets: &peers, pids: &pids, params: &params, sig: SigMode::Ed25519 };
+            let env = Env { targets: &peers, pids: &pids, params: &params, sig };
             let target = format!("{}, load to the peers", layout(n));
             drive(a, b, out, rt, &env, target)
         }

@@ -26,8 +26,7 @@ use clap::Args;
 use scalechain_client::launcher::netns::{self, Namespaces};
 use scalechain_client::launcher::{LaunchError, Launcher, NetworkPlan, Role};
 use scalechain_client::{interrupt, Client};
-use scalechain_consensus::params::SigMode;
-use scalechain_consensus::{genesis_block, Params};
+use scalechain_consensus::genesis_block;
 use scalechain_study::load::account::account;
 use scalechain_study::load::converge::{converge, wait_connected, wait_height};
 use scalechain_study::load::fund::fund;
@@ -146,14 +145,15 @@ pub fn devnet(a: DevnetArgs) -> Result<(), Fail> {
     if let Some(ns) = &hosts {
         net = net.placement(ns.clone());
     }
-    let config = match &a.node_config {
-        None => None,
+    // The node configuration, and the chain it makes (what the load signs for).
+    let (config, node_cfg) = match &a.node_config {
+        None => (None, scalechain_node::NodeConfig::default()),
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| Fail(2, format!("--node-config {}: {e}", path.display())))?;
-            scalechain_node::NodeConfig::from_toml(&text)
+            let cfg = scalechain_node::NodeConfig::from_toml(&text)
                 .map_err(|e| Fail(2, format!("--node-config {}: {e}", path.display())))?;
-            Some(text)
+            (Some(text), cfg)
         }
     };
     let plan = NetworkPlan { peers: a.nodes, miners: a.miners, miner_threads: a.miner_threads, config };
@@ -165,12 +165,12 @@ pub fn devnet(a: DevnetArgs) -> Result<(), Fail> {
         t_start.elapsed().as_secs_f64(),
         net.base_dir().display()
     );
-    let params = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
+    let (params, sig) = (scalechain_node::params_of(&node_cfg), node_cfg.chain.sig);
     let chain_id = genesis_block(&params).hash(params.hash);
     let total = usize::try_from(a.tps.saturating_mul(a.duration))
         .map_err(|_| Fail(2, "--tps times --duration is too large".into()))?;
     let t_prep = Instant::now();
-    let prepared = prepare(params.hash, &chain_id, &premine_funds(&params, SigMode::Ed25519), total);
+    let prepared = prepare(params.hash, &chain_id, &premine_funds(&params, sig), total);
     eprintln!(
         "devnet: {} load transactions and {} funding transactions in {} levels signed in {:.1}s",
         prepared.load.len(),
@@ -181,7 +181,7 @@ pub fn devnet(a: DevnetArgs) -> Result<(), Fail> {
     // Peers and miners, in start order: the peers first.
     let nodes: Vec<(String, Client)> = net.clients(|r| r != Role::Bootstrap);
     let pids = net.pids();
-    let summary = rt.block_on(drive(&a, &nodes, prepared, &pids));
+    let summary = rt.block_on(drive(&a, &nodes, prepared, &pids, params.hash));
     // The nodes stop (and a temporary directory goes) before the verdict; a directory that
     // cannot be removed does not change it.
     drop(rt);
@@ -221,6 +221,7 @@ async fn drive(
     nodes: &[(String, Client)],
     prepared: Prepared,
     pids: &[(String, u32)],
+    kind: HashKind,
 ) -> Result<Summary, Fail> {
     let Prepared { funding, load } = prepared;
     let clock = SystemClock::start();
@@ -236,7 +237,6 @@ async fn drive(
 
     // Fund: split the premine (level by level for a large load) and wait until the splits are
     // confirmed, on every node.
-    let kind = HashKind::Sha256;
     let from = peer0.status().await.map_err(|e| Fail(1, e.to_string()))?.height;
     let funded = fund(peer0, &funding, kind, from, Duration::from_secs(60), POLL, &clock, stop).await;
     let funded = match funded {

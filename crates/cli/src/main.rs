@@ -65,8 +65,8 @@ enum Cmd {
     /// and appends a section to DIR/report.md (see docs/STUDY.md).
     Study {
         /// tx-throughput, block-validation, speedup, hash, components, utxo-memory, voting,
-        /// pipeline, propagation, load, all, or replot (draw the figures again from the CSVs in --out,
-        /// without measuring).
+        /// pipeline, propagation, load, backend, signatures, contention, all, or replot (draw the
+        /// figures again from the CSVs in --out, without measuring).
         experiment: String,
         /// Output directory.
         #[arg(long, default_value = "study")]
@@ -90,6 +90,10 @@ enum Cmd {
         /// --quick).
         #[arg(long, value_parser = clap::value_parser!(u32).range(2..=64))]
         nodes: Option<u32>,
+        /// `backend`: another build of `scalechain` to compare with this one (repeatable; e.g.
+        /// target/native/release/scalechain).
+        #[arg(long)]
+        compare: Vec<PathBuf>,
     },
     /// Run a node (bootstrap, peer or miner) until SIGINT/SIGTERM.
     Node(netcmd::NodeArgs),
@@ -132,6 +136,12 @@ enum Cmd {
     #[command(hide = true)]
     StudyHashWorker {
         /// ALG BYTES THREADS COUNT.
+        args: Vec<String>,
+    },
+    /// Internal: this build's per-operation costs for the study's `backend` experiment.
+    #[command(hide = true)]
+    StudyBackendWorker {
+        /// RUNS.
         args: Vec<String>,
     },
 }
@@ -276,10 +286,19 @@ fn main() -> ExitCode {
             }
             ChainCmd::Import { data_dir, file } => import(&data_dir, &file),
         },
-        Cmd::Study { experiment, out, quick, threads, max_log2, runs, seed, nodes } => {
+        Cmd::Study { experiment, out, quick, threads, max_log2, runs, seed, nodes, compare } => {
             let nodes = nodes.map(|n| n as usize);
-            let opts =
-                scalechain_study::Opts { out, quick, threads, max_log2, runs, seed, worker: None, nodes };
+            let opts = scalechain_study::Opts {
+                out,
+                quick,
+                threads,
+                max_log2,
+                runs,
+                seed,
+                worker: None,
+                nodes,
+                compare,
+            };
             study(&experiment, opts)
         }
         Cmd::Node(a) => netcmd::node(a),
@@ -293,6 +312,14 @@ fn main() -> ExitCode {
         Cmd::StudyHashWorker { args } => match scalechain_study::exp::hash::worker_main(&args) {
             Ok(line) => {
                 println!("{line}");
+                Ok(())
+            }
+            Err(e) => Err(Fail(2, e)),
+        },
+        Cmd::StudyBackendWorker { args } => match scalechain_study::exp::optimise::backend_worker_main(&args)
+        {
+            Ok(text) => {
+                print!("{text}");
                 Ok(())
             }
             Err(e) => Err(Fail(2, e)),

@@ -97,6 +97,11 @@ pub struct Params {
     pub max_tx_data: u64,
     /// Outputs of the genesis coinbase, spendable from block 1.
     pub premine: Vec<TxOut>,
+    /// Study only: input signatures are not verified (every other rule still applies, the
+    /// key still hashing to the lock), to measure what signatures cost end to end. Declared in
+    /// genesis (params format 2, `docs/PROTOCOL.md` §2.9), so a chain that does not declare it
+    /// never skips a signature: setting it makes another chain, with another id.
+    pub skip_signatures: bool,
 }
 
 /// Genesis time of the devnet: 2026-01-01T00:00:00Z.
@@ -140,6 +145,7 @@ impl Params {
             max_tx_outputs: 10_000,
             max_tx_data: 64 << 10,
             premine,
+            skip_signatures: false,
         }
     }
 
@@ -208,9 +214,25 @@ pub fn devnet_premine_key(sig: SigMode, i: u64) -> SecretKey {
     SecretKey::from_seed(sig.scheme_for(i), seed.0)
 }
 
+/// Bit 0 of format 2's flags byte: [`Params::skip_signatures`].
+const FLAG_SKIP_SIGNATURES: u8 = 1;
+
+impl Params {
+    /// Format 2's flags byte; 0 (format 1) for every chain that declares nothing.
+    fn flags(&self) -> u8 {
+        if self.skip_signatures {
+            FLAG_SKIP_SIGNATURES
+        } else {
+            0
+        }
+    }
+}
+
 impl Encode for Params {
     fn encode_to(&self, out: &mut Vec<u8>) {
-        out.push(1); // params format version
+        let flags = self.flags();
+        // Format 1 unless a flag is set: the chains that declare nothing keep their ids.
+        out.push(if flags == 0 { 1 } else { 2 });
         put_count(out, self.name.len());
         out.extend_from_slice(self.name.as_bytes());
         out.push(self.hash.code());
@@ -240,6 +262,9 @@ impl Encode for Params {
         for o in &self.premine {
             o.encode_to(out);
         }
+        if flags != 0 {
+            out.push(flags);
+        }
     }
 }
 
@@ -247,7 +272,7 @@ impl Decode for Params {
     const MIN_LEN: usize = 1 + 4 + 1 + 4 + 8 + 64 + 13 * 8 + 4;
     fn decode_from(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
         let version = r.u8("params.version")?;
-        if version != 1 {
+        if version != 1 && version != 2 {
             return Err(r.invalid("params.version", format!("unknown params format {version}")));
         }
         let n = r.count("params.name", 1)?;
@@ -283,6 +308,13 @@ impl Decode for Params {
         let max_tx_outputs = next("params.max_tx_outputs")?;
         let max_tx_data = next("params.max_tx_data")?;
         let premine = r.vec("params.premine")?;
+        let flags = if version == 2 { r.u8("params.flags")? } else { 0 };
+        if version == 2 && flags == 0 {
+            return Err(r.invalid("params.flags", "format 2 with no flag set (that chain is format 1)"));
+        }
+        if flags & !FLAG_SKIP_SIGNATURES != 0 {
+            return Err(r.invalid("params.flags", format!("unknown flags {flags:#04x}")));
+        }
         Ok(Params {
             name,
             hash,
@@ -304,6 +336,7 @@ impl Decode for Params {
             max_tx_outputs,
             max_tx_data,
             premine,
+            skip_signatures: flags & FLAG_SKIP_SIGNATURES != 0,
         })
     }
 }
@@ -370,6 +403,33 @@ mod tests {
         b.coinbase_maturity += 1;
         assert_ne!(a.chain_id(), b.chain_id(), "every parameter is part of the chain id");
         assert_ne!(a.chain_id(), Params::devnet(HashKind::Blake3, SigMode::Ed25519).chain_id());
+    }
+
+    #[test]
+    fn skipping_signatures_is_format_2_and_another_chain() {
+        let a = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
+        assert_eq!(a.encode()[0], 1, "a chain declaring nothing stays format 1");
+        let mut b = a.clone();
+        b.skip_signatures = true;
+        let enc = b.encode();
+        assert_eq!((enc[0], enc.len(), enc[enc.len() - 1]), (2, a.encode().len() + 1, 1));
+        assert_eq!(Params::decode(&enc).as_ref(), Ok(&b));
+        assert_eq!(params_from_genesis(&genesis_block(&b)).as_ref(), Ok(&b));
+        assert_ne!(a.chain_id(), b.chain_id());
+        // Format 2 without a flag, or with an unknown one, does not decode; nor does format 3.
+        let mut none = enc.clone();
+        *none.last_mut().unwrap() = 0;
+        assert!(Params::decode(&none).unwrap_err().to_string().contains("params.flags"));
+        let mut unknown = enc.clone();
+        *unknown.last_mut().unwrap() = 3;
+        assert!(Params::decode(&unknown).unwrap_err().to_string().contains("unknown flags"));
+        let mut three = enc;
+        three[0] = 3;
+        assert!(Params::decode(&three).is_err());
+        // A format-1 encoding with a trailing byte is not format 2.
+        let mut trailing = a.encode();
+        trailing.push(1);
+        assert!(Params::decode(&trailing).is_err());
     }
 
     #[test]

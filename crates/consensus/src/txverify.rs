@@ -171,8 +171,12 @@ fn contextual_rules(
 }
 
 /// The signature jobs of one transaction, none if the context's signature cache vouches for it
-/// (`wtxid`, if given, is `tx`'s own).
+/// (`wtxid`, if given, is `tx`'s own) or the chain declares that it skips signatures
+/// ([`crate::Params::skip_signatures`]).
 fn jobs_of(env: &TxEnv<'_>, ti: usize, tx: &Tx, txid: &Hash, wtxid: Option<&Hash>, out: &mut Vec<SigJob>) {
+    if env.ctx.params.skip_signatures {
+        return;
+    }
     if let Some(cache) = env.ctx.sig_cache {
         let w = wtxid.copied().unwrap_or_else(|| tx.wtxid(env.ctx.params.hash));
         if cache.contains(&w) {

@@ -1,6 +1,7 @@
 //! `connect_block` against hand-built UTXO views: the overflow rules that no chain whose
 //! parameters pass `Params::validate` can reach (its total supply stays below 2^53), so they are
-//! exercised here with coins that could only exist in a corrupted or foreign UTXO set.
+//! exercised here with coins that could only exist in a corrupted or foreign UTXO set; and the
+//! study-only chains that skip signatures.
 #![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeMap;
@@ -8,7 +9,10 @@ use std::collections::BTreeMap;
 use scalechain_consensus::check::check_block;
 use scalechain_consensus::connect::ConnectCtx;
 use scalechain_consensus::params::SigMode;
-use scalechain_consensus::{connect_block, Apps, BlockError, Coin, Params, TxRule, UtxoSet, VerifyConfig};
+use scalechain_consensus::txverify::{verify_txs, TxEnv};
+use scalechain_consensus::{
+    connect_block, Apps, BlockError, Coin, Params, TxRule, UtxoSet, VerifyConfig, VerifyMode,
+};
 use scalechain_types::{
     Amount, Block, Hash, HashKind, Header, Lock, OutPoint, Scheme, SecretKey, Target, Tx, TxIn, TxKind,
     TxOut, Witness,
@@ -61,6 +65,11 @@ impl Fixture {
 
     /// Connects a block of `txs` (after a coinbase) and checks the view was not touched.
     fn connect(&self, txs: Vec<Tx>) -> Result<(), BlockError> {
+        self.connect_in(VerifyMode::Parallel, txs)
+    }
+
+    /// [`Fixture::connect`] verifying in `mode`.
+    fn connect_in(&self, mode: VerifyMode, txs: Vec<Tx>) -> Result<(), BlockError> {
         let header = Header {
             version: 1,
             height: 100,
@@ -73,7 +82,7 @@ impl Fixture {
         let mut block = Block { header, txs };
         block.txs.insert(0, Tx::coinbase(100, vec![self_out(&self.p, &self.key, 1)]));
         block.header.merkle_root = block.compute_merkle_root(self.p.hash);
-        let (apps, verify) = (Apps::none(), VerifyConfig::parallel([1; 32]));
+        let (apps, verify) = (Apps::none(), VerifyConfig::parallel([1; 32]).with_mode(mode));
         let ctx = ConnectCtx::new(&self.p, &self.chain_id, &apps, &verify);
         let before = self.utxos.clone();
         let res = check_block(&block, &self.p, &apps)
@@ -107,4 +116,44 @@ fn fees_that_overflow_are_refused() {
     let e = f.connect(vec![f.transfer(&[0], 1), f.transfer(&[1], 1)]).unwrap_err();
     assert!(matches!(e, BlockError::FeeOverflow), "expected fee-overflow, got {e}");
     assert_eq!(e.rule(), "fee-overflow");
+}
+
+/// The verdicts of `verify_txs` on `txs` against the fixture, in `mode`, as rule names.
+fn admit_in(f: &Fixture, mode: VerifyMode, txs: &[Tx]) -> Vec<Option<&'static str>> {
+    let (apps, verify) = (Apps::none(), VerifyConfig::parallel([1; 32]).with_mode(mode));
+    let state = BTreeMap::new();
+    let env = TxEnv {
+        ctx: ConnectCtx::new(&f.p, &f.chain_id, &apps, &verify),
+        view: &f.utxos,
+        app_state: &state,
+        height: 100,
+        time: 0,
+    };
+    verify_txs(&env, txs).iter().map(|v| v.as_ref().err().map(|e| e.rule())).collect()
+}
+
+#[test]
+fn signatures_are_skipped_only_on_a_chain_that_declares_it() {
+    let mut f = Fixture::new(&[1_000, 2_000]);
+    let mut forged = f.transfer(&[0], 900);
+    forged.inputs[0].witness.signature = [7; 64];
+    // Another key's witness: the key does not hash to the lock, signature or not.
+    let other = SecretKey::from_seed(Scheme::Ed25519, [4; 32]);
+    let mut stranger = f.transfer(&[1], 1_900);
+    stranger.inputs[0].witness.pubkey = other.public();
+    for mode in VerifyMode::ALL {
+        let e = f.connect_in(mode, vec![forged.clone()]).unwrap_err();
+        assert!(
+            matches!(e, BlockError::Tx { error: TxRule::BadSignature { input: 0, .. }, .. }),
+            "{mode:?}: {e}"
+        );
+        assert_eq!(admit_in(&f, mode, &[forged.clone()]), vec![Some("bad-signature")], "{mode:?}");
+    }
+    f.p.skip_signatures = true;
+    for mode in VerifyMode::ALL {
+        f.connect_in(mode, vec![forged.clone()]).unwrap();
+        assert_eq!(admit_in(&f, mode, &[forged.clone(), stranger.clone()])[0], None, "{mode:?}");
+        let e = f.connect_in(mode, vec![stranger.clone()]).unwrap_err();
+        assert!(!matches!(e, BlockError::Tx { error: TxRule::BadSignature { .. }, .. }), "{mode:?}: {e}");
+    }
 }

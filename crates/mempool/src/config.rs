@@ -39,13 +39,16 @@ pub struct MempoolConfig {
     /// Transactions that left unconfirmed the log remembers ([`crate::Mempool::removed`]);
     /// 0 keeps none.
     pub removed_log: usize,
+    /// Study only: readers take the writers' lock and read under it (a pool with one lock for
+    /// everything, seed 003's baseline) instead of loading the published snapshot lock-free.
+    pub single_lock: bool,
 }
 
 impl Default for MempoolConfig {
     /// 64 MiB or 100,000 transactions, chains of 25, 100 per 1,000 bytes, 4 MiB of fee-less
     /// application transactions and 1 MiB of one group, dust below 546, transactions up to 100,000 bytes, 200,000
     /// cached signature verdicts, the orphan pool's defaults ([`OrphanConfig`]), a log of the
-    /// last 50,000 transactions that left unconfirmed.
+    /// last 50,000 transactions that left unconfirmed, lock-free reads.
     fn default() -> Self {
         MempoolConfig {
             max_bytes: 64 << 20,
@@ -60,6 +63,7 @@ impl Default for MempoolConfig {
             sig_cache_capacity: 200_000,
             orphans: OrphanConfig::default(),
             removed_log: 50_000,
+            single_lock: false,
         }
     }
 }

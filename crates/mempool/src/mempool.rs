@@ -158,7 +158,8 @@ impl Writer {
 /// [`Mempool::template`], ...) load the current snapshot without locking, so a reader never
 /// delays the writer and may keep a snapshot as long as it likes. The snapshot's map is
 /// persistent and shared with the writer's copy, so a publication costs O(1) and an admitted
-/// transaction O(log n), not a copy of the pool.
+/// transaction O(log n), not a copy of the pool. With [`MempoolConfig::single_lock`] (the
+/// study's baseline) readers take the writers' mutex instead and read under it.
 pub struct Mempool {
     hash: HashKind,
     config: MempoolConfig,
@@ -522,33 +523,48 @@ impl Mempool {
         self.published.store(Arc::new(snap));
     }
 
+    /// With [`MempoolConfig::single_lock`], the writers' lock, which a reader then holds while
+    /// it reads (the wait profiled as `mempool.read_lock`); lock-free reads take nothing.
+    fn read_guard(&self) -> Option<MutexGuard<'_, Writer>> {
+        self.config.single_lock.then(|| {
+            let _s = profile::span("mempool.read_lock");
+            self.lock()
+        })
+    }
+
     /// The current snapshot (lock-free; hold it as long as needed).
     pub fn snapshot(&self) -> Arc<Snapshot> {
+        let _g = self.read_guard();
         self.published.load_full()
     }
 
     /// The pooled entry of `txid`.
     pub fn get(&self, txid: &Hash) -> Option<Arc<PoolEntry>> {
+        let _g = self.read_guard();
         self.published.load().get(txid).cloned()
     }
 
     /// Is `txid` pooled?
     pub fn contains(&self, txid: &Hash) -> bool {
+        let _g = self.read_guard();
         self.published.load().contains(txid)
     }
 
     /// Transactions pooled.
     pub fn len(&self) -> usize {
+        let _g = self.read_guard();
         self.published.load().len()
     }
 
     /// Holds nothing?
     pub fn is_empty(&self) -> bool {
+        let _g = self.read_guard();
         self.published.load().is_empty()
     }
 
     /// Bytes pooled (sum of encodings).
     pub fn bytes(&self) -> u64 {
+        let _g = self.read_guard();
         self.published.load().bytes()
     }
 
@@ -562,7 +578,10 @@ impl Mempool {
 
     /// Figures for metrics.
     pub fn stats(&self) -> Stats {
-        let s = self.published.load();
+        let s = {
+            let _g = self.read_guard();
+            self.published.load_full()
+        };
         Stats {
             count: s.len(),
             bytes: s.bytes(),
@@ -588,6 +607,7 @@ impl Mempool {
 
     /// A block body from the current snapshot: see [`Snapshot::template`].
     pub fn template(&self, max_bytes: u64, max_txs: usize) -> Template {
+        let _g = self.read_guard();
         self.published.load().template(max_bytes, max_txs)
     }
 
@@ -916,5 +936,38 @@ impl std::fmt::Debug for Mempool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let s = self.published.load();
         f.debug_struct("Mempool").field("len", &s.len()).field("bytes", &s.bytes()).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use super::*;
+
+    /// Holds the writers' lock while a reader calls `len`: true if the reader finished while
+    /// the lock was held.
+    fn reader_passes_a_writer(single_lock: bool) -> bool {
+        let pool =
+            Arc::new(Mempool::new(HashKind::Sha256, MempoolConfig { single_lock, ..Default::default() }));
+        let guard = pool.lock();
+        let (tx, rx) = mpsc::channel();
+        let reader = {
+            let pool = pool.clone();
+            std::thread::spawn(move || {
+                let _ = tx.send(pool.len());
+            })
+        };
+        let passed = rx.recv_timeout(Duration::from_millis(300)).is_ok();
+        drop(guard);
+        reader.join().unwrap();
+        passed
+    }
+
+    #[test]
+    fn readers_wait_for_writers_only_under_a_single_lock() {
+        assert!(reader_passes_a_writer(false), "lock-free readers load the published snapshot");
+        assert!(!reader_passes_a_writer(true), "under a single lock a reader waits for the writer");
     }
 }

@@ -119,6 +119,15 @@ pub struct ChainSection {
     pub verify_mode: VerifyMode,
     /// Worker threads for verification (0 = one per core). Default 0.
     pub verify_threads: usize,
+    /// The chain's target interval between blocks, ms. A consensus parameter: any other value
+    /// than the devnet's makes another chain, with another id, that only nodes configured the
+    /// same join. Default 1000 (the devnet's).
+    pub target_block_ms: u64,
+    /// Study only: a chain whose genesis declares that input signatures are not verified
+    /// (`docs/PROTOCOL.md` §3.4), to measure what signatures cost end to end. Another chain,
+    /// with another id; no chain that does not declare it ever skips a signature. Default
+    /// false.
+    pub skip_signatures: bool,
 }
 
 /// Peer-to-peer settings.
@@ -238,6 +247,11 @@ pub struct MempoolSection {
     /// not verify their signatures again), first in, first out; about 100 bytes each. Default
     /// 200,000.
     pub sig_cache: usize,
+    /// Study only: every reader of the pool (block templates, the API, the peer protocol's
+    /// lookups) waits for the writers' lock and reads under it, as a pool guarded by one lock
+    /// would, instead of reading the last published snapshot without locking (seed 003 §5.4,
+    /// the study's `contention` experiment). Default false.
+    pub single_lock: bool,
 }
 
 /// Mining settings.
@@ -280,6 +294,8 @@ impl Default for ChainSection {
             sig: SigMode::Ed25519,
             verify_mode: VerifyMode::Parallel,
             verify_threads: 0,
+            target_block_ms: 1_000,
+            skip_signatures: false,
         }
     }
 }
@@ -339,6 +355,7 @@ impl Default for MempoolSection {
             orphan_expiry_s: 600,
             removed_log: 50_000,
             sig_cache: 200_000,
+            single_lock: false,
         }
     }
 }
@@ -364,6 +381,7 @@ impl MempoolSection {
             orphans: self.orphan_config(),
             removed_log: self.removed_log,
             sig_cache_capacity: self.sig_cache,
+            single_lock: self.single_lock,
             ..MempoolConfig::default()
         })
     }

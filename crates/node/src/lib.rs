@@ -37,4 +37,4 @@ mod serve;
 mod state;
 
 pub use config::NodeConfig;
-pub use run::{run, shutdown_signal, NodeError, NodeInfo};
+pub use run::{params_of, run, shutdown_signal, NodeError, NodeInfo};

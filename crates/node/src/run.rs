@@ -101,9 +101,13 @@ fn write_private(path: &Path, data: &[u8]) -> Result<(), NodeError> {
     std::fs::rename(&tmp, path).map_err(|e| io("renaming", path, e))
 }
 
-/// The chain parameters a configuration selects.
+/// The chain parameters a configuration selects: the devnet of its hash function and
+/// signature mode, with its target block interval and signature flag.
 pub fn params_of(cfg: &NodeConfig) -> Params {
-    Params::devnet(cfg.chain.hash, cfg.chain.sig)
+    let mut p = Params::devnet(cfg.chain.hash, cfg.chain.sig);
+    p.target_block_ms = cfg.chain.target_block_ms;
+    p.skip_signatures = cfg.chain.skip_signatures;
+    p
 }
 
 /// Opens the chain in `DATA_DIR/chain`; with `reindex`, first rebuilds the chain state from the

@@ -78,11 +78,17 @@ pub enum Experiment {
     /// Seed 003 ch. 6: throughput and latency against the arrival rate, through the load
     /// benchmark, for transfers and ballots.
     Load,
+    /// Seed 003 §5.3 / §6.2.2–6.2.3: crypto backends (builds) end to end.
+    Backend,
+    /// Seed 003 §5.1.1: what signatures cost end to end.
+    Signatures,
+    /// Seed 003 §5.4 / Tables 6.1–6.2: lock contention in the mempool.
+    Contention,
 }
 
 impl Experiment {
     /// Every experiment, in the order `all` runs them.
-    pub const ALL: [Experiment; 10] = [
+    pub const ALL: [Experiment; 13] = [
         Experiment::TxThroughput,
         Experiment::BlockValidation,
         Experiment::Speedup,
@@ -93,6 +99,9 @@ impl Experiment {
         Experiment::Propagation,
         Experiment::Pipeline,
         Experiment::Load,
+        Experiment::Backend,
+        Experiment::Signatures,
+        Experiment::Contention,
     ];
 
     /// The command-line name (also the file stem of its outputs).
@@ -108,6 +117,9 @@ impl Experiment {
             Experiment::Propagation => "propagation",
             Experiment::Pipeline => "pipeline",
             Experiment::Load => "load",
+            Experiment::Backend => "backend",
+            Experiment::Signatures => "signatures",
+            Experiment::Contention => "contention",
         }
     }
 }
@@ -143,6 +155,8 @@ pub struct Opts {
     pub worker: Option<PathBuf>,
     /// Nodes of the network experiments' main network (default 8, 3 with `quick`).
     pub nodes: Option<usize>,
+    /// Other `scalechain` binaries (other builds) `backend` compares with `worker`.
+    pub compare: Vec<PathBuf>,
 }
 
 impl Opts {
@@ -157,6 +171,7 @@ impl Opts {
             seed: 1,
             worker: None,
             nodes: None,
+            compare: Vec::new(),
         }
     }
 }
@@ -247,6 +262,9 @@ pub fn run(exp: Experiment, opts: Opts) -> Result<Table, StudyError> {
         Experiment::Propagation => exp::propagation::run(&ctx),
         Experiment::Pipeline => exp::pipeline::run(&ctx),
         Experiment::Load => exp::load::run(&ctx),
+        Experiment::Backend => exp::optimise::run_backend(&ctx),
+        Experiment::Signatures => exp::optimise::run_signatures(&ctx),
+        Experiment::Contention => exp::optimise::run_contention(&ctx),
     }
 }
 
@@ -272,6 +290,9 @@ pub fn replot(exp: Experiment, dir: &std::path::Path) -> Result<bool, StudyError
         Experiment::Propagation => exp::propagation::charts(&table),
         Experiment::Pipeline => exp::pipeline::charts(&table),
         Experiment::Load => exp::load::charts(&table),
+        Experiment::Backend => exp::optimise::backend_charts(&table),
+        Experiment::Signatures => exp::optimise::signatures_charts(&table),
+        Experiment::Contention => exp::optimise::contention_charts(&table),
     };
     plot::write_svg(&dir.join(format!("{}.svg", exp.name())), &charts)?;
     Ok(true)

@@ -12,7 +12,7 @@ pub struct Machine {
     pub cores: usize,
     /// Flags that matter for the crypto and hashing code, present on this CPU.
     pub flags: Vec<String>,
-    /// `portable` or `native` (see [`build`]).
+    /// `portable` or `native`, perhaps with ` soft-sha256` (see [`build`]).
     pub build: &'static str,
     /// Commit the binary was built from.
     pub commit: &'static str,
@@ -25,12 +25,15 @@ const INTERESTING: &[&str] = &["avx2", "avx512f", "avx512vl", "avx512ifma", "sha
 
 /// `native` when the binary was compiled for this CPU's features (`-C target-cpu=native`
 /// enables AVX2 at compile time), else `portable` (the x86-64 baseline; the crypto crates then
-/// pick SIMD backends at run time where they can).
+/// pick SIMD backends at run time where they can); with ` soft-sha256` when SHA-256 was built
+/// without its CPU backends (`--cfg sha2_backend="soft"`: no SHA-NI, as the study's `backend`
+/// experiment compares).
 pub fn build() -> &'static str {
-    if cfg!(target_feature = "avx2") {
-        "native"
-    } else {
-        "portable"
+    match (cfg!(target_feature = "avx2"), cfg!(sha2_backend = "soft")) {
+        (true, false) => "native",
+        (false, false) => "portable",
+        (true, true) => "native soft-sha256",
+        (false, true) => "portable soft-sha256",
     }
 }
 

@@ -12,20 +12,13 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use scalechain_client::launcher::{LaunchError, Launcher, NetworkPlan, Role};
-use scalechain_client::Client;
-use scalechain_consensus::params::SigMode;
-use scalechain_consensus::Params;
-use scalechain_types::HashKind;
 use scalechain_voting::BallotScheme;
 
+use super::e2e::{self, Setting, MINERS, PEERS};
 use crate::bench::metrics::RoundResult;
-use crate::bench::run::{self, Env};
-use crate::bench::spec::{Benchmark, Network, Round, Workload};
-use crate::load::converge::wait_connected;
+use crate::bench::spec::{Round, Workload};
 use crate::load::prepare::Shape;
 use crate::load::schedule::Rate;
-use crate::load::{LoadError, SystemClock};
 use crate::output::sig4;
 use crate::plot::{Chart, Series};
 use crate::seeds::{
@@ -64,9 +57,6 @@ pub const SEED_SATURATION_TPS: f64 = 300.0;
 pub const SEED_OFFERED_TPS: f64 = 450.0;
 /// Seed 003 §7.2: networks needed before and after its optimisations.
 pub const SEED_NETWORKS: (f64, f64) = (178.0, 131.0);
-/// Peers and miners of the devnet (the bootstrap node validates nothing).
-const PEERS: usize = 3;
-const MINERS: usize = 1;
 
 /// One workload's sweep.
 struct Sweep {
@@ -179,93 +169,22 @@ fn groups(sweeps: &[Sweep], trials: usize) -> Vec<(&'static str, Vec<Round>)> {
     out
 }
 
-fn launch_err(e: LaunchError) -> StudyError {
-    StudyError::Wrong(format!("starting the devnet: {e}"))
-}
-
-fn load_err(e: LoadError) -> StudyError {
-    StudyError::Wrong(format!("the load: {e}"))
-}
-
 /// Runs the experiment.
 pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
-    let exe = ctx.opts.worker.clone().ok_or_else(|| {
-        StudyError::Wrong("load runs node processes: it needs the scalechain binary".into())
-    })?;
+    let exe = e2e::node_binary(ctx, "load")?;
     let trials = if ctx.opts.quick { 1 } else { ctx.opts.runs.unwrap_or(TRIALS).max(1) };
-    let groups = groups(&sweeps(ctx.opts.quick), trials);
+    let groups: Vec<(String, Vec<Round>)> =
+        groups(&sweeps(ctx.opts.quick), trials).into_iter().map(|(l, r)| (l.to_string(), r)).collect();
     let count: usize = groups.iter().map(|g| g.1.len()).sum();
     ctx.start(count as u64 + 1, "load: starting the devnet");
-    let mut net = Launcher::new(&exe).map_err(launch_err)?;
-    net.start_network(&NetworkPlan { peers: PEERS, miners: MINERS, miner_threads: 1, config: None })
-        .map_err(launch_err)?;
-    let all: Vec<(String, Client)> = net.clients(|r| r != Role::Bootstrap);
-    let peers: Vec<(String, Client)> = net.clients(|r| r == Role::Peer);
-    let pids = net.pids();
-    let params = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
-    let rt = tokio::runtime::Runtime::new().map_err(|e| StudyError::Wrong(format!("runtime: {e}")))?;
-    let env = Env { targets: &peers, pids: &pids, params: &params, sig: SigMode::Ed25519 };
-    // Ctrl-C ends the round running; the devnet stops below.
-    let stop = scalechain_client::interrupt::flag();
-    let progress = &ctx.progress;
     let mut table = Table::new(COLUMNS);
-    let measured = (|| {
-        let clock = SystemClock::start();
-        rt.block_on(wait_connected(
-            &all,
-            2,
-            Duration::from_secs(30),
-            Duration::from_millis(100),
-            &clock,
-            stop,
-        ))
-        .map_err(load_err)?;
-        progress.inc(1);
-        for (label, rounds) in &groups {
-            let bench = Benchmark {
-                name: format!("study-load {label}"),
-                network: Network { peers: PEERS, miners: MINERS, miner_threads: 1, node_config: None },
-                rounds: rounds.clone(),
-            };
-            progress.set_message(format!("load: signing {}", rounds[0].name));
-            // The premine keys' coins as the last group left them.
-            let funds = rt.block_on(run::funds(&env)).map_err(load_err)?;
-            let prepared = run::prepare(&bench, &env, &funds).map_err(load_err)?;
-            let log = |line: String| {
-                // One line per round's end; the progress lines a second go to the bar.
-                if line.contains(" sent ") && line.contains(" confirmed at ") {
-                    progress.inc(1);
-                    progress.println(format!("load: {line}"));
-                } else {
-                    progress.set_message(line);
-                }
-            };
-            let outcome = rt.block_on(run::run(&bench, &env, prepared, stop, &log)).map_err(load_err)?;
-            if outcome.stopped {
-                return Err(StudyError::Wrong("interrupted".into()));
-            }
-            if outcome.rounds.len() != rounds.len() {
-                return Err(StudyError::Wrong(format!(
-                    "{} of {} rounds ran",
-                    outcome.rounds.len(),
-                    rounds.len()
-                )));
-            }
-            for (t, (round, r)) in rounds.iter().zip(&outcome.rounds).enumerate() {
-                let tps = match round.rate {
-                    Rate::Fixed { tps } => tps,
-                    _ => 0.0,
-                };
-                table.push(row(ctx, label, round.controller, tps, t + 1, r));
-            }
-        }
-        Ok(())
-    })();
-    drop(rt);
-    if let Err(e) = net.stop() {
-        progress.println(format!("load: stopping the devnet: {e}"));
-    }
-    measured?;
+    e2e::run_groups(ctx, &exe, &Setting::default(), &groups, |label, i, round, r| {
+        let tps = match round.rate {
+            Rate::Fixed { tps } => tps,
+            _ => 0.0,
+        };
+        table.push(row(ctx, label, round.controller, tps, i + 1, r));
+    })?;
     ctx.finish(Experiment::Load, &table, charts, section)
 }
 

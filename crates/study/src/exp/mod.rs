@@ -2,8 +2,10 @@
 
 pub mod block_validation;
 pub mod components;
+pub mod e2e;
 pub mod hash;
 pub mod load;
+pub mod optimise;
 pub mod pipeline;
 pub mod propagation;
 pub mod speedup;

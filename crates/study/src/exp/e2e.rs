@@ -1,0 +1,191 @@
+//! End-to-end rounds through the load benchmark on a devnet of node processes on this machine
+//! (3 peers and a miner, the load round-robin over the peers): the harness `load`, `backend`,
+//! `signatures` and `contention` share. A [`Setting`] says what the nodes run with (the chain
+//! and the study-only switches); [`run_groups`] starts such a devnet, runs groups of rounds on
+//! it and stops it, also after a failure or Ctrl-C.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use scalechain_client::launcher::{LaunchError, Launcher, NetworkPlan, Role};
+use scalechain_client::Client;
+use scalechain_consensus::params::SigMode;
+use scalechain_consensus::Params;
+use scalechain_types::HashKind;
+
+use crate::bench::metrics::RoundResult;
+use crate::bench::run::{self, Env};
+use crate::bench::spec::{Benchmark, Network, Round};
+use crate::load::converge::wait_connected;
+use crate::load::{LoadError, SystemClock};
+use crate::{Ctx, StudyError};
+
+/// Peers of the devnet (the load goes to them).
+pub const PEERS: usize = 3;
+/// Miners of the devnet.
+pub const MINERS: usize = 1;
+
+/// What the devnet's nodes run with: the devnet chain (SHA-256, Ed25519) unless a setting
+/// changes it, and the node's defaults unless a study-only switch is on. Each changed setting
+/// is one key of the node's configuration file (`docs/STUDY.md` names them).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Setting {
+    /// `chain.target_block_ms` (another chain): the miner's pace.
+    pub target_block_ms: Option<u64>,
+    /// `chain.skip_signatures` (another chain, declaring it in its genesis).
+    pub skip_signatures: bool,
+    /// `mempool.single_lock`: readers of the pool take the writers' lock.
+    pub single_lock: bool,
+}
+
+impl Setting {
+    /// The node configuration file every node starts with (`None`: the defaults).
+    pub fn config(&self) -> Option<String> {
+        let mut chain = String::new();
+        if let Some(ms) = self.target_block_ms {
+            let _ = writeln!(chain, "target_block_ms = {ms}");
+        }
+        if self.skip_signatures {
+            chain.push_str("skip_signatures = true\n");
+        }
+        let mut s = String::new();
+        if !chain.is_empty() {
+            let _ = write!(s, "[chain]\n{chain}");
+        }
+        if self.single_lock {
+            s.push_str("[mempool]\nsingle_lock = true\n");
+        }
+        (!s.is_empty()).then_some(s)
+    }
+
+    /// The chain those nodes make (what the load signs for).
+    pub fn params(&self) -> Params {
+        let mut p = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
+        if let Some(ms) = self.target_block_ms {
+            p.target_block_ms = ms;
+        }
+        p.skip_signatures = self.skip_signatures;
+        p
+    }
+}
+
+/// The `scalechain` binary the nodes run (`Opts::worker`).
+pub fn node_binary(ctx: &Ctx, what: &str) -> Result<PathBuf, StudyError> {
+    ctx.opts.worker.clone().ok_or_else(|| {
+        StudyError::Wrong(format!("{what} runs node processes: it needs the scalechain binary"))
+    })
+}
+
+fn launch_err(e: LaunchError) -> StudyError {
+    StudyError::Wrong(format!("starting the devnet: {e}"))
+}
+
+/// A failure of the load, as the study reports it.
+pub fn load_err(e: LoadError) -> StudyError {
+    StudyError::Wrong(format!("the load: {e}"))
+}
+
+/// Starts a devnet of `exe` in `setting`, waits until its nodes are connected (one progress
+/// step), then runs each group of rounds as one benchmark, prepared just before it runs from
+/// the premine keys' coins as the previous group left them (so no more than one group's
+/// transactions are held at once), and hands every round's result to `each` with the group's
+/// label and the round's index in it (one progress step each). The devnet stops at the end,
+/// after a failure, and on Ctrl-C (which ends the round running and fails the run).
+pub fn run_groups(
+    ctx: &Ctx,
+    exe: &Path,
+    setting: &Setting,
+    groups: &[(String, Vec<Round>)],
+    mut each: impl FnMut(&str, usize, &Round, &RoundResult),
+) -> Result<(), StudyError> {
+    let config = setting.config();
+    let params = setting.params();
+    let mut net = Launcher::new(exe).map_err(launch_err)?;
+    let plan = NetworkPlan { peers: PEERS, miners: MINERS, miner_threads: 1, config: config.clone() };
+    if let Err(e) = net.start_network(&plan) {
+        let _ = net.stop();
+        return Err(launch_err(e));
+    }
+    let all: Vec<(String, Client)> = net.clients(|r| r != Role::Bootstrap);
+    let peers: Vec<(String, Client)> = net.clients(|r| r == Role::Peer);
+    let pids = net.pids();
+    let measured = (|| {
+        let rt = tokio::runtime::Runtime::new().map_err(|e| StudyError::Wrong(format!("runtime: {e}")))?;
+        let env = Env { targets: &peers, pids: &pids, params: &params, sig: SigMode::Ed25519 };
+        let stop: &AtomicBool = scalechain_client::interrupt::flag();
+        let progress = &ctx.progress;
+        let clock = SystemClock::start();
+        rt.block_on(wait_connected(
+            &all,
+            2,
+            Duration::from_secs(30),
+            Duration::from_millis(100),
+            &clock,
+            stop,
+        ))
+        .map_err(load_err)?;
+        progress.inc(1);
+        for (label, rounds) in groups {
+            let bench = Benchmark {
+                name: format!("study {label}"),
+                network: Network { peers: PEERS, miners: MINERS, miner_threads: 1, node_config: None },
+                rounds: rounds.clone(),
+            };
+            progress.set_message(format!("signing {}", rounds.first().map_or("", |r| r.name.as_str())));
+            let funds = rt.block_on(run::funds(&env)).map_err(load_err)?;
+            let prepared = run::prepare(&bench, &env, &funds).map_err(load_err)?;
+            let log = |line: String| {
+                // One line per round's end; the progress lines a second go to the bar.
+                if line.contains(" sent ") && line.contains(" confirmed at ") {
+                    progress.inc(1);
+                    progress.println(line);
+                } else {
+                    progress.set_message(line);
+                }
+            };
+            let outcome = rt.block_on(run::run(&bench, &env, prepared, stop, &log)).map_err(load_err)?;
+            if outcome.stopped {
+                return Err(StudyError::Wrong("interrupted".into()));
+            }
+            if outcome.rounds.len() != rounds.len() {
+                return Err(StudyError::Wrong(format!(
+                    "{label}: {} of {} rounds ran",
+                    outcome.rounds.len(),
+                    rounds.len()
+                )));
+            }
+            for (i, (round, r)) in rounds.iter().zip(&outcome.rounds).enumerate() {
+                each(label, i, round, r);
+            }
+        }
+        Ok(())
+    })();
+    if let Err(e) = net.stop() {
+        ctx.progress.println(format!("stopping the devnet: {e}"));
+    }
+    measured
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_setting_is_its_configuration_and_its_chain() {
+        let d = Setting::default();
+        assert_eq!(d.config(), None);
+        assert_eq!(d.params(), Params::devnet(HashKind::Sha256, SigMode::Ed25519));
+        let s = Setting { target_block_ms: Some(200), skip_signatures: true, single_lock: true };
+        assert_eq!(
+            s.config().as_deref(),
+            Some("[chain]\ntarget_block_ms = 200\nskip_signatures = true\n[mempool]\nsingle_lock = true\n")
+        );
+        let p = s.params();
+        assert_eq!((p.target_block_ms, p.skip_signatures), (200, true));
+        assert_ne!(p.chain_id(), d.params().chain_id());
+        let lock = Setting { single_lock: true, ..Setting::default() };
+        assert_eq!(lock.params().chain_id(), d.params().chain_id(), "the lock is no chain parameter");
+    }
+}
