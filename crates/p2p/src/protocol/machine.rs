@@ -41,9 +41,9 @@ pub struct Peer {
     pool: Option<PoolSync>,
     /// Mempool sync was started with it (after the handshake, once per connection).
     pool_started: bool,
-    /// A mempool-sync request to it was refused, failed or answered against the rules: its
-    /// mempool is not fetched again on this connection.
-    pool_failed: bool,
+    /// It answered a mempool-sync request against the rules: its mempool is not fetched
+    /// again on this connection.
+    pool_misbehaved: bool,
 }
 
 /// What an outbound request was, for when its answer comes.
@@ -218,7 +218,7 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
             closing: false,
             pool: None,
             pool_started: false,
-            pool_failed: false,
+            pool_misbehaved: false,
         };
         self.peers.insert(peer.clone(), p);
         self.event(Event::Connected { peer: peer.clone(), addr });
@@ -333,22 +333,30 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
         }
     }
 
-    /// Starts mempool sync again, with a new budget, with every peer whose last sync ended
-    /// well (the caller sends the first requests).
+    /// Starts mempool sync again, with a new budget, with every peer not syncing now that
+    /// never answered it against the rules (the caller sends the first requests).
     fn resync_pools(&mut self) {
         for p in self.peers.values_mut() {
-            if p.pool_started && !p.pool_failed && p.pool.is_none() && !p.closing {
+            if p.pool_started && !p.pool_misbehaved && p.pool.is_none() && !p.closing {
                 p.pool = Some(PoolSync::new());
             }
         }
     }
 
-    /// Stops fetching the peer's mempool, for good on this connection (a request was refused
-    /// or failed, or the answer broke the rules).
+    /// Ends the sync with the peer's mempool (a request was refused or failed: a later
+    /// resync may try again).
     fn pool_stop(&mut self, peer: &K) {
         if let Some(p) = self.peers.get_mut(peer) {
             p.pool = None;
-            p.pool_failed = true;
+        }
+    }
+
+    /// Ends the sync with the peer's mempool for good on this connection: its answer broke
+    /// the rules (the caller penalises it).
+    fn pool_refuse(&mut self, peer: &K) {
+        if let Some(p) = self.peers.get_mut(peer) {
+            p.pool = None;
+            p.pool_misbehaved = true;
         }
     }
 
@@ -507,7 +515,7 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
                 if ok {
                     self.pool_step(now_ms, &peer, chain);
                 } else {
-                    self.pool_stop(&peer);
+                    self.pool_refuse(&peer);
                     self.penalise(now_ms, &peer, Offence::Malformed);
                 }
             }
@@ -538,7 +546,7 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
                     self.push(Output::SubmitTxs { txs: keep, origin: TxOrigin::Pool(peer.clone()) });
                 }
                 if unasked {
-                    self.pool_stop(&peer);
+                    self.pool_refuse(&peer);
                     self.penalise(now_ms, &peer, Offence::Malformed);
                 } else {
                     self.pool_step(now_ms, &peer, chain);
@@ -551,6 +559,9 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
             (asked, _) => {
                 // An answer of the wrong kind.
                 self.abandon(&peer, &asked);
+                if matches!(asked, Asked::PoolTxids { .. } | Asked::Txs(_)) {
+                    self.pool_refuse(&peer);
+                }
                 self.penalise(now_ms, &peer, Offence::Malformed);
             }
         }

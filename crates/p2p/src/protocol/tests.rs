@@ -820,16 +820,21 @@ fn peers_mempools_are_fetched_again_after_a_block_once_room_ran_out() {
     };
     let chain = Fake::new(0);
     let mut p = machine(Role::Miner);
-    // Two peers; the first sync with each ends on an empty inventory, the third's on a
-    // failed request.
+    // Three peers: the first sync with peer 1 ends on an empty inventory, with peer 2 on a
+    // failed request (it may be tried again), with peer 3 on an inventory out of order (never
+    // again on this connection).
     for k in 1..=3 {
         let o = connect(&mut p, &chain, k, Some(hello(CHAIN, 0, Role::Peer)));
         let (_, tag, _) = requests(&o)[1].clone();
-        if k == 3 {
-            p.step(0, Input::RequestFailed { peer: k, tag, error: "timeout".into() }, &chain);
-        } else {
-            p.step(0, Input::Response { peer: k, tag, data: Response::PoolTxids(vec![]).encode() }, &chain);
-        }
+        let input = match k {
+            1 => Input::Response { peer: k, tag, data: Response::PoolTxids(vec![]).encode() },
+            2 => Input::RequestFailed { peer: k, tag, error: "timeout".into() },
+            _ => {
+                let bad = Response::PoolTxids(vec![Hash([9; 32]), Hash([8; 32])]).encode();
+                Input::Response { peer: k, tag, data: bad }
+            }
+        };
+        p.step(0, input, &chain);
     }
     p.step(100, Input::Tick, &chain);
     assert!(inventories(&out(&mut p)).is_empty());
@@ -844,8 +849,8 @@ fn peers_mempools_are_fetched_again_after_a_block_once_room_ran_out() {
     p.step(400, Input::TxsDone(vec![done(TxOrigin::Gossip { source: 1, id: MsgId([1; 20]) }, 2)]), &moved);
     p.step(500, Input::Tick, &moved);
     assert!(inventories(&out(&mut p)).is_empty());
-    // ...then, once a block moved it, both peers' inventories are asked for again (not the
-    // one whose sync failed), once.
+    // ...then, once a block moved it, peers 1 and 2 are asked for their inventories again
+    // (not peer 3, which answered against the rules), once.
     let next = Fake::new(2);
     p.step(600, Input::Tick, &next);
     assert_eq!(inventories(&out(&mut p)), vec![1, 2]);
