@@ -3,21 +3,19 @@
 //! APIs, live progress, and a summary of what the network confirmed.
 //!
 //! A composition: the launcher (`scalechain_client::launcher`) starts and stops the nodes; the
-//! load generator (`scalechain_study::load`) prepares the load (the premine split into one
-//! output per transaction — in a tree of splits of at most 1,000 outputs, level by level, in
-//! requests that fit the API's limits, when the load is large — every transaction signed
-//! before the clock starts), offers it
-//! (batches every 100 ms, round-robin over the peers, open loop), watches the blocks and waits
-//! for convergence; its report module computes and prints the summary. A transaction counts
-//! as sent when an API accepted it, as confirmed when it is in a block of the converged main
-//! chain; its latency runs from acceptance to the moment the block holding it was first seen.
-//! At the end every accepted transaction is accounted for: confirmed, still pooled (on which
-//! nodes), removed with the reason a node logged (`GET /mempool/removed`), or lost; devnet
-//! exits 1 if any was lost. Ctrl-C stops everything (exit code 130).
+//! load is a one-round benchmark run by the load benchmark's runner (`scalechain_study::bench`,
+//! what `scalechain bench` runs): 1-input/1-output transfers at a fixed rate, every one signed
+//! before the clock starts from the premine split into one output each (a tree of splits when
+//! the load is large), offered round-robin over the peers, open loop, beside a block watcher
+//! that follows the first peer's tip events; then a drain. A transaction counts as sent when an
+//! API accepted it, as confirmed when it is in a block of the converged main chain; its latency
+//! runs from its request to the moment the block holding it was first seen. At the end every
+//! accepted transaction is accounted for: confirmed, still pooled (on which nodes), removed
+//! with the reason a node logged (`GET /mempool/removed`), or lost; devnet exits 1 if any was
+//! lost. Ctrl-C stops everything (exit code 130).
 
 use std::collections::HashSet;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -26,16 +24,17 @@ use clap::Args;
 use scalechain_client::launcher::netns::{self, Namespaces};
 use scalechain_client::launcher::{LaunchError, Launcher, NetworkPlan, Role};
 use scalechain_client::{interrupt, Client};
-use scalechain_consensus::genesis_block;
+use scalechain_consensus::params::SigMode;
+use scalechain_consensus::Params;
+use scalechain_study::bench::run::{self, Env};
+use scalechain_study::bench::spec::{Benchmark, Network, Round, Workload, MAX_TXS};
 use scalechain_study::load::account::account;
-use scalechain_study::load::converge::{converge, wait_connected, wait_height};
-use scalechain_study::load::fund::fund;
-use scalechain_study::load::prepare::{premine_funds, prepare, Prepared};
-use scalechain_study::load::report::{self, cpu, memory, NodeEnd, Summary};
-use scalechain_study::load::submit::{offer, Counters, OfferConfig};
-use scalechain_study::load::watch::{confirmations, Watcher};
-use scalechain_study::load::{Clock, FixedRate, LoadError, SystemClock};
-use scalechain_types::{Hash, HashKind};
+use scalechain_study::load::converge::{converge, wait_connected};
+use scalechain_study::load::prepare::{premine_funds, Shape};
+use scalechain_study::load::report::{self, memory, NodeEnd, Summary};
+use scalechain_study::load::schedule::Rate;
+use scalechain_study::load::{LoadError, SystemClock};
+use scalechain_types::Hash;
 
 use crate::Fail;
 
@@ -115,6 +114,12 @@ pub fn devnet(a: DevnetArgs) -> Result<(), Fail> {
     if a.nodes == 0 || a.miners == 0 {
         return Err(Fail(2, "a devnet needs at least one peer and one miner".into()));
     }
+    let total = a.tps.checked_mul(a.duration).filter(|t| *t <= MAX_TXS).ok_or_else(|| {
+        Fail(
+            2,
+            format!("--tps times --duration is over {MAX_TXS} transactions (all are signed before the load)"),
+        )
+    })?;
     let rt = tokio::runtime::Runtime::new().map_err(|e| Fail(2, format!("starting the runtime: {e}")))?;
     let exe = std::env::current_exe().map_err(|e| Fail(2, format!("locating this program: {e}")))?;
     let t_start = Instant::now();
@@ -166,22 +171,10 @@ pub fn devnet(a: DevnetArgs) -> Result<(), Fail> {
         net.base_dir().display()
     );
     let (params, sig) = (scalechain_node::params_of(&node_cfg), node_cfg.chain.sig);
-    let chain_id = genesis_block(&params).hash(params.hash);
-    let total = usize::try_from(a.tps.saturating_mul(a.duration))
-        .map_err(|_| Fail(2, "--tps times --duration is too large".into()))?;
-    let t_prep = Instant::now();
-    let prepared = prepare(params.hash, &chain_id, &premine_funds(&params, sig), total);
-    eprintln!(
-        "devnet: {} load transactions and {} funding transactions in {} levels signed in {:.1}s",
-        prepared.load.len(),
-        prepared.funding_txs(),
-        prepared.funding.len(),
-        t_prep.elapsed().as_secs_f64()
-    );
     // Peers and miners, in start order: the peers first.
     let nodes: Vec<(String, Client)> = net.clients(|r| r != Role::Bootstrap);
     let pids = net.pids();
-    let summary = rt.block_on(drive(&a, &nodes, prepared, &pids, params.hash));
+    let summary = rt.block_on(drive(&a, &nodes, &pids, &params, sig, total));
     // The nodes stop (and a temporary directory goes) before the verdict; a directory that
     // cannot be removed does not change it.
     drop(rt);
@@ -215,148 +208,89 @@ pub fn devnet(a: DevnetArgs) -> Result<(), Fail> {
     }
 }
 
-/// Funds the load, offers it, waits for convergence and measures.
+/// The load as a one-round benchmark (`scalechain bench`'s runner: funding, the offer at a
+/// fixed rate round-robin over the peers, the block watcher, the drain, the round's
+/// measurements), then convergence and the account of every accepted transaction.
 async fn drive(
     a: &DevnetArgs,
     nodes: &[(String, Client)],
-    prepared: Prepared,
     pids: &[(String, u32)],
-    kind: HashKind,
+    params: &Params,
+    sig: SigMode,
+    total: u64,
 ) -> Result<Summary, Fail> {
-    let Prepared { funding, load } = prepared;
     let clock = SystemClock::start();
     let stop = interrupt::flag();
-    let peers: Vec<Client> = nodes.iter().take(a.nodes).map(|(_, c)| c.clone()).collect();
-    let peer0 = peers.first().ok_or_else(|| Fail(2, "no peer is up".into()))?;
+    let peers: Vec<(String, Client)> = nodes.iter().take(a.nodes).cloned().collect();
+    if peers.is_empty() {
+        return Err(Fail(2, "no peer is up".into()));
+    }
     // The mesh: every node sees the bootstrap node and at least one other node (the bootstrap
     // node relays no gossip, so a node that knows only it would receive nothing).
     let want_peers = if nodes.len() > 1 { 2 } else { 1 };
     wait_connected(nodes, want_peers, Duration::from_secs(30), POLL, &clock, stop)
         .await
         .map_err(load_fail)?;
-
-    // Fund: split the premine (level by level for a large load) and wait until the splits are
-    // confirmed, on every node.
-    let from = peer0.status().await.map_err(|e| Fail(1, e.to_string()))?.height;
-    let funded = fund(peer0, &funding, kind, from, Duration::from_secs(60), POLL, &clock, stop).await;
-    let funded = match funded {
-        Err(LoadError::Stopped) => return Err(interrupted()),
-        Err(e) => return Err(load_fail(e)),
-        Ok(f) => f,
+    let round = Round {
+        name: "devnet".into(),
+        line: 0,
+        workload: Workload::Transfer(Shape::ONE_TO_ONE),
+        rate: Rate::Fixed { tps: a.tps as f64 },
+        controller: "fixed-rate",
+        // Every transaction at the rate: the offer lasts --duration.
+        duration: None,
+        txs: total,
+        drain: Duration::from_secs(a.converge_timeout),
     };
-    if let Some((txid, why)) = funded.refused.first() {
-        return Err(load_fail(LoadError::FundingRefused(format!("{txid}: {why}"))));
-    }
-    let start_height = funded.height;
-    // Every node holds the funding before the load starts (else its first transactions would
-    // be refused there as spending unknown outputs).
-    wait_height(nodes, start_height, Duration::from_secs(30), POLL, &clock, stop).await.map_err(load_fail)?;
-    eprintln!("devnet: funded at height {start_height}; offering {} tx/s for {} s", a.tps, a.duration);
-
-    // The watcher (first time each block is seen, on peer 0, from its tip events) and the
-    // progress lines run beside the offer.
-    let done = Arc::new(AtomicBool::new(false));
-    let watcher = {
-        let (node, done) = (peer0.clone(), done.clone());
-        tokio::spawn(async move {
-            let mut w = Watcher::new(start_height);
-            w.follow(&node, &clock, Duration::from_millis(50), &done).await;
-            w
-        })
-    };
-    let counters = Arc::new(Counters::default());
-    let offer_start = clock.now();
-    let progress = {
-        let (node, done, counters) = (peer0.clone(), done.clone(), counters.clone());
-        tokio::spawn(async move {
-            let mut next = offer_start;
-            while !done.load(Ordering::Relaxed) {
-                next += Duration::from_secs(1);
-                clock.sleep_until(next).await;
-                let (offered, accepted, _) = counters.get();
-                let st = node.status().await.ok();
-                eprintln!(
-                    "  t={:>5.1}s offered {:>8} accepted {:>8} height {:>5} mempool {:>7}",
-                    clock.now().saturating_sub(offer_start).as_secs_f64(),
-                    offered,
-                    accepted,
-                    st.as_ref().map_or(0, |s| s.height),
-                    st.as_ref().map_or(0, |s| s.mempool_txs)
-                );
-            }
-        })
-    };
-    let sampler = {
-        let (done, pids) = (done.clone(), pids.to_vec());
-        let every = Duration::from_secs(a.memory_every);
-        tokio::spawn(async move {
-            let mut samples = Vec::new();
-            let mut next = offer_start;
-            while !done.load(Ordering::Relaxed) {
-                let t = clock.now().saturating_sub(offer_start).as_secs_f64();
-                samples.push(memory::sample(&pids, t));
-                next += every;
-                while clock.now() < next && !done.load(Ordering::Relaxed) {
-                    clock.sleep(Duration::from_millis(250).min(next.saturating_sub(clock.now()))).await;
-                }
-            }
-            samples
-        })
-    };
-    let cpu0 = cpu::sample(pids, "devnet");
-    let mut schedule = FixedRate { tps: a.tps, total: load.len() as u64 };
-    let cfg = OfferConfig { hash: kind, ..OfferConfig::default() };
-    let offered = offer(&load, &mut schedule, &peers, &clock, &cfg, &counters, stop).await;
-    progress.abort();
-    let offered = offered.map_err(load_fail)?;
-    if stop.load(Ordering::Relaxed) {
-        done.store(true, Ordering::Relaxed);
+    let network =
+        Network { peers: a.nodes, miners: a.miners, miner_threads: a.miner_threads, node_config: None };
+    let bench = Benchmark { name: "devnet".into(), network, rounds: vec![round] };
+    let env = Env { targets: &peers, pids, params, sig };
+    // A fresh devnet: the premine keys hold their genesis coins.
+    let prepared = run::prepare(&bench, &env, &premine_funds(params, sig)).map_err(load_fail)?;
+    eprintln!(
+        "devnet: {} load transactions and {} funding transactions in {} levels signed in {:.1}s",
+        prepared.loads.iter().map(|l| l.0.len()).sum::<usize>(),
+        prepared.funding.iter().map(Vec::len).sum::<usize>(),
+        prepared.funding.len(),
+        prepared.took_s
+    );
+    eprintln!("devnet: offering {} tx/s for {} s", a.tps, a.duration);
+    let outcome = run::run(&bench, &env, prepared, stop, &|line| eprintln!("devnet: {line}")).await;
+    let outcome = outcome.map_err(load_fail)?;
+    if outcome.stopped {
         return Err(interrupted());
     }
+    let r = outcome.rounds.into_iter().next().ok_or_else(|| Fail(1, "the load did not run".into()))?;
 
     // Convergence: all nodes on one tip and every accepted transaction confirmed (or the
     // time-out).
     let converged = converge(
         nodes,
-        !offered.accepted_at.is_empty(),
+        r.accepted > 0,
         Duration::from_secs(a.converge_timeout),
         Duration::from_millis(250),
         &clock,
         stop,
     )
-    .await;
-    let cpu1 = cpu::sample(pids, "devnet");
-    let window_s = clock.now().saturating_sub(offered.started).as_secs_f64();
-    let converged = match converged {
-        Ok(c) => c,
-        Err(e) => {
-            done.store(true, Ordering::Relaxed);
-            return Err(load_fail(e));
-        }
-    };
-    clock.sleep(Duration::from_millis(200)).await;
-    done.store(true, Ordering::Relaxed);
-    let mut memory = sampler.await.map_err(|e| Fail(2, format!("the memory sampler failed: {e}")))?;
-    memory.push(memory::sample(pids, clock.now().saturating_sub(offer_start).as_secs_f64()));
-    let watcher = watcher.await.map_err(|e| Fail(2, format!("the block watcher failed: {e}")))?;
-
-    // The converged main chain, read from peer 0.
-    let tip = peer0.status().await.map_err(|e| Fail(1, e.to_string()))?.height;
-    let confirmed = confirmations(peer0, start_height, tip, &watcher, &offered.accepted_at, &clock)
-        .await
-        .map_err(|e| Fail(1, e.to_string()))?;
-    let c = report::confirmed(&offered.accepted_at, &confirmed, offered.started);
+    .await
+    .map_err(load_fail)?;
     // Every accepted transaction: confirmed, pooled where, removed why, or lost.
-    let accepted: HashSet<Hash> = offered.accepted_at.keys().copied().collect();
-    let in_blocks: HashSet<Hash> = confirmed.iter().map(|(t, _)| *t).collect();
-    let accounting =
-        account(nodes, &accepted, &in_blocks).await.map_err(|e| Fail(1, format!("accounting: {e}")))?;
+    let unconfirmed: HashSet<Hash> = r.unconfirmed.iter().copied().collect();
+    let mut accounting = account(nodes, &unconfirmed, &HashSet::new())
+        .await
+        .map_err(|e| Fail(1, format!("accounting: {e}")))?;
+    accounting.accepted = r.accepted as usize;
+    accounting.confirmed = r.succeeded as usize;
+    let mut refused = r.failed.clone();
+    refused.remove("unconfirmed");
+    let latency = r.latency.unwrap_or_default();
     Ok(Summary {
         peers: a.nodes,
         miners: a.miners,
         duration_s: a.duration,
         offered_tps: a.tps,
-        offer_took_s: offered.ended.saturating_sub(offered.started).as_secs_f64(),
+        offer_took_s: r.offer_s,
         nodes: converged
             .statuses
             .iter()
@@ -367,13 +301,52 @@ async fn drive(
                 mempool_txs: s.mempool_txs,
             })
             .collect(),
-        sent: offered.accepted_at.len(),
-        refused: offered.refused,
-        cpu: cpu::usage(&cpu0, &cpu1, window_s, c.count),
-        confirmed: c,
-        window_s,
+        sent: r.accepted as usize,
+        refused,
+        cpu: r.cpu,
+        confirmed: report::Confirmed {
+            count: r.succeeded as usize,
+            span_s: if r.throughput_tps > 0.0 { r.succeeded as f64 / r.throughput_tps } else { 0.0 },
+            tps: r.throughput_tps,
+            latency: report::Latency { p50: latency.p50, p95: latency.p95, p99: latency.p99 },
+        },
+        window_s: r.window_s,
         converged: converged.converged,
         accounting,
-        memory,
+        memory: every(&r.memory, a.memory_every),
     })
+}
+
+/// The samples `every` seconds apart (the first, then the first at or after each multiple of
+/// `every`), and the last.
+fn every(samples: &[memory::Sample], every: u64) -> Vec<memory::Sample> {
+    let mut out: Vec<memory::Sample> = Vec::new();
+    let mut next = 0.0;
+    for s in samples {
+        if s.t_s >= next {
+            out.push(s.clone());
+            next = (s.t_s / every as f64).floor() * every as f64 + every as f64;
+        }
+    }
+    if let (Some(last), Some(kept)) = (samples.last(), out.last()) {
+        if kept.t_s < last.t_s {
+            out.push(last.clone());
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_samples_are_kept_every_so_many_seconds_and_the_last() {
+        let s: Vec<memory::Sample> =
+            (1..=10).map(|t| memory::Sample { t_s: t as f64, rss: vec![("peer0".into(), t)] }).collect();
+        let t = |v: Vec<memory::Sample>| v.iter().map(|x| x.t_s).collect::<Vec<_>>();
+        assert_eq!(t(every(&s, 4)), [1.0, 4.0, 8.0, 10.0]);
+        assert_eq!(t(every(&s, 1)), (1..=10).map(|x| x as f64).collect::<Vec<_>>());
+        assert!(every(&[], 3).is_empty());
+    }
 }

@@ -12,10 +12,11 @@
 //! prints `error: ...` on standard error and the shell goes on.
 //!
 //! `load` offers generated transfers at a fixed rate from a background thread, in rounds of up
-//! to 10 s (`scalechain_study::load::rounds`, the load generator devnet uses): the devnet
-//! premine keys' coins are split, the split is waited for, the pre-signed transfers are
-//! submitted every 100 ms, and the round's transfers are waited for before the next round
-//! spends the keys' coins again.
+//! to 10 s (`scalechain_study::load::rounds`: each a one-round benchmark of the runner
+//! `scalechain bench` and devnet use): the devnet premine keys' coins are split, the split is
+//! waited for, the pre-signed transfers are submitted every 100 ms, and the round's transfers
+//! are waited for before the next round spends the keys' coins again; `load status` counts
+//! the rounds that ended.
 //!
 //! `save` fetches the main chain block by block (checking that each block's parent is the one
 //! before it, and starting again if the chain moved) into the JSON document

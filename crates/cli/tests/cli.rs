@@ -299,6 +299,19 @@ fn study_quick_smoke() {
         assert!(svg.starts_with("<svg") && svg.contains("<polyline"), "{exp}.svg");
         assert!(report.contains(&format!("## `{exp}` (quick)")), "{exp} section missing");
     }
+    // Seed 003's optimisations: each case's rounds (one trial each with --quick), and backend's
+    // per-operation rows of this build.
+    for (exp, cases) in [("backend", 1), ("signatures", 2), ("contention", 2)] {
+        let csv = std::fs::read_to_string(out.join(format!("{exp}.csv"))).unwrap();
+        assert!(csv.starts_with("case,round,offered_tps,trial,ns_per_op,send_tps,throughput_tps"), "{exp}");
+        let rounds = csv.lines().filter(|l| l.contains(",saturated,") || l.contains(",below,")).count();
+        assert_eq!(rounds, 2 * cases, "{exp}: {csv}");
+        let svg = std::fs::read_to_string(out.join(format!("{exp}.svg"))).unwrap();
+        assert!(svg.starts_with("<svg"), "{exp}.svg");
+        assert!(report.contains(&format!("## `{exp}` (quick)")), "{exp} section missing");
+    }
+    let backend = std::fs::read_to_string(out.join("backend.csv")).unwrap();
+    assert_eq!(backend.lines().filter(|l| l.contains(",op ")).count(), 4, "{backend}");
     // tx-throughput: every mode at every n, and positive rates.
     let csv = std::fs::read_to_string(out.join("tx-throughput.csv")).unwrap();
     for mode in ["sequential", "batch", "parallel", "bound", "bound_single"] {

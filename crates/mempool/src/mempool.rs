@@ -244,6 +244,40 @@ fn static_policy(cfg: &MempoolConfig, tx: &Tx, size: u64) -> Result<(), MempoolE
     Ok(())
 }
 
+/// Is there room for `size` more bytes of fee-less transactions of `group`, in the pool's
+/// fee-less space and in the group's share of it?
+fn fee_less_room(pool: &Pool, cfg: &MempoolConfig, group: Hash, size: u64) -> Result<(), MempoolError> {
+    let held = pool.fee_less_bytes();
+    if held.saturating_add(size) > cfg.max_fee_less_bytes {
+        return Err(MempoolError::FeeLessFull { size, held, max: cfg.max_fee_less_bytes });
+    }
+    let held = pool.fee_less_group_bytes(&group);
+    if held.saturating_add(size) > cfg.max_fee_less_group_bytes {
+        return Err(MempoolError::FeeLessGroupFull { size, group, held, max: cfg.max_fee_less_group_bytes });
+    }
+    Ok(())
+}
+
+/// Before verification: a fee-less application transaction (no inputs, so no fee: below any
+/// positive minimum) whose space in the pool is full already is refused as `place` would
+/// refuse it after verifying it, so a flood past the budget costs no verification. (One that
+/// breaks a consensus rule as well is then refused for the room, not for the rule.)
+fn fee_less_early(
+    pool: &Pool,
+    cfg: &MempoolConfig,
+    env: &TxEnv<'_>,
+    tx: &Tx,
+    size: u64,
+) -> Result<(), MempoolError> {
+    if cfg.min_fee_rate == 0 {
+        return Ok(());
+    }
+    match fee_less_group(env.ctx.apps, env.ctx.params, tx, 0) {
+        Some(group) => fee_less_room(pool, cfg, group, size),
+        None => Ok(()),
+    }
+}
+
 /// Takes a transaction that passed the consensus rules, if the pool's policy lets it in.
 /// `recheck`: the pool changed since the transaction was verified other than by placing
 /// transactions that spend other outputs and claim other keys (an eviction, or a generation
@@ -275,19 +309,7 @@ fn place(
                 min: cfg.min_fee_rate,
             });
         };
-        let held = pool.fee_less_bytes();
-        if held.saturating_add(c.size) > cfg.max_fee_less_bytes {
-            return Err(MempoolError::FeeLessFull { size: c.size, held, max: cfg.max_fee_less_bytes });
-        }
-        let held = pool.fee_less_group_bytes(&group);
-        if held.saturating_add(c.size) > cfg.max_fee_less_group_bytes {
-            return Err(MempoolError::FeeLessGroupFull {
-                size: c.size,
-                group,
-                held,
-                max: cfg.max_fee_less_group_bytes,
-            });
-        }
+        fee_less_room(pool, cfg, group, c.size)?;
     }
     let plan = pool.plan(cfg, &c)?;
     let mut evicted = Vec::new();
@@ -334,7 +356,7 @@ fn run_admission(
         let early = if pool.contains(&p.txid) || undecided.contains_key(&p.txid) {
             Err(MempoolError::AlreadyKnown { txid: p.txid })
         } else {
-            static_policy(cfg, &p.tx, p.size)
+            static_policy(cfg, &p.tx, p.size).and_then(|()| fee_less_early(pool, cfg, env, &p.tx, p.size))
         };
         match early {
             Err(e) => verdicts[i] = Some(Err(e)),

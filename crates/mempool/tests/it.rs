@@ -598,8 +598,12 @@ fn utxo_helper_owns_premine() {
 }
 
 /// An application module whose transactions hold the key in the first 32 bytes of their data
-/// (none when shorter) and are otherwise always valid.
-struct Keyed;
+/// (none when shorter) and are otherwise always valid; it counts the transactions it applied
+/// (judged by the consensus rules).
+#[derive(Default)]
+struct Keyed {
+    applied: std::sync::atomic::AtomicUsize,
+}
 
 const KEYED: scalechain_types::TxKind = scalechain_types::TxKind(7);
 
@@ -623,6 +627,7 @@ impl scalechain_consensus::AppModule for Keyed {
         _: &scalechain_consensus::AppContext<'_>,
         _: &mut scalechain_consensus::AppOverlay<'_>,
     ) -> Result<(), scalechain_consensus::AppError> {
+        self.applied.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(())
     }
     fn conflict_keys(&self, tx: &Tx, _: &scalechain_consensus::Params) -> Vec<Hash> {
@@ -648,7 +653,7 @@ fn keyed(key: u8, tag: u8) -> Tx {
 #[test]
 fn application_keys_conflict_in_the_pool_and_leave_with_their_holder() {
     let mut net = Net::new();
-    net.apps.register(Arc::new(Keyed));
+    net.apps.register(Arc::new(Keyed::default()));
     // Bare application transactions pay no fee.
     let pool = net.pool(MempoolConfig { min_fee_rate: 0, ..cfg() });
     let id = |t: &Tx| t.txid(net.p.hash);
@@ -692,7 +697,7 @@ fn application_keys_conflict_in_the_pool_and_leave_with_their_holder() {
 #[test]
 fn fee_less_application_transactions_are_held_within_their_own_budget() {
     let mut net = Net::new();
-    net.apps.register(Arc::new(Keyed));
+    net.apps.register(Arc::new(Keyed::default()));
     let size = keyed(1, 0).encoded_len() as u64;
     // The default minimum fee rate; room for two fee-less transactions.
     let pool = net.pool(MempoolConfig { max_fee_less_bytes: 2 * size, ..cfg() });
@@ -716,7 +721,8 @@ fn fee_less_application_transactions_are_held_within_their_own_budget() {
 #[test]
 fn one_fee_less_group_cannot_take_the_budget_of_the_others() {
     let mut net = Net::new();
-    net.apps.register(Arc::new(Keyed));
+    let module = Arc::new(Keyed::default());
+    net.apps.register(module.clone());
     let size = keyed(1, 0).encoded_len() as u64;
     // Room for four fee-less transactions, two of any one group.
     let pool =
@@ -727,6 +733,13 @@ fn one_fee_less_group_cannot_take_the_budget_of_the_others() {
         reasons(&v),
         ["ok", "ok", "fee-less-group-full", "fee-less-group-full", "fee-less-group-full"]
     );
+    // Once the group is full, more of it is refused before it is verified: a flood past the
+    // budget costs no verification.
+    let applied = || module.applied.load(std::sync::atomic::Ordering::Relaxed);
+    let before = applied();
+    let more: Vec<Tx> = (10..=12).map(|k| keyed(k, 7)).collect();
+    assert_eq!(reasons(&pool.admit(&net.env(), more)), ["fee-less-group-full"; 3]);
+    assert_eq!(applied(), before);
     assert_eq!(
         v[2],
         Err(MempoolError::FeeLessGroupFull { size, group: Hash([7; 32]), held: 2 * size, max: 2 * size })
@@ -747,7 +760,7 @@ fn one_fee_less_group_cannot_take_the_budget_of_the_others() {
 #[test]
 fn application_transactions_leave_once_no_later_block_may_include_them() {
     let mut net = Net::new();
-    net.apps.register(Arc::new(Keyed));
+    net.apps.register(Arc::new(Keyed::default()));
     let pool = net.pool(cfg());
     let until = |key: u8, last: u8| {
         let mut t = keyed(key, 0);

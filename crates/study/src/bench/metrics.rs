@@ -102,6 +102,11 @@ pub struct RoundResult {
     pub heights: (u64, u64),
     /// Ctrl-C cut the round short.
     pub stopped: bool,
+    /// The accepted transactions not on the main chain when the drain ended (the
+    /// `unconfirmed` of `failed`), for an account of where each went.
+    pub unconfirmed: Vec<scalechain_types::Hash>,
+    /// Each node's resident memory, one sample a second.
+    pub memory: Vec<crate::load::report::memory::Sample>,
 }
 
 impl RoundResult {

@@ -428,6 +428,8 @@ mod tests {
             ],
             heights: (4, 9),
             stopped: false,
+            unconfirmed: Vec::new(),
+            memory: Vec::new(),
         }
     }
 

@@ -303,6 +303,7 @@ async fn run_round(
         let (tx, rx) = std::sync::mpsc::channel::<String>();
         let task = tokio::spawn(async move {
             let mut series = Vec::new();
+            let mut samples = Vec::new();
             let mut peaks: BTreeMap<String, u64> = BTreeMap::new();
             let mut next = start;
             let mut last_offered = 0u64;
@@ -315,10 +316,12 @@ async fn run_round(
                 let confirmed = counters.confirmed.load(Ordering::Relaxed);
                 let mempool = node.status().await.map_or(0, |s| s.mempool_txs);
                 let t_s = clock.now().saturating_sub(start).as_secs_f64();
-                for (n, b) in memory::sample(&pids, t_s).rss {
-                    let p = peaks.entry(n).or_default();
-                    *p = (*p).max(b);
+                let m = memory::sample(&pids, t_s);
+                for (n, b) in &m.rss {
+                    let p = peaks.entry(n.clone()).or_default();
+                    *p = (*p).max(*b);
                 }
+                samples.push(m);
                 series.push(Sample { t_s, offered, accepted, confirmed, mempool });
                 let _ = tx.send(format!(
                     "{label} t={t_s:>6.1}s sent {offered:>8} ({:>6}/s) accepted {accepted:>8} in blocks {confirmed:>8} mempool {mempool:>7}",
@@ -326,7 +329,7 @@ async fn run_round(
                 ));
                 last_offered = offered;
             }
-            (series, peaks)
+            (series, peaks, samples)
         });
         (task, rx)
     };
@@ -356,7 +359,7 @@ async fn run_round(
     clock.sleep(Duration::from_millis(100)).await;
     done.store(true, Ordering::Relaxed);
     let watcher = watcher.await.map_err(|e| LoadError::Task(format!("the block watcher: {e}")))?;
-    let (series, peaks) =
+    let (series, peaks, samples) =
         progress.0.await.map_err(|e| LoadError::Task(format!("the progress lines: {e}")))?;
     for line in progress.1.try_iter() {
         log(line);
@@ -377,9 +380,10 @@ async fn run_round(
         rates(offered.offered as u64, &sent_at, &confirmed, offered.started, last_send);
     let mut failed = offered.refused.clone();
     let on_chain: HashSet<Hash> = confirmed.iter().map(|c| c.0).collect();
-    let unconfirmed = offered.accepted_at.keys().filter(|t| !on_chain.contains(t)).count() as u64;
-    if unconfirmed > 0 {
-        failed.insert("unconfirmed".into(), unconfirmed);
+    let unconfirmed: Vec<Hash> =
+        offered.accepted_at.keys().filter(|t| !on_chain.contains(t)).copied().collect();
+    if !unconfirmed.is_empty() {
+        failed.insert("unconfirmed".into(), unconfirmed.len() as u64);
     }
     let usage = cpu::usage(&cpu0, &cpu1, window_s, confirmed.len());
     let offer_s = offered.ended.saturating_sub(offered.started).as_secs_f64();
@@ -404,6 +408,8 @@ async fn run_round(
         series,
         heights: (height, tip),
         stopped,
+        unconfirmed,
+        memory: samples,
     })
 }
 

@@ -328,8 +328,9 @@ fn signatures_section(t: &Table) -> String {
 /// Block intervals of the contention experiment, ms (seed 003's three settings).
 pub const INTERVALS_MS: [u64; 3] = [50, 200, 500];
 
+/// A case's label (a CSV cell: no commas).
 fn lock_label(single: bool, ms: u64) -> String {
-    format!("{}, {ms} ms blocks", if single { "single lock" } else { "snapshot reads" })
+    format!("{} at {ms} ms blocks", if single { "single lock" } else { "snapshot reads" })
 }
 
 fn contention_pairs() -> Vec<Pair> {
@@ -648,8 +649,11 @@ mod tests {
         assert!((p[0].seed_tps_pct - 7.94).abs() < 0.01, "{}", p[0].seed_tps_pct);
         assert!((p[2].seed_tps_pct - 19.2).abs() < 0.1);
         assert!((p[1].seed_latency_pct.unwrap() + 19.4).abs() < 0.1);
-        assert_eq!(p[1].baseline, "single lock, 200 ms blocks");
-        assert_eq!(p[1].variant, "snapshot reads, 200 ms blocks");
+        assert_eq!(p[1].baseline, "single lock at 200 ms blocks");
+        assert_eq!(p[1].variant, "snapshot reads at 200 ms blocks");
+        // Labels are CSV cells.
+        let labels = [CHECKED.to_string(), SKIPPED.to_string(), p[0].baseline.clone(), p[0].variant.clone()];
+        assert!(labels.iter().all(|l| !l.contains(',')), "{labels:?}");
     }
 
     #[test]

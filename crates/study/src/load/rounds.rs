@@ -1,9 +1,8 @@
-//! A continuous load in rounds (the shell's `load start`): each round funds itself from the
-//! devnet premine keys' coins (split, then waited for), offers its transfers at the rate
-//! through the submitter, and waits for them to be confirmed before the next round spends the
-//! same keys' coins again.
+//! A continuous load in rounds (the shell's `load start`): each round is a one-round benchmark
+//! of the load benchmark's runner — it funds itself from the devnet premine keys' coins (split,
+//! then waited for), offers its transfers at the rate, and waits for them to be confirmed
+//! before the next round spends the same keys' coins again.
 
-use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -11,22 +10,21 @@ use std::time::Duration;
 use scalechain_client::Client;
 use scalechain_consensus::params::{SigMode, DEVNET_PREMINE_OUTPUTS};
 use scalechain_consensus::Params;
-use scalechain_types::{Hash, Tx};
+use scalechain_types::Hash;
 
-use super::fund::fund;
-use super::prepare::{premine_funds_on, prepare, Prepared};
-use super::submit::{offer, Counters, OfferConfig};
-use super::watch::wait_confirmed;
-use super::{Clock, FixedRate, LoadError, SystemClock};
+use super::prepare::{premine_funds_on, Shape};
+use super::schedule::Rate;
+use super::submit::Counters;
+use super::{Clock, LoadError, SystemClock};
+use crate::bench::run::{prepare, run as bench_run, Env};
+use crate::bench::spec::{Benchmark, Network, Round, Workload};
 
 /// Transfers a round plans per premine key.
 const TXS_PER_KEY: usize = 200;
 /// The longest round.
 const ROUND: Duration = Duration::from_secs(10);
-/// How long a round waits for its split, and then for its transfers, to be confirmed.
+/// How long a round waits for its transfers to be confirmed.
 const CONFIRM_WAIT: Duration = Duration::from_secs(30);
-/// How often those waits look.
-const CONFIRM_POLL: Duration = Duration::from_millis(200);
 
 /// What the rounds have done, readable while they run.
 #[derive(Debug, Default)]
@@ -64,7 +62,9 @@ pub struct Chain {
     pub chain_id: Hash,
 }
 
-/// Offers `tps` transfers per second to `node` in rounds, for `seconds` (or until `stop`).
+/// Offers `tps` transfers per second to `node` in rounds, for `seconds` (or until `stop`):
+/// each round a one-round benchmark of the load benchmark's runner (`crate::bench::run`), its
+/// figures added to `stats` when it ends.
 pub async fn run(
     node: &Client,
     chain: &Chain,
@@ -74,49 +74,56 @@ pub async fn run(
     stop: &AtomicBool,
 ) -> Result<(), LoadError> {
     let clock = SystemClock::start();
-    let kind = chain.params.hash;
     let end = seconds.map(Duration::from_secs);
-    let cfg = OfferConfig { hash: kind, ..OfferConfig::default() };
+    let targets = [("node".to_string(), node.clone())];
+    let env = Env { targets: &targets, pids: &[], params: &chain.params, sig: chain.sig };
+    let mut n = 0u64;
     while !stop.load(Ordering::Relaxed) {
-        let round = end.map_or(ROUND, |e| e.saturating_sub(clock.now()).min(ROUND));
-        if round.is_zero() {
+        let length = end.map_or(ROUND, |e| e.saturating_sub(clock.now()).min(ROUND));
+        if length.is_zero() {
             break;
         }
-        let total = ((tps as f64 * round.as_secs_f64()).ceil() as usize).max(1);
+        n += 1;
+        let total = ((tps as f64 * length.as_secs_f64()).ceil() as usize).max(1);
         let keys = total.div_ceil(TXS_PER_KEY).clamp(4, DEVNET_PREMINE_OUTPUTS as usize);
         let tip = node.tip().await?;
         let funds = premine_funds_on(node, &chain.params, chain.sig, keys, tip.height).await?;
         if funds.is_empty() {
             return Err(LoadError::NoFunds(format!("premine keys 0..{keys} hold no spendable coins")));
         }
-        let Prepared { funding, load } = prepare(kind, &chain.chain_id, &funds, total);
-        if funding.is_empty() {
-            return Err(LoadError::NoFunds(format!(
-                "premine keys 0..{keys} hold too little to fund {total} transfers"
-            )));
-        }
-        let funded = fund(node, &funding, kind, tip.height, CONFIRM_WAIT, CONFIRM_POLL, &clock, stop).await;
-        let funded = match funded {
-            Err(LoadError::Stopped) => break,
-            f => f?,
+        let round = Round {
+            name: format!("load {n}"),
+            line: 0,
+            workload: Workload::Transfer(Shape::ONE_TO_ONE),
+            rate: Rate::Fixed { tps: tps as f64 },
+            controller: "fixed-rate",
+            // Every transaction at the rate: the round lasts `length`.
+            duration: None,
+            txs: total as u64,
+            // The next round spends these keys' coins again: this round's transfers settle
+            // first.
+            drain: CONFIRM_WAIT,
         };
-        if let Some((_, why)) = funded.refused.first() {
-            stats.set_note(format!("a funding transaction was refused: {why}"));
+        let network = Network { peers: 1, miners: 0, miner_threads: 0, node_config: None };
+        let bench = Benchmark { name: "load".into(), network, rounds: vec![round] };
+        let prepared = prepare(&bench, &env, &funds)?;
+        let outcome = match bench_run(&bench, &env, prepared, stop, &|_| {}).await {
+            Err(LoadError::FundingRefused(why)) => {
+                stats.set_note(format!("a funding transaction was refused: {why}"));
+                return Err(LoadError::FundingRefused(why));
+            }
+            o => o?,
+        };
+        for r in &outcome.rounds {
+            let unconfirmed = r.failed.get("unconfirmed").copied().unwrap_or(0);
+            stats.counters.offered.fetch_add(r.offered, Ordering::Relaxed);
+            stats.counters.accepted.fetch_add(r.accepted, Ordering::Relaxed);
+            stats.counters.refused.fetch_add(r.failed_total() - unconfirmed, Ordering::Relaxed);
+            stats.confirmed.fetch_add(r.succeeded, Ordering::Relaxed);
         }
-        let height = funded.height;
-        let load: Vec<Tx> = load
-            .into_iter()
-            .filter(|t| t.inputs.first().is_some_and(|i| funded.confirmed.contains(&i.prev.txid)))
-            .collect();
-        let mut schedule = FixedRate { tps, total: load.len() as u64 };
-        let offered =
-            offer(&load, &mut schedule, std::slice::from_ref(node), &clock, &cfg, &stats.counters, stop)
-                .await?;
-        let sent: HashSet<Hash> = offered.accepted_at.into_keys().collect();
-        let count = sent.len();
-        // The next round spends these keys' coins again: let this round's transfers settle.
-        let (left, _) = wait_confirmed(node, sent, height, CONFIRM_WAIT, CONFIRM_POLL, &clock, stop).await?;
-        stats.confirmed.fetch_add((count - left.len()) as u64, Ordering::Relaxed);
+        if outcome.stopped {
+            break;
+        }
         stats.rounds.fetch_add(1, Ordering::Relaxed);
     }
     Ok(())
