@@ -68,20 +68,22 @@ fn devnet_params(id: &scalechain_types::Hash) -> Option<(Params, SigMode)> {
 /// Runs `scalechain bench`.
 pub fn bench(a: BenchArgs) -> Result<(), Fail> {
     let b = spec::load(&a.file).map_err(|e| Fail(2, e.to_string()))?;
-    if let Some(c) = &b.network.node_config {
-        if a.api.is_empty() {
-            let text = std::fs::read_to_string(c).map_err(|e| {
+    // The configuration the devnet's nodes start with: read and checked before anything starts.
+    let node_config = match (&b.network.node_config, a.api.is_empty()) {
+        (Some(c), true) => {
+            let bad = |e: String| {
                 Fail(2, format!("{}: network.node-config {}: {e}", a.file.display(), c.display()))
-            })?;
-            scalechain_node::NodeConfig::from_toml(&text).map_err(|e| {
-                Fail(2, format!("{}: network.node-config {}: {e}", a.file.display(), c.display()))
-            })?;
+            };
+            let text = std::fs::read_to_string(c).map_err(|e| bad(e.to_string()))?;
+            let cfg = scalechain_node::NodeConfig::from_toml(&text).map_err(bad)?;
+            Some((text, cfg))
         }
-    }
+        _ => None,
+    };
     let out = a.out.clone().unwrap_or_else(|| PathBuf::from("bench-results").join(&b.name));
     let rt = tokio::runtime::Runtime::new().map_err(|e| Fail(2, format!("starting the runtime: {e}")))?;
     if a.api.is_empty() {
-        on_devnet(&a, &b, &out, &rt)
+        on_devnet(&a, &b, node_config, &out, &rt)
     } else {
         on_nodes(&a, &b, &out, &rt)
     }
@@ -138,10 +140,12 @@ fn on_nodes(
     drive(a, b, out, rt, &env, target)
 }
 
-/// On a devnet it starts and stops.
+/// On a devnet it starts and stops, its nodes started with `node_config` (the file's text, and
+/// what it says) if given.
 fn on_devnet(
     a: &BenchArgs,
     b: &Benchmark,
+    node_config: Option<(String, scalechain_node::NodeConfig)>,
     out: &std::path::Path,
     rt: &tokio::runtime::Runtime,
 ) -> Result<(), Fail> {
@@ -153,16 +157,12 @@ fn on_devnet(
     }
     .map_err(launch_fail)?;
     let n = &b.network;
-    let config = match &n.node_config {
-        None => None,
-        Some(p) => Some(std::fs::read_to_string(p).map_err(|e| Fail(2, format!("{}: {e}", p.display())))?),
+    let (config, node_cfg) = match node_config {
+        Some((text, cfg)) => (Some(text), cfg),
+        None => (None, scalechain_node::NodeConfig::default()),
     };
     // The chain the nodes make (a node configuration may change its hash function, signature
     // schemes, block interval or signature flag): what the load signs for.
-    let node_cfg = match &config {
-        Some(text) => scalechain_node::NodeConfig::from_toml(text).map_err(|e| Fail(2, e))?,
-        None => scalechain_node::NodeConfig::default(),
-    };
     let (params, sig) = (scalechain_node::params_of(&node_cfg), node_cfg.chain.sig);
     let plan = NetworkPlan { peers: n.peers, miners: n.miners, miner_threads: n.miner_threads, config };
     net.start_network(&plan).map_err(launch_fail)?;

@@ -304,7 +304,6 @@ async fn run_round(
         let task = tokio::spawn(async move {
             let mut series = Vec::new();
             let mut samples = Vec::new();
-            let mut peaks: BTreeMap<String, u64> = BTreeMap::new();
             let mut next = start;
             let mut last_offered = 0u64;
             while !done.load(Ordering::Relaxed) {
@@ -316,12 +315,7 @@ async fn run_round(
                 let confirmed = counters.confirmed.load(Ordering::Relaxed);
                 let mempool = node.status().await.map_or(0, |s| s.mempool_txs);
                 let t_s = clock.now().saturating_sub(start).as_secs_f64();
-                let m = memory::sample(&pids, t_s);
-                for (n, b) in &m.rss {
-                    let p = peaks.entry(n.clone()).or_default();
-                    *p = (*p).max(*b);
-                }
-                samples.push(m);
+                samples.push(memory::sample(&pids, t_s));
                 series.push(Sample { t_s, offered, accepted, confirmed, mempool });
                 let _ = tx.send(format!(
                     "{label} t={t_s:>6.1}s sent {offered:>8} ({:>6}/s) accepted {accepted:>8} in blocks {confirmed:>8} mempool {mempool:>7}",
@@ -329,7 +323,7 @@ async fn run_round(
                 ));
                 last_offered = offered;
             }
-            (series, peaks, samples)
+            (series, samples)
         });
         (task, rx)
     };
@@ -359,8 +353,14 @@ async fn run_round(
     clock.sleep(Duration::from_millis(100)).await;
     done.store(true, Ordering::Relaxed);
     let watcher = watcher.await.map_err(|e| LoadError::Task(format!("the block watcher: {e}")))?;
-    let (series, peaks, samples) =
+    let (series, samples) =
         progress.0.await.map_err(|e| LoadError::Task(format!("the progress lines: {e}")))?;
+    // Each node's peak resident memory over the samples.
+    let mut peaks: BTreeMap<String, u64> = BTreeMap::new();
+    for (n, b) in samples.iter().flat_map(|m| &m.rss) {
+        let p = peaks.entry(n.clone()).or_default();
+        *p = (*p).max(*b);
+    }
     for line in progress.1.try_iter() {
         log(line);
     }

@@ -1,14 +1,13 @@
 //! The load generator: transactions offered to running nodes at a controlled rate, and what
-//! the network made of them. `scalechain devnet`, the shell's `load` and the load benchmark
-//! ([`crate::bench`]) use it.
+//! the network made of them. The load benchmark's runner ([`crate::bench::run`]) drives it, for
+//! `scalechain bench`, `scalechain devnet`, the shell's `load` and the study.
 //!
 //! - [`prepare`]: the load itself — coins split into one output per transaction to come, and
 //!   every transaction signed before the clock starts, so the generator measures the network,
 //!   not its own signing;
 //! - [`ballots`]: seed 003's ballots as a load (an election, its voters, one ballot each);
 //! - [`schedule`]: how many transactions are due by a time, given what the offer has done:
-//!   devnet's [`schedule::FixedRate`] and the benchmark's rate controllers
-//!   ([`schedule::Rate`]), separate from submission;
+//!   the benchmark's rate controllers ([`schedule::Rate`]), separate from submission;
 //! - [`clock`]: the time the driver reads and sleeps on: the system's, or a virtual one that
 //!   tests drive;
 //! - [`submit`]: the submitter — batches of at most 2,000 transactions per `POST /txs`,
@@ -44,7 +43,9 @@ use scalechain_client::{Client, ClientError};
 use scalechain_types::Tx;
 
 pub use clock::{Clock, SystemClock, VirtualClock};
-pub use schedule::{FixedRate, Schedule};
+#[cfg(test)]
+pub use schedule::FixedRate;
+pub use schedule::Schedule;
 
 /// What the load needs of one node's API.
 pub trait NodeApi: Sync {

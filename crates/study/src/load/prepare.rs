@@ -53,13 +53,6 @@ pub struct Prepared {
     pub load: Vec<Tx>,
 }
 
-impl Prepared {
-    /// The number of funding transactions over all levels.
-    pub fn funding_txs(&self) -> usize {
-        self.funding.iter().map(Vec::len).sum()
-    }
-}
-
 /// The fee a split of `inputs` coins into `outputs` outputs pays: at least one unit per byte
 /// of an upper bound of its size, on top of a fixed fee.
 fn split_fee(inputs: usize, outputs: usize) -> u64 {
@@ -369,7 +362,7 @@ mod tests {
         let funds: Vec<Fund> = premine_funds(&p, SigMode::Ed25519).into_iter().take(3).collect();
         let chain_id = p.chain_id();
         let prepared = prepare(p.hash, &chain_id, &funds, 10);
-        assert_eq!((prepared.funding.len(), prepared.funding_txs()), (1, 3));
+        assert_eq!((prepared.funding.len(), prepared.funding.iter().map(Vec::len).sum::<usize>()), (1, 3));
         assert_eq!(check(&p, &funds, &prepared, MAX_SPLIT_OUTPUTS), 10);
         // 10 over 3 funds in turn: 4, 3 and 3 outputs.
         let outs: Vec<usize> = prepared.funding[0].iter().map(|s| s.outputs.len()).collect();

@@ -1,11 +1,10 @@
-//! What a load run reports: confirmed TPS and latency percentiles from the accepted and
-//! confirmed transactions, CPU use from `/proc`, and devnet's summary as text and as one JSON
+//! What a load run reports: latency percentiles, memory and CPU use from `/proc`, and devnet's
+//! summary as text and as one JSON
 //! object (its keys are read by scripts and tests: `nodes`, `sent`, `confirmed`, `tps`,
 //! `latency_ms`, `converged`, `offered_tps`, `duration_s`, `refused`, `cpu`).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::time::Duration;
 
 use serde_json::json;
 
@@ -42,35 +41,8 @@ pub struct Confirmed {
     pub span_s: f64,
     /// `count / span_s`.
     pub tps: f64,
-    /// From acceptance to the block that confirmed each.
+    /// From each request to the first sighting of the block that confirmed it.
     pub latency: Latency,
-}
-
-/// Confirmed TPS and latency: `accepted` maps each accepted transaction to when it was
-/// accepted, `confirmed` lists the confirmed ones with when their block was first seen (same
-/// clock), `start` is when the offer began.
-pub fn confirmed(
-    accepted: &HashMap<Hash, Duration>,
-    confirmed: &[(Hash, Duration)],
-    start: Duration,
-) -> Confirmed {
-    let mut lat: Vec<f64> = confirmed
-        .iter()
-        .filter_map(|(id, when)| accepted.get(id).map(|a| when.saturating_sub(*a).as_secs_f64() * 1000.0))
-        .collect();
-    lat.sort_by(f64::total_cmp);
-    let last = confirmed.iter().map(|(_, w)| *w).max().unwrap_or(start);
-    let span_s = last.saturating_sub(start).as_secs_f64().max(1e-9);
-    Confirmed {
-        count: confirmed.len(),
-        span_s,
-        tps: confirmed.len() as f64 / span_s,
-        latency: Latency {
-            p50: percentile(&lat, 0.5),
-            p95: percentile(&lat, 0.95),
-            p99: percentile(&lat, 0.99),
-        },
-    }
 }
 
 /// Resident memory of processes over a run, from `/proc` (Linux; elsewhere nothing).
@@ -382,22 +354,6 @@ mod tests {
         assert_eq!((percentile(&v, 0.0), percentile(&v, 1.0), percentile(&v, 7.0)), (1.0, 100.0, 100.0));
         assert_eq!(percentile(&[], 0.5), 0.0);
         assert_eq!(percentile(&[3.0], 0.99), 3.0);
-    }
-
-    #[test]
-    fn confirmed_tps_and_latency_run_from_acceptance_to_the_block() {
-        let ms = Duration::from_millis;
-        let h = |b: u8| Hash([b; 32]);
-        let accepted: HashMap<Hash, Duration> =
-            [(h(1), ms(1_100)), (h(2), ms(1_200)), (h(3), ms(1_300))].into();
-        // Offer from 1 s; blocks first seen at 2 s (1, 2) and 3 s (3).
-        let c = confirmed(&accepted, &[(h(1), ms(2_000)), (h(2), ms(2_000)), (h(3), ms(3_000))], ms(1_000));
-        assert_eq!(c.count, 3);
-        assert!((c.span_s - 2.0).abs() < 1e-9 && (c.tps - 1.5).abs() < 1e-9, "{c:?}");
-        // Latencies 900, 800 and 1,700 ms.
-        assert_eq!(c.latency, Latency { p50: 900.0, p95: 1_700.0, p99: 1_700.0 });
-        let none = confirmed(&accepted, &[], ms(1_000));
-        assert_eq!((none.count, none.tps, none.latency), (0, 0.0, Latency::default()));
     }
 
     #[test]

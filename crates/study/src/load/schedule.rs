@@ -1,7 +1,7 @@
 //! Rate schedules: how many transactions are due by a time since the offer began, given what
 //! the offer has done so far, apart from how they are sent.
 //!
-//! [`FixedRate`] is devnet's. [`Rate`] holds the load benchmark's rate controllers, with
+//! [`Rate`] holds the load benchmark's rate controllers, with
 //! Hyperledger Caliper's semantics: `fixed-rate`, `linear-rate`, `fixed-load`, `maximum-rate`,
 //! `composite-rate` and `replay`; [`Bounded`] makes one a schedule of at most so many
 //! transactions and so long. All are pure: time and feedback come in as [`Progress`], so a
@@ -56,7 +56,9 @@ pub trait Schedule {
     }
 }
 
-/// A fixed rate: `tps` transactions per second until `total` have been due.
+/// A fixed rate in whole transactions per second, until `total` have been due: an exact
+/// schedule for the offer's tests (every load runs a [`Bounded`] [`Rate`]).
+#[cfg(test)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FixedRate {
     /// Transactions per second.
@@ -65,6 +67,7 @@ pub struct FixedRate {
     pub total: u64,
 }
 
+#[cfg(test)]
 impl Schedule for FixedRate {
     fn due(&mut self, p: &Progress) -> u64 {
         let due = p.elapsed.as_micros().saturating_mul(u128::from(self.tps)) / 1_000_000;
