@@ -155,15 +155,10 @@ pub async fn run(
             }
         }
         if !local.is_empty() {
-            round.push(TxsDone { origin: TxOrigin::Local, admitted: local, invalid: false, crowded: 0 });
+            round.push(TxsDone::relay(TxOrigin::Local, local));
         }
         if !admission.released.is_empty() {
-            round.push(TxsDone {
-                origin: TxOrigin::Released,
-                admitted: admission.released,
-                invalid: false,
-                crowded: 0,
-            });
+            round.push(TxsDone::relay(TxOrigin::Released, admission.released));
         }
         if !round.is_empty() && done.send(round).is_err() {
             break;

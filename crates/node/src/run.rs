@@ -480,7 +480,7 @@ impl Reactor {
         let released = std::mem::take(&mut o.outcome.released);
         self.step(o.input()).await;
         if !released.is_empty() {
-            let done = TxsDone { origin: TxOrigin::Released, admitted: released, invalid: false, crowded: 0 };
+            let done = TxsDone::relay(TxOrigin::Released, released);
             self.step(Input::TxsDone(vec![done])).await;
         }
     }

@@ -237,16 +237,11 @@ impl Honest {
             }
         }
         if !local.is_empty() {
-            round.push(TxsDone { origin: TxOrigin::Local, admitted: local, invalid: false, crowded: 0 });
+            round.push(TxsDone::relay(TxOrigin::Local, local));
         }
         // Orphans admitted after their parents: the machine relays them.
         if !admission.released.is_empty() {
-            round.push(TxsDone {
-                origin: TxOrigin::Released,
-                admitted: admission.released,
-                invalid: false,
-                crowded: 0,
-            });
+            round.push(TxsDone::relay(TxOrigin::Released, admission.released));
         }
         w.log(format!("{} admitted {admitted}/{n} orphans {orphans}", self.id));
         if !round.is_empty() {
@@ -274,8 +269,7 @@ impl Honest {
             self.step(Input::BlockDone { hash: o.hash, height: o.height, origin, verdict }, w);
             if !released.is_empty() {
                 w.log(format!("{} block released {} orphans", self.id, released.len()));
-                let done =
-                    TxsDone { origin: TxOrigin::Released, admitted: released, invalid: false, crowded: 0 };
+                let done = TxsDone::relay(TxOrigin::Released, released);
                 self.step(Input::TxsDone(vec![done]), w);
             }
         }

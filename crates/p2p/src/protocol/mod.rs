@@ -202,6 +202,14 @@ pub struct TxsDone<K> {
     pub crowded: usize,
 }
 
+impl<K> TxsDone<K> {
+    /// What the node itself brought to be relayed (`origin`: the API's, or orphans released
+    /// by their parents): nothing in it can be invalid or crowded out.
+    pub fn relay(origin: TxOrigin<K>, admitted: Vec<Arc<Tx>>) -> TxsDone<K> {
+        TxsDone { origin, admitted, invalid: false, crowded: 0 }
+    }
+}
+
 /// Something that happened, for the caller to act on.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Input<K> {
