@@ -83,6 +83,10 @@ pub struct DevnetArgs {
     /// With --netns, limit each node's link to this rate (`tc` syntax, e.g. `100mbit`).
     #[arg(long, requires = "netns")]
     netns_rate: Option<String>,
+    /// After the summary, keep the network up (every node's API and web explorer) until
+    /// Ctrl-C.
+    #[arg(long)]
+    stay: bool,
 }
 
 /// How often the waits look.
@@ -173,8 +177,20 @@ pub fn devnet(a: DevnetArgs) -> Result<(), Fail> {
     let (params, sig) = (scalechain_node::params_of(&node_cfg), node_cfg.chain.sig);
     // Peers and miners, in start order: the peers first.
     let nodes: Vec<(String, Client)> = net.clients(|r| r != Role::Bootstrap);
+    if let Some((_, c)) = net.clients(|r| r == Role::Miner).first() {
+        eprintln!("devnet: web explorer at {} (the miner's; every node serves one)", c.url("/explorer"));
+    }
     let pids = net.pids();
     let summary = rt.block_on(drive(&a, &nodes, &pids, &params, sig, total));
+    if a.stay && !interrupt::requested() {
+        if let Ok(s) = &summary {
+            eprint!("{}", s.text());
+        }
+        eprintln!("devnet: the network stays up (--stay); Ctrl-C stops it");
+        while !interrupt::requested() {
+            std::thread::sleep(POLL);
+        }
+    }
     // The nodes stop (and a temporary directory goes) before the verdict; a directory that
     // cannot be removed does not change it.
     drop(rt);
@@ -182,7 +198,9 @@ pub fn devnet(a: DevnetArgs) -> Result<(), Fail> {
         eprintln!("warning: {e}");
     }
     let summary = summary?;
-    eprint!("{}", summary.text());
+    if !a.stay {
+        eprint!("{}", summary.text());
+    }
     if let Some(dir) = &a.memory_out {
         let title = format!("Resident memory, {} tx/s offered for {} s", a.tps, a.duration);
         memory::write(dir, &summary.memory, &title)

@@ -123,6 +123,11 @@ impl BlockTree {
         }
     }
 
+    /// The known children of `hash`, in arrival order (none if it has none or is unknown).
+    pub fn children(&self, hash: &Hash) -> &[Hash] {
+        self.children.get(hash).map_or(&[], Vec::as_slice)
+    }
+
     /// The block fork choice wants as the tip: most work, first seen on ties, never invalid.
     pub fn best(&self) -> Hash {
         self.candidates.last().map_or(self.genesis, |(_, _, h)| *h)

@@ -48,6 +48,8 @@ pub struct ApiState {
     pub token: Option<Arc<str>>,
     /// Turns true when the API stops: open event streams end then.
     pub stop: tokio::sync::watch::Receiver<bool>,
+    /// Serve the web explorer (`/explorer`, and `/` leading to it)?
+    pub explorer: bool,
 }
 
 /// An error answer: an HTTP status and the JSON body every client decodes
@@ -230,7 +232,7 @@ pub fn router(state: ApiState) -> Router {
     let max_body = state.shared.cfg.api.max_body_bytes;
     // The paths are the client's (`scalechain_client::ops`); the `#[utoipa::path]` attributes
     // repeat them as literals, and the OpenAPI test compares the two.
-    Router::new()
+    let api = Router::new()
         .route(ops::STATUS.path, get(status))
         .route(ops::TIP.path, get(tip))
         .route(ops::PEERS.path, get(peers))
@@ -246,8 +248,9 @@ pub fn router(state: ApiState) -> Router {
         .route(ops::METRICS.path, get(metrics))
         .route(ops::EVENTS.path, get(events))
         .route(ops::OPENAPI.path, get(openapi))
-        .merge(apps::router())
-        .fallback(|| async { ApiError::not_found("no such endpoint") })
+        .merge(apps::router());
+    let api = if state.explorer { api.merge(crate::explorer::router()) } else { api };
+    api.fallback(|| async { ApiError::not_found("no such endpoint") })
         .layer(axum::extract::DefaultBodyLimit::max(max_body))
         .layer(axum::middleware::from_fn_with_state(state.clone(), track))
         .with_state(state)
@@ -267,12 +270,16 @@ async fn openapi() -> Response {
 /// Node status.
 #[utoipa::path(get, path = "/status", responses((status = 200, body = Status)))]
 async fn status(State(s): State<ApiState>) -> Json<Status> {
-    let sh = &s.shared;
+    Json(status_of(&s.shared))
+}
+
+/// The node at a glance (`GET /status`, and the explorer's).
+pub(crate) fn status_of(sh: &Shared) -> Status {
     let (height, tip, orphans) = {
         let c = sh.chain.read();
         (c.tip_height(), c.tip(), c.orphan_count())
     };
-    Json(Status {
+    Status {
         chain_id: sh.chain_id,
         role: sh.role().name().into(),
         peer_id: sh.peer_id.to_string(),
@@ -284,7 +291,7 @@ async fn status(State(s): State<ApiState>) -> Json<Status> {
         peers: sh.peers.read().len(),
         orphans,
         uptime_s: sh.started.elapsed().as_secs_f64(),
-    })
+    }
 }
 
 /// The tip.

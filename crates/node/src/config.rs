@@ -39,6 +39,25 @@ pub struct NodeConfig {
     pub profile: ProfileSection,
     /// The log of when transactions and blocks arrived, `GET /arrivals`.
     pub arrivals: ArrivalsSection,
+    /// The web explorer, `/explorer`.
+    pub explorer: ExplorerSection,
+}
+
+/// The web explorer: read-only pages served on the API's address under `/explorer`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ExplorerSection {
+    /// Serve it? Unset (the default): yes when the API listens on loopback, no otherwise (its
+    /// pages are as public as the API's read endpoints, so serving them beyond loopback is a
+    /// choice made with `true`).
+    pub enabled: Option<bool>,
+}
+
+impl ExplorerSection {
+    /// Is the explorer served when the API listens on `api`?
+    pub fn serves(&self, api: &SocketAddr) -> bool {
+        self.enabled.unwrap_or(api.ip().is_loopback())
+    }
 }
 
 /// The arrival log: when each transaction was first admitted and each block first taken, and
@@ -283,6 +302,7 @@ impl Default for NodeConfig {
             store: StoreSection::default(),
             profile: ProfileSection::default(),
             arrivals: ArrivalsSection::default(),
+            explorer: ExplorerSection::default(),
         }
     }
 }

@@ -26,6 +26,7 @@ mod api;
 mod arrivals;
 mod blocks;
 pub mod config;
+pub mod explorer;
 mod known;
 mod metrics;
 mod miner;

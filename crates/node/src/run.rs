@@ -293,6 +293,7 @@ pub async fn run(
                 pipeline: pipe_tx.clone(),
                 token,
                 stop: api_stop.subscribe(),
+                explorer: cfg.explorer.serves(&bound),
             });
             let a = &cfg.api;
             let limits = ServeLimits {

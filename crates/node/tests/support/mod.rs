@@ -119,6 +119,11 @@ pub async fn height(n: &Node) -> u64 {
 
 /// Transfers of premine outputs `range` back to their keys (devnet: SHA-256, Ed25519), hex.
 pub fn transfers(range: std::ops::Range<u32>) -> Vec<(String, String)> {
+    transfers_with(range, &[])
+}
+
+/// [`transfers`] carrying `data`.
+pub fn transfers_with(range: std::ops::Range<u32>, data: &[u8]) -> Vec<(String, String)> {
     let p = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
     let genesis = genesis_block(&p);
     let chain_id = genesis.hash(p.hash);
@@ -135,10 +140,31 @@ pub fn transfers(range: std::ops::Range<u32>) -> Vec<(String, String)> {
                     witness: Witness { pubkey: key.public(), signature: [0; 64] },
                 }],
                 outputs: vec![TxOut { value: Amount::new(out.value.get() - 2_000).unwrap(), lock: out.lock }],
-                data: vec![],
+                data: data.to_vec(),
             };
             tx.sign_inputs_with(p.hash, &chain_id, &key);
             (tx.txid(p.hash).to_string(), hex::encode(tx.encode()))
         })
         .collect()
+}
+
+/// A transfer of output 0 of `txid` (a transfer of premine output 0, as [`transfers`] makes)
+/// back to the same key, carrying `data`: (txid, hex).
+pub fn spend_first_output(txid: &str, data: &[u8]) -> (String, String) {
+    let p = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
+    let chain_id = genesis_block(&p).hash(p.hash);
+    let key = devnet_premine_key(SigMode::Ed25519, 0);
+    let out = p.premine[0];
+    let mut tx = Tx {
+        version: 1,
+        kind: TxKind::TRANSFER,
+        inputs: vec![TxIn {
+            prev: OutPoint { txid: txid.parse().unwrap(), index: 0 },
+            witness: Witness { pubkey: key.public(), signature: [0; 64] },
+        }],
+        outputs: vec![TxOut { value: Amount::new(out.value.get() - 4_000).unwrap(), lock: out.lock }],
+        data: data.to_vec(),
+    };
+    tx.sign_inputs_with(p.hash, &chain_id, &key);
+    (tx.txid(p.hash).to_string(), hex::encode(tx.encode()))
 }

@@ -1,0 +1,320 @@
+//! What the pages show, read from the node: where a transaction is, the outputs its inputs
+//! spend and who spent its outputs, an address's coins and history, the side branches. Reads
+//! take the chain's lock one block at a time, so a page never holds up a block's commit for
+//! longer than one block read; the scans without an index are bounded (the constants below).
+
+use std::collections::HashMap;
+use std::time::{Duration, UNIX_EPOCH};
+
+use scalechain_types::{Amount, Block, Hash, Header, OutPoint, Tx, TxOut};
+
+use crate::state::Shared;
+
+/// Blocks after a transaction's own that are searched for the spender of its spent outputs.
+pub const SPENDER_BLOCKS: u64 = 200;
+/// Blocks one page of an address's history searches, newest first.
+pub const HISTORY_BLOCKS: u64 = 200;
+/// Side-branch blocks searched for a transaction that is neither pooled nor on the main chain.
+pub const SIDE_BLOCKS: usize = 256;
+/// Transactions a history or spender scan reads at most (a few huge blocks end it early).
+pub const SCAN_TXS: usize = 400_000;
+
+/// What a bounded scan looked at: main-chain heights `from..=to` (`from > to`: none).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Scan {
+    /// The first height looked at.
+    pub from: u64,
+    /// The last height looked at.
+    pub to: u64,
+}
+
+/// Where a transaction is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// In the mempool, with what admission learnt.
+    Pooled {
+        /// Its fee.
+        fee: Amount,
+        /// Its encoding's size.
+        size: u64,
+    },
+    /// In the main chain.
+    Confirmed {
+        /// The block's height.
+        height: u64,
+        /// The block.
+        block: Hash,
+        /// Its position in the block.
+        position: u32,
+    },
+    /// In a block of a side branch (and in neither of the above).
+    Side {
+        /// The block's height.
+        height: u64,
+        /// The block.
+        block: Hash,
+    },
+}
+
+/// The chain's read failed (the store): the page says so with a 503.
+#[derive(Debug, thiserror::Error)]
+#[error("reading the chain: {0}")]
+pub struct ReadError(pub String);
+
+fn read<T, E: std::fmt::Display>(r: Result<T, E>) -> Result<T, ReadError> {
+    r.map_err(|e| ReadError(e.to_string()))
+}
+
+/// The main-chain block at `height`.
+pub fn block_at(sh: &Shared, height: u64) -> Result<Option<Block>, ReadError> {
+    read(sh.chain.read().block_at(height))
+}
+
+/// Any stored block by hash (main chain or side branch).
+pub fn block(sh: &Shared, hash: &Hash) -> Result<Option<Block>, ReadError> {
+    read(sh.chain.read().block(hash))
+}
+
+/// Is `hash` the main chain's block at `height`?
+pub fn on_main(sh: &Shared, height: u64, hash: &Hash) -> bool {
+    let c = sh.chain.read();
+    usize::try_from(height).ok().and_then(|h| c.main_chain().get(h)) == Some(hash)
+}
+
+/// A transaction wherever the node has it: the mempool, the main chain, or (searching the
+/// newest [`SIDE_BLOCKS`] side-branch blocks) a side branch.
+pub fn find_tx(sh: &Shared, txid: &Hash) -> Result<Option<(Tx, Place)>, ReadError> {
+    if let Some(e) = sh.mempool.get(txid) {
+        return Ok(Some(((*e.tx).clone(), Place::Pooled { fee: e.fee, size: e.size })));
+    }
+    if let Some((loc, tx)) = read(sh.chain.read().confirmed_tx(txid))? {
+        return Ok(Some((
+            tx,
+            Place::Confirmed { height: loc.height, block: loc.block, position: loc.position },
+        )));
+    }
+    let kind = sh.params.hash;
+    for h in side_blocks(sh).into_iter().take(SIDE_BLOCKS) {
+        if let Some(b) = block(sh, &h.hash(kind))? {
+            if let Some(t) = b.txs.into_iter().find(|t| t.txid(kind) == *txid) {
+                return Ok(Some((t, Place::Side { height: h.height, block: h.hash(kind) })));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Headers of the blocks off the main chain, newest (highest) first.
+pub fn side_blocks(sh: &Shared) -> Vec<Header> {
+    let c = sh.chain.read();
+    let main = c.main_chain();
+    let tree = c.tree();
+    let mut out = Vec::new();
+    // Every side block descends from a main-chain block: walk the children that are not.
+    let mut stack: Vec<Hash> = Vec::new();
+    for (h, hash) in main.iter().enumerate() {
+        for child in tree.children(hash) {
+            if main.get(h + 1) != Some(child) {
+                stack.push(*child);
+            }
+        }
+    }
+    while let Some(h) = stack.pop() {
+        if let Some(e) = tree.get(&h) {
+            out.push(e.header);
+            stack.extend(tree.children(&h).iter().copied());
+        }
+    }
+    out.sort_by(|a, b| b.height.cmp(&a.height).then(b.time.cmp(&a.time)));
+    out
+}
+
+/// The output `op` names, if the node can find it: the UTXO set, the mempool, the main chain.
+/// `cache` holds the transactions read so far (inputs often spend one transaction's outputs).
+pub fn prev_output(
+    sh: &Shared,
+    op: &OutPoint,
+    cache: &mut HashMap<Hash, Option<Vec<TxOut>>>,
+) -> Result<Option<TxOut>, ReadError> {
+    use scalechain_consensus::UtxoView;
+    if let Some(c) = sh.chain.read().utxos().coin(op) {
+        return Ok(Some(c.out));
+    }
+    if let std::collections::hash_map::Entry::Vacant(slot) = cache.entry(op.txid) {
+        let outs = match sh.mempool.get(&op.txid) {
+            Some(e) => Some(e.tx.outputs.clone()),
+            None => read(sh.chain.read().confirmed_tx(&op.txid))?.map(|(_, t)| t.outputs),
+        };
+        slot.insert(outs);
+    }
+    let idx = usize::try_from(op.index).unwrap_or(usize::MAX);
+    Ok(cache.get(&op.txid).and_then(|o| o.as_ref()).and_then(|o| o.get(idx)).cloned())
+}
+
+/// Who spends an output.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Spender {
+    /// Nobody: it is in the UTXO set, and nothing pooled spends it.
+    Unspent,
+    /// A pooled transaction (the output is still in the UTXO set).
+    Pooled(Hash),
+    /// A main-chain transaction at this height.
+    Confirmed(Hash, u64),
+    /// Spent on the main chain, by a transaction outside the blocks searched.
+    Beyond(Scan),
+    /// Not unspent, and nothing searched spends it (its transaction is pooled or on a side
+    /// branch and nothing pooled spends it).
+    Unknown,
+}
+
+/// Who spends each output of `txid` (with `n` outputs), confirmed at `height` if it is: the
+/// UTXO set, the mempool, then the [`SPENDER_BLOCKS`] main-chain blocks from `height` on.
+pub fn spenders(sh: &Shared, txid: &Hash, n: usize, height: Option<u64>) -> Result<Vec<Spender>, ReadError> {
+    use scalechain_consensus::UtxoView;
+    let kind = sh.params.hash;
+    // A pooled spender first: its output is still in the UTXO set until a block confirms it.
+    let mut out: Vec<Option<Spender>> = vec![None; n];
+    let snap = sh.mempool.snapshot();
+    for e in snap.iter() {
+        for i in &e.tx.inputs {
+            if i.prev.txid == *txid {
+                if let Some(slot) = usize::try_from(i.prev.index).ok().and_then(|x| out.get_mut(x)) {
+                    slot.get_or_insert(Spender::Pooled(e.txid));
+                }
+            }
+        }
+    }
+    {
+        let c = sh.chain.read();
+        for (i, slot) in out.iter_mut().enumerate() {
+            let op = OutPoint { txid: *txid, index: u32::try_from(i).unwrap_or(u32::MAX) };
+            if slot.is_none() && c.utxos().coin(&op).is_some() {
+                *slot = Some(Spender::Unspent);
+            }
+        }
+    }
+    if let Some(h) = height {
+        if out.iter().any(Option::is_none) {
+            let tip = sh.chain.read().tip_height();
+            let last = tip.min(h.saturating_add(SPENDER_BLOCKS));
+            let mut read_txs = 0usize;
+            let mut scanned_to = h;
+            for ht in h..=last {
+                let Some(b) = block_at(sh, ht)? else { break };
+                scanned_to = ht;
+                read_txs = read_txs.saturating_add(b.txs.len());
+                for t in &b.txs {
+                    for i in &t.inputs {
+                        if i.prev.txid == *txid {
+                            if let Some(slot) =
+                                usize::try_from(i.prev.index).ok().and_then(|x| out.get_mut(x))
+                            {
+                                if slot.is_none() {
+                                    *slot = Some(Spender::Confirmed(t.txid(kind), ht));
+                                }
+                            }
+                        }
+                    }
+                }
+                if out.iter().all(Option::is_some) || read_txs >= SCAN_TXS {
+                    break;
+                }
+            }
+            let scan = Scan { from: h, to: scanned_to };
+            return Ok(out.into_iter().map(|s| s.unwrap_or(Spender::Beyond(scan))).collect());
+        }
+    }
+    Ok(out.into_iter().map(|s| s.unwrap_or(Spender::Unknown)).collect())
+}
+
+/// One transaction of an address's history.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Touch {
+    /// The transaction.
+    pub txid: Hash,
+    /// Its block's height (`None`: pooled).
+    pub height: Option<u64>,
+    /// Its block's time, ms since the Unix epoch (`None`: pooled).
+    pub time: Option<u64>,
+    /// What its outputs pay the address.
+    pub received: u64,
+    /// Inputs it spends with the address's key.
+    pub spent_inputs: usize,
+}
+
+/// A page of an address's history: its pooled transactions (first page only), then main-chain
+/// transactions that pay it or spend with its key, newest first, from height `before − 1` down,
+/// until `max` are found, [`HISTORY_BLOCKS`] blocks or [`SCAN_TXS`] transactions were read.
+pub fn history(
+    sh: &Shared,
+    pkh: &Hash,
+    before: Option<u64>,
+    max: usize,
+) -> Result<(Vec<Touch>, Option<Scan>), ReadError> {
+    let kind = sh.params.hash;
+    let touch = |t: &Tx| -> Option<(u64, usize)> {
+        let received: u64 =
+            t.outputs.iter().filter(|o| o.lock.pubkey_hash == *pkh).map(|o| o.value.get()).sum();
+        let paid = t.outputs.iter().any(|o| o.lock.pubkey_hash == *pkh);
+        let spent = t.inputs.iter().filter(|i| i.witness.pubkey.hash(kind) == *pkh).count();
+        (paid || spent > 0).then_some((received, spent))
+    };
+    let mut out = Vec::new();
+    if before.is_none() {
+        let snap = sh.mempool.snapshot();
+        let mut pooled: Vec<_> =
+            snap.iter().filter_map(|e| touch(&e.tx).map(|t| (e.seq, e.txid, t))).collect();
+        pooled.sort_by_key(|p| std::cmp::Reverse(p.0));
+        out.extend(pooled.into_iter().take(max).map(|(_, txid, (received, spent_inputs))| Touch {
+            txid,
+            height: None,
+            time: None,
+            received,
+            spent_inputs,
+        }));
+    }
+    let tip = sh.chain.read().tip_height();
+    let top = before.map_or(tip, |b| b.saturating_sub(1).min(tip));
+    if before == Some(0) {
+        return Ok((out, None));
+    }
+    let mut read_txs = 0usize;
+    let mut last = top;
+    let floor = top.saturating_sub(HISTORY_BLOCKS - 1);
+    for ht in (floor..=top).rev() {
+        let Some(b) = block_at(sh, ht)? else { break };
+        last = ht;
+        read_txs = read_txs.saturating_add(b.txs.len());
+        for t in &b.txs {
+            if let Some((received, spent_inputs)) = touch(t) {
+                out.push(Touch {
+                    txid: t.txid(kind),
+                    height: Some(ht),
+                    time: Some(b.header.time),
+                    received,
+                    spent_inputs,
+                });
+            }
+        }
+        if out.len() >= max || read_txs >= SCAN_TXS {
+            break;
+        }
+    }
+    Ok((out, Some(Scan { from: top, to: last })))
+}
+
+/// Milliseconds since the Unix epoch as RFC 3339 UTC (`2026-11-27T07:00:00.000Z`).
+pub fn rfc3339(ms: u64) -> String {
+    humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_rfc3339_utc() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(1_795_000_000_123), "2026-11-18T11:06:40.123Z");
+    }
+}

@@ -1,0 +1,88 @@
+//! The web explorer: read-only HTML pages served by the node on its API address under
+//! `/explorer` — the overview (live charts fed by server-sent events), the chain picture with its
+//! side branches, blocks, transactions, addresses, the mempool, peers, the profiler and a search.
+//!
+//! Pages are rendered here from the API's own types ([`Status`], [`TxJson`], [`UtxoJson`],
+//! [`PeerInfo`], [`ProfileJson`]) with askama templates (`templates/explorer/`, compiled into
+//! the binary; every value is HTML-escaped), plus one small ES module and one style sheet
+//! (`assets/`, also compiled in). Every answer carries a Content Security Policy that allows
+//! no inline script and nothing from elsewhere, so the pages work offline.
+//!
+//! Work per page is bounded: block and mempool lists are paginated, and the scans that have no
+//! index (an output's spender, an address's history, a transaction on a side branch) look at a
+//! bounded number of blocks and say where they stopped.
+
+mod chart;
+mod data;
+mod live;
+mod pages;
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::get;
+use axum::Router;
+
+use crate::api::ApiState;
+
+pub use data::{Scan, HISTORY_BLOCKS, SIDE_BLOCKS, SPENDER_BLOCKS};
+
+/// Where the explorer lives on the API's address.
+pub const ROOT: &str = "/explorer";
+
+/// The Content Security Policy of every explorer answer: scripts, styles and connections only
+/// from the node itself, no inline script or style, no frames, no plugins.
+pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+                       connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+/// The explorer's routes (merged into the API's router when the explorer is served).
+pub fn router() -> Router<ApiState> {
+    Router::new()
+        .route("/", get(|| async { Redirect::to(ROOT) }))
+        .route(ROOT, get(pages::overview))
+        .route("/explorer/chain", get(pages::chain))
+        .route("/explorer/block/{id}", get(pages::block))
+        .route("/explorer/tx/{txid}", get(pages::tx))
+        .route("/explorer/address/{owner}", get(pages::address))
+        .route("/explorer/mempool", get(pages::mempool))
+        .route("/explorer/peers", get(pages::peers))
+        .route("/explorer/profile", get(pages::profile))
+        .route("/explorer/search", get(pages::search))
+        .route("/explorer/live", get(live::stream))
+        .route("/explorer/assets/{name}", get(asset))
+        .route("/explorer/{*rest}", get(pages::not_found))
+}
+
+/// The headers every explorer answer carries.
+fn secure(mut r: Response) -> Response {
+    let h = r.headers_mut();
+    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    r
+}
+
+/// The assets compiled into the binary: name, content type, bytes.
+const ASSETS: &[(&str, &str, &str)] = &[
+    ("explorer.css", "text/css; charset=utf-8", include_str!("../../assets/explorer.css")),
+    ("explorer.js", "text/javascript; charset=utf-8", include_str!("../../assets/explorer.js")),
+    ("favicon.svg", "image/svg+xml", include_str!("../../assets/favicon.svg")),
+];
+
+/// One asset, or the explorer's 404 page.
+async fn asset(
+    name: Result<axum::extract::Path<String>, axum::extract::rejection::PathRejection>,
+) -> Response {
+    let found = name.ok().and_then(|axum::extract::Path(n)| ASSETS.iter().find(|(a, _, _)| *a == n));
+    match found {
+        Some((_, kind, body)) => secure(
+            (
+                StatusCode::OK,
+                [(header::CONTENT_TYPE, *kind), (header::CACHE_CONTROL, "public, max-age=300")],
+                *body,
+            )
+                .into_response(),
+        ),
+        None => pages::error_page(StatusCode::NOT_FOUND, "Not found", "no such asset".into()),
+    }
+}

@@ -1,0 +1,394 @@
+//! The web explorer in a real browser: Debian's headless Chromium driven through WebDriver
+//! (`chromedriver`, by fantoccini) against miners running in this process. It loads each page,
+//! follows links (block → transaction → address, transaction → its spender), searches by each
+//! kind of key through the page's search box, sees a newly mined block arrive without a reload,
+//! sees the markup a transaction carries shown as text, sees a fork drawn after two miners'
+//! chains meet and one reorganises, and checks the phone-width and dark layouts. Screenshots of
+//! each page go to `target/explorer-screenshots/` (`SCALECHAIN_SCREENSHOTS` moves them).
+//!
+//! Without `chromedriver` and `chromium` the tests say so and pass, unless
+//! `SCALECHAIN_REQUIRE_BROWSER=1` (CI sets it, after installing both), which makes them fail.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use scalechain_p2p::msg::Role;
+use serde_json::json;
+use support::{eventually, get, post, start, stop, transfers_with};
+
+const EVIL: &str = "<script>alert('chain data')</script><img src=x onerror=alert(1)>";
+
+/// A running `chromedriver`, stopped on drop.
+struct Driver {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn required() -> bool {
+    std::env::var("SCALECHAIN_REQUIRE_BROWSER").is_ok_and(|v| v == "1")
+}
+
+fn chromium() -> PathBuf {
+    std::env::var_os("SCALECHAIN_CHROMIUM").map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from)
+}
+
+/// Starts `chromedriver` on a free loopback port, or says why it cannot (and fails when a
+/// browser is required).
+fn driver() -> Option<Driver> {
+    let exe = std::env::var_os("SCALECHAIN_CHROMEDRIVER").unwrap_or_else(|| "chromedriver".into());
+    let missing = |what: String| {
+        assert!(!required(), "SCALECHAIN_REQUIRE_BROWSER=1 but {what}");
+        eprintln!("skipping the browser test: {what} (apt install chromium chromium-driver)");
+        None
+    };
+    if !chromium().exists() {
+        return missing(format!("{} is missing", chromium().display()));
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let child = match Command::new(&exe)
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => return missing(format!("{} does not start: {e}", exe.to_string_lossy())),
+    };
+    let d = Driver { child, url: format!("http://127.0.0.1:{port}") };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "chromedriver did not listen on {port}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Some(d)
+}
+
+/// A headless Chromium session: a fresh profile, no network beyond what the page asks for.
+async fn browser(d: &Driver, dark: bool) -> Client {
+    let profile = tempfile::tempdir().unwrap().keep();
+    let mut args = vec![
+        "--headless=new".to_string(),
+        "--no-sandbox".into(),
+        "--disable-gpu".into(),
+        "--disable-dev-shm-usage".into(),
+        "--disable-quic".into(),
+        "--no-first-run".into(),
+        "--disable-background-networking".into(),
+        "--disable-component-update".into(),
+        "--disable-sync".into(),
+        "--window-size=1280,900".into(),
+        format!("--user-data-dir={}", profile.display()),
+    ];
+    if dark {
+        args.push("--force-dark-mode".into());
+        args.push("--blink-settings=preferredColorScheme=0".into());
+    }
+    let mut caps = serde_json::Map::new();
+    caps.insert("browserName".into(), json!("chrome"));
+    caps.insert("goog:chromeOptions".into(), json!({ "binary": chromium(), "args": args }));
+    let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+    ClientBuilder::new(connector).capabilities(caps).connect(&d.url).await.expect("a WebDriver session")
+}
+
+fn shots() -> PathBuf {
+    let dir = std::env::var_os("SCALECHAIN_SCREENSHOTS").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/explorer-screenshots"),
+        PathBuf::from,
+    );
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+async fn shot(c: &Client, name: &str) {
+    let png = c.screenshot().await.unwrap();
+    std::fs::write(shots().join(format!("{name}.png")), png).unwrap();
+}
+
+async fn text(c: &Client, css: &str) -> String {
+    c.find(Locator::Css(css)).await.unwrap().text().await.unwrap()
+}
+
+async fn path(c: &Client) -> String {
+    c.current_url().await.unwrap().path().to_string()
+}
+
+/// Waits until `check` holds on the page, polling every 100 ms, at most `within`.
+async fn until(c: &Client, within: Duration, what: &str, script: &str) {
+    let deadline = Instant::now() + within;
+    loop {
+        if c.execute(script, vec![]).await.unwrap() == json!(true) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{what} within {within:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Types `q` into the header's search box and submits it; returns the path it led to.
+async fn search(c: &Client, q: &str) -> String {
+    let input = c.find(Locator::Css("#q")).await.unwrap();
+    input.clear().await.unwrap();
+    input.send_keys(q).await.unwrap();
+    let before = c.current_url().await.unwrap();
+    c.find(Locator::Css("form.search button")).await.unwrap().click().await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while c.current_url().await.unwrap() == before {
+        assert!(Instant::now() < deadline, "the search for {q} went nowhere");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    path(c).await
+}
+
+/// The document is no wider than the window (nothing scrolls sideways but the tables' own
+/// boxes).
+async fn fits(c: &Client, what: &str) {
+    let w =
+        c.execute("return [document.documentElement.scrollWidth, window.innerWidth];", vec![]).await.unwrap();
+    let (scroll, inner) = (w[0].as_f64().unwrap(), w[1].as_f64().unwrap());
+    let wide = c
+        .execute(
+            "return [...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > \
+             window.innerWidth + 1).slice(0, 5).map(e => e.tagName + '.' + e.className + '#' + e.id);",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert!(scroll <= inner + 1.0, "{what}: the page is {scroll} px wide in a {inner} px window: {wide}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_explorer_in_a_real_browser() {
+    let Some(d) = driver() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let m = start(dir.path(), Role::Miner, &[], |_| {}).await;
+    let base = m.api();
+    let c = browser(&d, false).await;
+
+    // The overview goes live, and a newly mined block appears without a reload.
+    c.goto(&format!("{base}/explorer")).await.unwrap();
+    until(
+        &c,
+        Duration::from_secs(15),
+        "the live stream connects",
+        "return document.getElementById('live-state').textContent.startsWith('Live');",
+    )
+    .await;
+    c.execute("window.__same_page = true;", vec![]).await.unwrap();
+    let h0: u64 = text(&c, "#tip-height").await.parse().unwrap();
+    until(
+        &c,
+        Duration::from_secs(30),
+        "a new block on the overview",
+        &format!(
+            "return Number(document.getElementById('tip-height').textContent) > {h0} && \
+             Number(document.querySelector('#blocks tbody tr').dataset.height) > {h0};"
+        ),
+    )
+    .await;
+    assert_eq!(c.execute("return window.__same_page === true;", vec![]).await.unwrap(), json!(true));
+    until(
+        &c,
+        Duration::from_secs(5),
+        "the mempool chart has points",
+        "return document.querySelector('#chart-mempool polyline') !== null;",
+    )
+    .await;
+    shot(&c, "overview").await;
+
+    // A transaction carrying markup, confirmed, and a pooled spend of its output.
+    let (txid, hex) = transfers_with(0..1, EVIL.as_bytes()).pop().unwrap();
+    assert_eq!(post(&base, "/txs", json!({ "txs": [hex] })).await["accepted"], 1);
+    assert!(
+        eventually(Duration::from_secs(60), || async {
+            get(&base, &format!("/txs/{txid}")).await["status"] == "confirmed"
+        })
+        .await
+    );
+    let height = get(&base, &format!("/txs/{txid}")).await["height"].as_u64().unwrap();
+    let block_hash = get(&base, &format!("/blocks/{height}")).await["hash"].as_str().unwrap().to_string();
+
+    // Search by txid; the markup is text, and no script of it ran.
+    assert_eq!(search(&c, &txid).await, format!("/explorer/tx/{txid}"));
+    assert_eq!(text(&c, "#tx-data").await, EVIL);
+    assert!(c.get_alert_text().await.is_err(), "no alert: the data's script did not run");
+    assert!(c.find_all(Locator::Css("#main img")).await.unwrap().is_empty(), "no element from the data");
+    shot(&c, "tx").await;
+
+    // Follow links: tx → block → tx → address.
+    c.find(Locator::Css("#tx-block")).await.unwrap().click().await.unwrap();
+    until(
+        &c,
+        Duration::from_secs(10),
+        "the block page",
+        "return location.pathname.startsWith('/explorer/block/');",
+    )
+    .await;
+    assert_eq!(text(&c, "#block-hash").await, block_hash);
+    shot(&c, "block").await;
+    c.find(Locator::Css(&format!("#txs a[href='/explorer/tx/{txid}']")))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    until(
+        &c,
+        Duration::from_secs(10),
+        "the tx page",
+        "return location.pathname.startsWith('/explorer/tx/');",
+    )
+    .await;
+    assert_eq!(path(&c).await, format!("/explorer/tx/{txid}"));
+    let address =
+        c.find(Locator::Css("#outputs a[href^='/explorer/address/']")).await.unwrap().text().await.unwrap();
+    c.find(Locator::Css("#outputs a[href^='/explorer/address/']")).await.unwrap().click().await.unwrap();
+    until(
+        &c,
+        Duration::from_secs(10),
+        "the address page",
+        "return location.pathname.startsWith('/explorer/address/');",
+    )
+    .await;
+    assert!(text(&c, "#balance").await.contains("SC"), "a balance");
+    assert!(!c
+        .find_all(Locator::Css(&format!("#history a[href='/explorer/tx/{txid}']")))
+        .await
+        .unwrap()
+        .is_empty());
+    shot(&c, "address").await;
+
+    // The transaction's output spent: its page links the spender, and the link leads there.
+    let spend = support::spend_first_output(&txid, &[]);
+    assert_eq!(post(&base, "/txs", json!({ "txs": [spend.1] })).await["accepted"], 1);
+    c.goto(&format!("{base}/explorer/tx/{txid}")).await.unwrap();
+    c.find(Locator::Css("#outputs a.spender")).await.unwrap().click().await.unwrap();
+    until(
+        &c,
+        Duration::from_secs(10),
+        "the spender's page",
+        &format!("return location.pathname === '/explorer/tx/{}';", spend.0),
+    )
+    .await;
+
+    // Search by height, block hash and address; a clear not-found.
+    assert_eq!(search(&c, &height.to_string()).await, format!("/explorer/block/{height}"));
+    assert_eq!(search(&c, &block_hash).await, format!("/explorer/block/{block_hash}"));
+    assert_eq!(search(&c, &address).await, format!("/explorer/address/{address}"));
+    search(&c, "no-such-thing").await;
+    assert!(text(&c, "#error-message").await.contains("is not a height"), "a not-found page");
+
+    // The other pages load, with their pictures.
+    c.goto(&format!("{base}/explorer/mempool")).await.unwrap();
+    c.find(Locator::Css("#fee-histogram")).await.unwrap();
+    shot(&c, "mempool").await;
+    c.goto(&format!("{base}/explorer/peers")).await.unwrap();
+    shot(&c, "peers").await;
+    c.goto(&format!("{base}/explorer/profile")).await.unwrap();
+    shot(&c, "profile").await;
+    c.goto(&format!("{base}/explorer/chain?top={height}&span=6")).await.unwrap();
+    let before = c.find(Locator::Css("#chain")).await.unwrap().attr("viewBox").await.unwrap();
+    c.find(Locator::Css(".pan")).await.unwrap().send_keys("++").await.unwrap();
+    let after = c.find(Locator::Css("#chain")).await.unwrap().attr("viewBox").await.unwrap();
+    assert_ne!(before, after, "the keyboard zooms the chain picture");
+    assert!(!c
+        .find_all(Locator::Css(&format!("#chain a[href='/explorer/tx/{txid}']")))
+        .await
+        .unwrap()
+        .is_empty());
+    shot(&c, "chain").await;
+
+    // A phone-width window: nothing spills sideways.
+    c.set_window_size(390, 844).await.unwrap();
+    for page in ["/explorer", &format!("/explorer/tx/{txid}"), "/explorer/mempool"] {
+        c.goto(&format!("{base}{page}")).await.unwrap();
+        fits(&c, page).await;
+    }
+    c.goto(&format!("{base}/explorer")).await.unwrap();
+    shot(&c, "overview-phone").await;
+    c.close().await.unwrap();
+
+    // The system's dark setting gives the dark theme.
+    let dark = browser(&d, true).await;
+    dark.goto(&format!("{base}/explorer")).await.unwrap();
+    let is_dark =
+        dark.execute("return matchMedia('(prefers-color-scheme: dark)').matches;", vec![]).await.unwrap();
+    if is_dark == json!(true) {
+        let bg =
+            dark.execute("return getComputedStyle(document.body).backgroundColor;", vec![]).await.unwrap();
+        assert_eq!(bg, json!("rgb(17, 21, 26)"), "the dark theme's background");
+        shot(&dark, "overview-dark").await;
+    } else {
+        eprintln!("this Chromium ignores the dark-mode switches: no dark screenshot");
+    }
+    dark.close().await.unwrap();
+    stop(m).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_is_drawn_after_two_miners_reorganise() {
+    let Some(d) = driver() else { return };
+    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    // Two miners that do not know each other build chains of their own from genesis...
+    let a = start(da.path(), Role::Miner, &[], |_| {}).await;
+    let b = start(db.path(), Role::Miner, &[], |_| {}).await;
+    assert!(
+        eventually(Duration::from_secs(60), || async {
+            support::height(&a).await >= 3 && support::height(&b).await >= 3
+        })
+        .await
+    );
+    let b_dir = stop(b).await;
+    let top = support::height(&a).await.max(3) + 10;
+    // ...then meet: one of them reorganises onto the other's chain.
+    let b = start(&b_dir, Role::Miner, &[a.p2p()], |_| {}).await;
+    let (a_api, b_api) = (a.api(), b.api());
+    assert!(
+        eventually(Duration::from_secs(60), || async {
+            let (x, y) = (get(&a_api, "/tip").await, get(&b_api, "/tip").await);
+            x["hash"] == y["hash"]
+        })
+        .await,
+        "the two miners converge"
+    );
+    // The node that reorganised holds the blocks it left as a side branch.
+    let mut with_fork = None;
+    for api in [&a_api, &b_api] {
+        let body = reqwest::get(format!("{api}/explorer/chain?top={top}&span=30"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        if body.contains("class=\"block side\"") {
+            with_fork = Some(api.clone());
+        }
+    }
+    let api = with_fork.expect("a side branch on one of the two nodes");
+    let c = browser(&d, false).await;
+    c.goto(&format!("{api}/explorer/chain?top={top}&span=30")).await.unwrap();
+    assert!(text(&c, "#side-rows").await.parse::<u64>().unwrap() >= 1);
+    let side = c.find_all(Locator::Css("#chain g.block.side")).await.unwrap();
+    assert!(!side.is_empty(), "side-branch blocks drawn");
+    let main = c.find_all(Locator::Css("#chain g.block.main")).await.unwrap();
+    assert!(!main.is_empty());
+    shot(&c, "chain-fork").await;
+    // A side block's page says so.
+    let hash = side[0].attr("data-hash").await.unwrap().unwrap();
+    c.goto(&format!("{api}/explorer/block/{hash}")).await.unwrap();
+    assert!(c.source().await.unwrap().contains("side branch"));
+    c.close().await.unwrap();
+    stop(b).await;
+    stop(a).await;
+}

@@ -1,0 +1,173 @@
+//! The web explorer's pages against a running miner, on the server side: each page renders with
+//! the explorer's headers, values from the chain are escaped, links lead where they say,
+//! pagination and bad paths give the explorer's own 400 and 404 pages (HTML, never a 500), the
+//! search finds each kind of key, the live stream sends, and the explorer can be turned off.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::time::Duration;
+
+use scalechain_p2p::msg::Role;
+use support::{eventually, get, post, start, stop, transfers_with};
+
+/// `GET base+path` without following redirects: status, headers, body.
+async fn page(base: &str, path: &str) -> (u16, reqwest::header::HeaderMap, String) {
+    let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let r = client.get(format!("{base}{path}")).send().await.unwrap();
+    let (status, headers) = (r.status().as_u16(), r.headers().clone());
+    (status, headers, r.text().await.unwrap())
+}
+
+/// An HTML page of the explorer, with its headers checked.
+async fn html(base: &str, path: &str, status: u16) -> String {
+    let (s, h, body) = page(base, path).await;
+    assert_eq!(s, status, "{path}: {body}");
+    assert!(h["content-type"].to_str().unwrap().starts_with("text/html"), "{path}");
+    let csp = h["content-security-policy"].to_str().unwrap();
+    assert!(csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"), "{path}: {csp}");
+    assert_eq!(h["x-content-type-options"], "nosniff");
+    assert!(body.starts_with("<!doctype html>"), "{path}");
+    assert!(!body.contains("<script>") && !body.contains("<script >"), "{path}: no inline script");
+    body
+}
+
+/// Where a search leads (its redirect's target).
+async fn search(base: &str, q: &str) -> String {
+    let (s, h, body) = page(base, &format!("/explorer/search?q={q}")).await;
+    assert_eq!(s, 303, "search {q}: {body}");
+    h["location"].to_str().unwrap().to_string()
+}
+
+const EVIL: &str = "<script>alert('chain data')</script> & \"quotes\"";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_page_renders_escapes_links_and_bounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = start(dir.path(), Role::Miner, &[], |_| {}).await;
+    let base = m.api();
+
+    // A transaction whose data is markup, confirmed.
+    let (txid, hex) = transfers_with(0..1, EVIL.as_bytes()).pop().unwrap();
+    let r = post(&base, "/txs", serde_json::json!({ "txs": [hex] })).await;
+    assert_eq!(r["accepted"], 1, "{r}");
+    assert!(
+        eventually(Duration::from_secs(60), || async {
+            get(&base, &format!("/txs/{txid}")).await["status"] == "confirmed"
+        })
+        .await
+    );
+    let height = get(&base, &format!("/txs/{txid}")).await["height"].as_u64().unwrap();
+
+    // Overview.
+    let body = html(&base, "/explorer", 200).await;
+    assert!(body.contains("Recent blocks") && body.contains("data-live=\"/explorer/live\""));
+    let (s, h, _) = page(&base, "/").await;
+    assert_eq!((s, h["location"].to_str().unwrap()), (303, "/explorer"), "/ leads to the explorer");
+
+    // The transaction: escaped data, status, block link, fee, the input's address.
+    let body = html(&base, &format!("/explorer/tx/{txid}"), 200).await;
+    assert!(!body.contains(EVIL) && !body.contains("<script>alert"), "chain data is escaped");
+    assert!(
+        body.contains("&#60;script&#62;alert(&#39;chain data&#39;)&#60;/script&#62; &#38; &#34;quotes&#34;"),
+        "{body}"
+    );
+    assert!(body.contains(&format!("confirmed at height {height}")));
+    assert!(
+        body.contains(&format!(
+            "href=\"/explorer/block/{}\"",
+            get(&base, &format!("/blocks/{height}")).await["hash"].as_str().unwrap()
+        )),
+        "a block link"
+    );
+    assert!(body.contains("title=\"2000 base units\">0.00002&nbsp;SC"), "the fee: {body}");
+    let address =
+        body.split("href=\"/explorer/address/").nth(1).and_then(|s| s.split('"').next()).unwrap().to_string();
+    assert!(address.starts_with("scdev1"), "{address}");
+    assert!(body.contains("unspent"), "its output is unspent");
+
+    // Its block, by height and by hash; the block lists it.
+    let body = html(&base, &format!("/explorer/block/{height}"), 200).await;
+    assert!(body.contains(&format!("/explorer/tx/{txid}")));
+    assert!(body.contains("main chain"));
+    let hash = get(&base, &format!("/blocks/{height}")).await["hash"].as_str().unwrap().to_string();
+    let by_hash = html(&base, &format!("/explorer/block/{hash}"), 200).await;
+    assert!(by_hash.contains(&format!("/explorer/tx/{txid}")));
+    // Pagination bounds: page 0 is the first, a page past the end is the explorer's 404, a
+    // word is its 400.
+    html(&base, &format!("/explorer/block/{height}?page=0"), 200).await;
+    let body = html(&base, &format!("/explorer/block/{height}?page=2"), 404).await;
+    assert!(body.contains("page 2: the block has 1"));
+    html(&base, &format!("/explorer/block/{height}?page=two"), 400).await;
+
+    // The address: its balance, its coin, the transaction in its history.
+    let body = html(&base, &format!("/explorer/address/{address}"), 200).await;
+    assert!(body.contains(&format!("/explorer/tx/{txid}")), "history and coins link the tx");
+    assert!(body.contains("in 1 coin"), "{body}");
+
+    // Search: height, block hash, txid, address, pubkey hash; and a clear not-found.
+    assert_eq!(search(&base, &height.to_string()).await, format!("/explorer/block/{height}"));
+    assert_eq!(search(&base, &hash).await, format!("/explorer/block/{hash}"));
+    assert_eq!(search(&base, &txid.to_uppercase()).await, format!("/explorer/tx/{txid}"));
+    assert_eq!(search(&base, &address).await, format!("/explorer/address/{address}"));
+    let body = html(&base, "/explorer/search?q=not-a-key", 404).await;
+    assert!(body.contains("is not a height, a block hash, a txid"), "{body}");
+    let body = html(&base, "/explorer/search?q=99999999", 404).await;
+    assert!(body.contains("no block at height 99999999"));
+
+    // A spend of its output, pooled or confirmed: the first transaction names its spender.
+    let spend = support::spend_first_output(&txid, EVIL.as_bytes());
+    let r = post(&base, "/txs", serde_json::json!({ "txs": [spend.1] })).await;
+    assert_eq!(r["accepted"], 1, "{r}");
+    let body = html(&base, &format!("/explorer/tx/{txid}"), 200).await;
+    assert!(body.contains(&format!("class=\"spender\" href=\"/explorer/tx/{}\"", spend.0)), "{body}");
+
+    // The other pages.
+    let body = html(&base, "/explorer/chain", 200).await;
+    assert!(body.contains("<svg id=\"chain\"") && body.contains("class=\"block main\""));
+    let body = html(&base, &format!("/explorer/chain?top={height}&span=3"), 200).await;
+    assert!(body.contains(&format!("/explorer/tx/{txid}")), "the picture holds the transaction");
+    html(&base, "/explorer/chain?span=31", 400).await;
+    let body = html(&base, "/explorer/mempool", 200).await;
+    assert!(body.contains("id=\"fee-histogram\""));
+    html(&base, "/explorer/mempool?page=5", 404).await;
+    html(&base, "/explorer/peers", 200).await;
+    html(&base, "/explorer/profile", 200).await;
+
+    // Bad paths: the explorer's own pages.
+    html(&base, "/explorer/no/such/page", 404).await;
+    let body = html(&base, "/explorer/tx/zz", 400).await;
+    assert!(body.contains("is not 64 lowercase hex digits"));
+    html(&base, &format!("/explorer/tx/{}", "0".repeat(64)), 404).await;
+    html(&base, &format!("/explorer/block/{}", "1".repeat(65)), 400).await;
+    html(&base, "/explorer/address/scdev1nothing", 400).await;
+    html(&base, "/explorer/block/%ff", 400).await;
+    let (s, h, _) = page(&base, "/explorer/assets/explorer.js").await;
+    assert_eq!((s, h["content-type"].to_str().unwrap()), (200, "text/javascript; charset=utf-8"));
+    html(&base, "/explorer/assets/nothing.js", 404).await;
+
+    // The live stream: a status and the tip block within a tick or two.
+    let mut live = reqwest::get(format!("{base}/explorer/live")).await.unwrap();
+    assert_eq!(live.headers()["content-type"], "text/event-stream");
+    let mut text = String::new();
+    let got = tokio::time::timeout(Duration::from_secs(10), async {
+        while !(text.contains("event: status") && text.contains("event: block")) {
+            let chunk = live.chunk().await.unwrap().unwrap();
+            text.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    })
+    .await;
+    assert!(got.is_ok(), "{text}");
+    drop(live);
+    stop(m).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_explorer_can_be_turned_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = start(dir.path(), Role::Peer, &[], |c| c.explorer.enabled = Some(false)).await;
+    let (s, h, body) = page(&n.api(), "/explorer").await;
+    assert_eq!(s, 404);
+    assert_eq!(h["content-type"], "application/json", "the API's own answer: {body}");
+    stop(n).await;
+}
