@@ -214,7 +214,48 @@ function panZoom(pan) {
   });
 }
 
+/** A study directory from the viewer's disk: the node renders report.md; figures and data
+ * come from the chosen files (object URLs), matched by name. */
+function studyUpload(input) {
+  const state = document.getElementById('study-upload-state');
+  const report = document.getElementById('report');
+  input.addEventListener('change', async () => {
+    const files = [...input.files];
+    const md = files.find((f) => f.name === 'report.md') || files.find((f) => f.name.endsWith('.md'));
+    if (!md) {
+      state.textContent = 'Choose the directory\'s report.md (with its figures).';
+      return;
+    }
+    state.textContent = `Rendering ${md.name}…`;
+    const res = await fetch('/explorer/study/render', { method: 'POST', body: await md.text(), headers: { 'content-type': 'text/markdown' } });
+    if (!res.ok) {
+      state.textContent = `The node refused the report (${res.status}).`;
+      return;
+    }
+    report.innerHTML = await res.text();
+    const byName = new Map(files.map((f) => [f.name, f]));
+    let shown = 0;
+    let missing = 0;
+    for (const [sel, attr] of [['img[src]', 'src'], ['a[href]', 'href']]) {
+      for (const el of report.querySelectorAll(sel)) {
+        const url = el.getAttribute(attr);
+        if (url.startsWith('#') || url.startsWith('http')) continue;
+        const f = byName.get(url.split('/').pop());
+        if (f) {
+          el.setAttribute(attr, URL.createObjectURL(f));
+          if (attr === 'src') shown += 1;
+        } else if (attr === 'src') {
+          missing += 1;
+        }
+      }
+    }
+    state.textContent = `${md.name}: ${shown} figures shown${missing ? `, ${missing} not among the chosen files` : ''}.`;
+  });
+}
+
 localTimes();
+const upload = document.getElementById('study-files');
+if (upload) studyUpload(upload);
 const live = document.getElementById('live');
 if (live) overview(live);
 const pan = document.querySelector('.pan');

@@ -51,6 +51,9 @@ pub struct ExplorerSection {
     /// pages are as public as the API's read endpoints, so serving them beyond loopback is a
     /// choice made with `true`).
     pub enabled: Option<bool>,
+    /// A `scalechain study` output directory (its `report.md`, CSV and SVG files) shown at
+    /// `/explorer/study`, with the directories below it that hold a report of their own.
+    pub study_dir: Option<PathBuf>,
 }
 
 impl ExplorerSection {
@@ -477,6 +480,18 @@ mod tests {
         assert_eq!(c.role, Role::Miner);
         assert_eq!(c.miner.threads, 3);
         assert_eq!(c.mempool, MempoolSection::default());
+    }
+
+    #[test]
+    fn the_explorer_is_served_on_loopback_unless_set_otherwise() {
+        let (lo, any): (SocketAddr, SocketAddr) =
+            ("127.0.0.1:8645".parse().unwrap(), "0.0.0.0:8645".parse().unwrap());
+        let auto = ExplorerSection::default();
+        assert!(auto.serves(&lo) && !auto.serves(&any));
+        let on = NodeConfig::from_toml("[explorer]\nenabled = true\n").unwrap().explorer;
+        assert!(on.serves(&lo) && on.serves(&any));
+        let off = ExplorerSection { enabled: Some(false), ..ExplorerSection::default() };
+        assert!(!off.serves(&lo) && !off.serves(&any));
     }
 
     #[test]

@@ -172,7 +172,9 @@ async fn fits(c: &Client, what: &str) {
 async fn the_explorer_in_a_real_browser() {
     let Some(d) = driver() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let m = start(dir.path(), Role::Miner, &[], |_| {}).await;
+    let study =
+        std::fs::canonicalize(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/study")).unwrap();
+    let m = start(dir.path(), Role::Miner, &[], move |c| c.explorer.study_dir = Some(study)).await;
     let base = m.api();
     let c = browser(&d, false).await;
 
@@ -289,7 +291,9 @@ async fn the_explorer_in_a_real_browser() {
     search(&c, "no-such-thing").await;
     assert!(text(&c, "#error-message").await.contains("is not a height"), "a not-found page");
 
-    // The other pages load, with their pictures.
+    // The other pages load, with their pictures (the mempool with some transactions in it).
+    let pooled: Vec<String> = support::transfers(1..41).into_iter().map(|t| t.1).collect();
+    assert_eq!(post(&base, "/txs", json!({ "txs": pooled })).await["accepted"], 40);
     c.goto(&format!("{base}/explorer/mempool")).await.unwrap();
     c.find(Locator::Css("#fee-histogram")).await.unwrap();
     shot(&c, "mempool").await;
@@ -308,6 +312,42 @@ async fn the_explorer_in_a_real_browser() {
         .unwrap()
         .is_empty());
     shot(&c, "chain").await;
+
+    // The project's own study report, served; then a report chosen from disk, its figure read
+    // by the page.
+    c.goto(&format!("{base}/explorer/study")).await.unwrap();
+    assert!(!c.find_all(Locator::Css("#report table")).await.unwrap().is_empty(), "the report's tables");
+    until(
+        &c,
+        Duration::from_secs(10),
+        "the report's figures load",
+        "return [...document.querySelectorAll('#report img')].some(i => i.complete && i.naturalWidth > 0);",
+    )
+    .await;
+    shot(&c, "study").await;
+    let disk = tempfile::tempdir().unwrap();
+    std::fs::write(
+        disk.path().join("report.md"),
+        "# From disk\n\n| k | v |\n|---|---|\n| x | 1 |\n\n![fig](fig.svg)\n",
+    )
+    .unwrap();
+    std::fs::write(
+        disk.path().join("fig.svg"),
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"40\" height=\"20\"><rect width=\"40\" height=\"20\"/></svg>",
+    )
+    .unwrap();
+    c.find(Locator::Css("details.upload summary")).await.unwrap().click().await.unwrap();
+    let files =
+        format!("{}\n{}", disk.path().join("report.md").display(), disk.path().join("fig.svg").display());
+    c.find(Locator::Css("#study-files")).await.unwrap().send_keys(&files).await.unwrap();
+    until(
+        &c,
+        Duration::from_secs(10),
+        "the report from disk with its figure",
+        "const i = document.querySelector('#report img'); return document.querySelector('#report h1')?.textContent === 'From disk' && i !== null && i.complete && i.naturalWidth === 40;",
+    )
+    .await;
+    assert!(text(&c, "#study-upload-state").await.contains("1 figures shown"));
 
     // A phone-width window: nothing spills sideways.
     c.set_window_size(390, 844).await.unwrap();

@@ -133,6 +133,8 @@ async fn every_page_renders_escapes_links_and_bounds() {
     html(&base, "/explorer/mempool?page=5", 404).await;
     html(&base, "/explorer/peers", 200).await;
     html(&base, "/explorer/profile", 200).await;
+    let body = html(&base, "/explorer/study", 200).await;
+    assert!(body.contains("serves no study directory"), "{body}");
 
     // Bad paths: the explorer's own pages.
     html(&base, "/explorer/no/such/page", 404).await;
@@ -169,5 +171,63 @@ async fn the_explorer_can_be_turned_off() {
     let (s, h, body) = page(&n.api(), "/explorer").await;
     assert_eq!(s, 404);
     assert_eq!(h["content-type"], "application/json", "the API's own answer: {body}");
+    stop(n).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn study_reports_are_pages_and_their_files_stay_inside() {
+    let study = tempfile::tempdir().unwrap();
+    let report = "# Report\n\n<script>alert(1)</script>\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n\
+                  ![fig](fig.svg)\n\n[data](data.csv) [bad](javascript:alert(1))\n";
+    std::fs::write(study.path().join("report.md"), report).unwrap();
+    std::fs::write(study.path().join("fig.svg"), "<svg xmlns=\"http://www.w3.org/2000/svg\"/>").unwrap();
+    std::fs::write(study.path().join("data.csv"), "a,b\n1,2\n").unwrap();
+    std::fs::write(study.path().join("secret.txt"), "no").unwrap();
+    std::fs::create_dir(study.path().join("big")).unwrap();
+    std::fs::write(study.path().join("big/report.md"), "# Big\n\n![f](big.svg)\n").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = study.path().to_path_buf();
+    let n = start(dir.path(), Role::Peer, &[], move |c| c.explorer.study_dir = Some(root)).await;
+    let base = n.api();
+
+    let body = html(&base, "/explorer/study", 200).await;
+    assert!(body.contains("<td>2</td>") && body.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{body}");
+    assert!(body.contains("<img src=\"/explorer/study/files/fig.svg\""), "{body}");
+    assert!(body.contains("href=\"/explorer/study/files/data.csv\"") && !body.contains("javascript:"));
+    assert!(body.contains("href=\"/explorer/study?sub=big\""), "the other report is listed");
+    let body = html(&base, "/explorer/study?sub=big", 200).await;
+    assert!(body.contains("<img src=\"/explorer/study/files/big/big.svg\""), "{body}");
+    html(&base, "/explorer/study?sub=..", 404).await;
+    html(&base, "/explorer/study?sub=nothing", 404).await;
+
+    let (s, h, _) = page(&base, "/explorer/study/files/fig.svg").await;
+    assert_eq!((s, h["content-type"].to_str().unwrap()), (200, "image/svg+xml"));
+    assert!(h["content-security-policy"].to_str().unwrap().contains("script-src 'self'"));
+    let (s, _, b) = page(&base, "/explorer/study/files/data.csv").await;
+    assert_eq!((s, b.as_str()), (200, "a,b\n1,2\n"));
+    for bad in ["secret.txt", "..%2Freport.md", "%2Fetc%2Fpasswd.md", "big/..%2F..%2Fx.md", "nothing.svg"] {
+        html(&base, &format!("/explorer/study/files/{bad}"), 404).await;
+    }
+
+    // A report from the viewer's disk: rendered and escaped, nothing kept.
+    let r = reqwest::Client::new()
+        .post(format!("{base}/explorer/study/render"))
+        .body("| x |\n|---|\n| <img src=x onerror=alert(1)> |\n\n![f](f.svg)")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let out = r.text().await.unwrap();
+    assert!(
+        out.contains("&lt;img src=x onerror=alert(1)&gt;") && out.contains("<img src=\"f.svg\""),
+        "{out}"
+    );
+    let r = reqwest::Client::new()
+        .post(format!("{base}/explorer/study/render"))
+        .body(vec![b'#'; (4 << 20) + 1])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 413);
     stop(n).await;
 }

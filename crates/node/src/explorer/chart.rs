@@ -262,7 +262,7 @@ pub fn bars(buckets: &[(String, u64)]) -> Vec<Bar> {
             let h = u32::try_from(u128::from(*count) * u128::from(BAR_AREA) / u128::from(max))
                 .unwrap_or(BAR_AREA);
             let h = if *count > 0 { h.max(2) } else { 0 };
-            Bar { x: 40 + BAR_SLOT * i as u32, y: 10 + BAR_AREA - h, h, label: label.clone(), count: *count }
+            Bar { x: 40 + BAR_SLOT * i as u32, y: 22 + BAR_AREA - h, h, label: label.clone(), count: *count }
         })
         .collect()
 }

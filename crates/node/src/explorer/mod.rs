@@ -1,6 +1,7 @@
 //! The web explorer: read-only HTML pages served by the node on its API address under
 //! `/explorer` — the overview (live charts fed by server-sent events), the chain picture with its
-//! side branches, blocks, transactions, addresses, the mempool, peers, the profiler and a search.
+//! side branches, blocks, transactions, addresses, the mempool, peers, the profiler, study
+//! reports and a search.
 //!
 //! Pages are rendered here from the API's own types ([`Status`], [`TxJson`], [`UtxoJson`],
 //! [`PeerInfo`], [`ProfileJson`]) with askama templates (`templates/explorer/`, compiled into
@@ -16,6 +17,7 @@ mod chart;
 mod data;
 mod live;
 mod pages;
+mod study;
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -31,7 +33,7 @@ pub const ROOT: &str = "/explorer";
 
 /// The Content Security Policy of every explorer answer: scripts, styles and connections only
 /// from the node itself, no inline script or style, no frames, no plugins.
-pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; \
                        connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 /// The explorer's routes (merged into the API's router when the explorer is served).
@@ -47,6 +49,9 @@ pub fn router() -> Router<ApiState> {
         .route("/explorer/peers", get(pages::peers))
         .route("/explorer/profile", get(pages::profile))
         .route("/explorer/search", get(pages::search))
+        .route("/explorer/study", get(study::page))
+        .route("/explorer/study/files/{*path}", get(study::file))
+        .route("/explorer/study/render", axum::routing::post(study::render))
         .route("/explorer/live", get(live::stream))
         .route("/explorer/assets/{name}", get(asset))
         .route("/explorer/{*rest}", get(pages::not_found))
