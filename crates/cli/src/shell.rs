@@ -340,12 +340,14 @@ impl Shell {
                 out.push_str(&format!("{} peers\n", peers.len()));
                 for p in &peers {
                     out.push_str(&format!(
-                        "  {}  {}  role {}  height {}  score {}\n",
+                        "  {}  {}  role {}  height {}  score {}  rtt {}\n",
                         p.peer_id,
                         p.addr,
                         p.role.as_deref().unwrap_or("null"),
                         p.height,
-                        p.score
+                        p.score,
+                        p.rtt_us
+                            .map_or_else(|| "-".to_string(), |us| format!("{:.1} ms", us as f64 / 1000.0))
                     ));
                 }
             }

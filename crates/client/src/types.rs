@@ -101,6 +101,10 @@ pub struct PeerInfo {
     pub height: u64,
     /// Its score (0 is good; bans happen at -100).
     pub score: i32,
+    /// The round trip of the last ping answered (libp2p's ping, every 15 s), µs; none before
+    /// the first.
+    #[serde(default)]
+    pub rtt_us: Option<u64>,
 }
 
 /// `GET /blocks/{id}/txids`: a block's transaction ids.

@@ -7,6 +7,7 @@
 //! commands, block-worker jobs, pipeline submissions (awaiting the bounded pipeline channel is
 //! the back-pressure), blocks served off the event loop, metrics and the `/peers` map.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -340,6 +341,7 @@ pub async fn run(
         blocks: block_tx.clone(),
         api_addr,
         info_written: false,
+        rtts: HashMap::new(),
     };
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     let sigterm = shutdown_signal();
@@ -420,6 +422,9 @@ struct Reactor {
     blocks: mpsc::Sender<BlockJob>,
     api_addr: Option<SocketAddr>,
     info_written: bool,
+    /// The last ping round trip per connected peer, µs (a ping can come back before the
+    /// protocol machine reports the connection).
+    rtts: HashMap<PeerId, u64>,
 }
 
 impl Reactor {
@@ -467,7 +472,18 @@ impl Reactor {
                 self.known.listens(peer, &listen, now_ms());
                 return;
             }
-            NetEvent::Disconnected(peer) => Input::Disconnected { peer },
+            NetEvent::Rtt { peer, rtt } => {
+                let us = u64::try_from(rtt.as_micros()).unwrap_or(u64::MAX);
+                self.rtts.insert(peer, us);
+                if let Some(p) = self.shared.peers.write().get_mut(&peer) {
+                    p.rtt_us = Some(us);
+                }
+                return;
+            }
+            NetEvent::Disconnected(peer) => {
+                self.rtts.remove(&peer);
+                Input::Disconnected { peer }
+            }
             NetEvent::Gossip { topic, id, source, data } => Input::Gossip { topic, id, source, data },
             NetEvent::Request { peer, id, data } => Input::Request { peer, id, data },
             NetEvent::Response { peer, tag, data } => Input::Response { peer, tag, data },
@@ -605,7 +621,14 @@ impl Reactor {
                 self.known.seen(&peer, now_ms());
                 peers.insert(
                     peer,
-                    PeerInfo { peer_id: peer.to_string(), addr, role: None, height: 0, score: 0 },
+                    PeerInfo {
+                        peer_id: peer.to_string(),
+                        addr,
+                        role: None,
+                        height: 0,
+                        score: 0,
+                        rtt_us: None,
+                    },
                 );
             }
             Event::Handshake { peer, role, height } => {

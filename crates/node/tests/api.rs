@@ -506,8 +506,9 @@ async fn the_openapi_document_describes_the_types_the_client_decodes() {
         role: None,
         height: 4,
         score: -3,
+        rtt_us: None,
     };
-    let peer_known = PeerInfo { role: Some("miner".into()), ..peer.clone() };
+    let peer_known = PeerInfo { role: Some("miner".into()), rtt_us: Some(812), ..peer.clone() };
     let tx_json = in_pool.tx.clone();
     let evicted =
         RemovalJson { seq: 1, txid: tx.txid(HashKind::Sha256), kind: "evicted".into(), reason: None };

@@ -231,3 +231,26 @@ async fn study_reports_are_pages_and_their_files_stay_inside() {
     assert_eq!(r.status(), 413);
     stop(n).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_peers_page_shows_each_peers_round_trip() {
+    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = start(da.path(), Role::Peer, &[], |_| {}).await;
+    let b = start(db.path(), Role::Peer, &[a.p2p()], |_| {}).await;
+    let api = b.api();
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            get(&api, "/peers")
+                .await
+                .as_array()
+                .is_some_and(|p| p.iter().any(|p| p["rtt_us"].as_u64().is_some()))
+        })
+        .await,
+        "a ping's round trip within 10 s (the first ping goes when the connection opens)"
+    );
+    let body = html(&api, "/explorer/peers", 200).await;
+    assert!(body.contains(" µs\">") && body.contains(" ms</span>"), "{body}");
+    assert!(body.contains(&a.info.peer_id), "{body}");
+    stop(b).await;
+    stop(a).await;
+}

@@ -39,7 +39,7 @@ use libp2p::gossipsub::{
 use libp2p::request_response::{self, OutboundRequestId, ProtocolSupport, ResponseChannel};
 use libp2p::swarm::{NetworkBehaviour, SwarmEvent};
 use libp2p::{
-    allow_block_list, connection_limits, identify, identity, kad, noise, tcp, yamux, StreamProtocol,
+    allow_block_list, connection_limits, identify, identity, kad, noise, ping, tcp, yamux, StreamProtocol,
 };
 pub use libp2p::{Multiaddr, PeerId};
 use tokio::sync::mpsc;
@@ -52,6 +52,10 @@ pub use gate::ip_of;
 
 /// Longest a ban waits for the answers to the peer's requests to be written.
 pub const BAN_GRACE: Duration = Duration::from_secs(2);
+
+/// How often a node pings each connected peer (libp2p's ping; a ping unanswered within 20 s is
+/// a failure, which closes nothing).
+pub const PING_INTERVAL: Duration = Duration::from_secs(15);
 
 /// Network settings.
 #[derive(Clone, Debug)]
@@ -174,6 +178,13 @@ pub enum NetEvent {
         peer: PeerId,
         /// Its listen addresses, at most 16.
         listen: Vec<Multiaddr>,
+    },
+    /// A ping to a peer came back (libp2p's ping, every [`PING_INTERVAL`]).
+    Rtt {
+        /// The peer.
+        peer: PeerId,
+        /// The round trip.
+        rtt: Duration,
     },
     /// The last connection to a peer closed.
     Disconnected(PeerId),
@@ -339,6 +350,7 @@ struct Behaviour {
     sync: request_response::Behaviour<SyncCodec>,
     identify: identify::Behaviour,
     kad: kad::Behaviour<kad::store::MemoryStore>,
+    ping: ping::Behaviour,
 }
 
 fn gossip_config(max_bytes: usize) -> Result<gossipsub::Config, NetError> {
@@ -413,7 +425,9 @@ pub async fn start_with(cfg: NetConfig, net_limits: NetLimits) -> Result<Net, Ne
                 net_limits.max_pending_per_ip as usize,
                 net_limits.max_inbound_per_ip as usize,
             );
-            Ok(Behaviour { limits, gate, blocked: Default::default(), gossipsub, sync, identify, kad })
+            // libp2p's standard ping (`/ipfs/ping/1.0.0`): the round trip shown per peer.
+            let ping = ping::Behaviour::new(ping::Config::new().with_interval(PING_INTERVAL));
+            Ok(Behaviour { limits, gate, blocked: Default::default(), gossipsub, sync, identify, kad, ping })
         })
         .map_err(|e| NetError::Config(e.to_string()))?
         .with_swarm_config(|c| c.with_idle_connection_timeout(Duration::from_secs(3600)))
@@ -667,6 +681,9 @@ impl Task {
                     }
                 }
                 self.emit(NetEvent::Identified { peer: peer_id, listen }).await
+            }
+            SwarmEvent::Behaviour(BehaviourEvent::Ping(ping::Event { peer, result: Ok(rtt), .. })) => {
+                self.emit(NetEvent::Rtt { peer, rtt }).await
             }
             SwarmEvent::Behaviour(BehaviourEvent::Kad(kad::Event::RoutingUpdated {
                 peer,
