@@ -735,7 +735,11 @@ pub(crate) fn tip_events(
 /// Metrics in the OpenMetrics text format (Prometheus scrapes it).
 #[utoipa::path(get, path = "/metrics", responses((status = 200, description = "OpenMetrics text format", content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8")))]
 async fn metrics(State(s): State<ApiState>) -> Response {
-    let sh = &s.shared;
+    ([(header::CONTENT_TYPE, metrics::CONTENT_TYPE)], metrics_text(&s.shared)).into_response()
+}
+
+/// The node's metrics in the OpenMetrics text format (`GET /metrics`, and the explorer's).
+pub(crate) fn metrics_text(sh: &Shared) -> String {
     let (height, orphans, utxos) = {
         let c = sh.chain.read();
         (c.tip_height(), c.orphan_count(), c.utxos().len())
@@ -795,7 +799,7 @@ async fn metrics(State(s): State<ApiState>) -> Response {
             .counter("gossip_publish_failed", "Publishes that failed.", n.publish_failed.load(Relaxed))
             .counter("gossip_slow_peer", "Slow-peer reports.", n.slow_peer.load(Relaxed));
     }
-    ([(header::CONTENT_TYPE, metrics::CONTENT_TYPE)], sh.metrics.render(&e)).into_response()
+    sh.metrics.render(&e)
 }
 
 /// Counts every API request, its errors (4xx and 5xx) and its latency to the response's head.

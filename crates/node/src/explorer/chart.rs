@@ -247,6 +247,27 @@ pub struct Bar {
     pub count: u64,
 }
 
+/// A histogram as the templates draw it (`templates/explorer/bars.html`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct BarChart {
+    /// The element id.
+    pub id: String,
+    /// Its caption.
+    pub caption: String,
+    /// The bars.
+    pub bars: Vec<Bar>,
+    /// Width of the drawing.
+    pub width: u32,
+}
+
+impl BarChart {
+    /// A chart of `(label, count)` buckets.
+    pub fn new(id: impl Into<String>, caption: impl Into<String>, buckets: &[(String, u64)]) -> BarChart {
+        let bars = bars(buckets);
+        BarChart { id: id.into(), caption: caption.into(), width: 40 + BAR_SLOT * bars.len() as u32, bars }
+    }
+}
+
 /// Height of a histogram's plot area.
 pub const BAR_AREA: u32 = 160;
 /// Width of one bar's slot.

@@ -303,6 +303,68 @@ pub fn history(
     Ok((out, Some(Scan { from: top, to: last })))
 }
 
+/// The node's stage timers (`GET /metrics` histograms) the profile page draws: metric name
+/// (after the prefix, before `_seconds`) and what it times.
+pub const STAGES: &[(&str, &str)] = &[
+    ("pipeline_wait", "a batch waiting in the pipeline's buffer"),
+    ("pipeline_verify", "verifying and admitting a batch"),
+    ("pipeline_relay", "relaying admitted transactions"),
+    ("block_accept", "validating and committing a block"),
+    ("api_request", "answering an API request"),
+];
+
+/// One stage's latency histogram, read from the node's metrics text.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StageTimes {
+    /// The metric (e.g. `pipeline_verify`).
+    pub name: &'static str,
+    /// What it times.
+    pub what: &'static str,
+    /// Observations.
+    pub count: u64,
+    /// Their sum, seconds.
+    pub sum_s: f64,
+    /// Per bucket: its upper bound in seconds (infinite for the last) and the observations in
+    /// it alone (not cumulative).
+    pub buckets: Vec<(f64, u64)>,
+}
+
+/// The [`STAGES`] histograms found in `text` (the OpenMetrics text of `GET /metrics`).
+pub fn stage_times(text: &str) -> Vec<StageTimes> {
+    let prefix = crate::metrics::PREFIX;
+    STAGES
+        .iter()
+        .filter_map(|&(name, what)| {
+            let bucket = format!("{prefix}_{name}_seconds_bucket{{le=\"");
+            let count = format!("{prefix}_{name}_seconds_count ");
+            let sum = format!("{prefix}_{name}_seconds_sum ");
+            let mut cumulative: Vec<(f64, u64)> = Vec::new();
+            let (mut n, mut total) = (None, 0.0);
+            for line in text.lines() {
+                if let Some(rest) = line.strip_prefix(&bucket) {
+                    let (le, v) = rest.split_once("\"}")?;
+                    let le = if le == "+Inf" { f64::INFINITY } else { le.parse().ok()? };
+                    cumulative.push((le, v.trim().parse().ok()?));
+                } else if let Some(v) = line.strip_prefix(&count) {
+                    n = v.trim().parse().ok();
+                } else if let Some(v) = line.strip_prefix(&sum) {
+                    total = v.trim().parse().unwrap_or(0.0);
+                }
+            }
+            let mut prev = 0u64;
+            let buckets = cumulative
+                .into_iter()
+                .map(|(le, c)| {
+                    let own = c.saturating_sub(prev);
+                    prev = c;
+                    (le, own)
+                })
+                .collect();
+            Some(StageTimes { name, what, count: n?, sum_s: total, buckets })
+        })
+        .collect()
+}
+
 /// Milliseconds since the Unix epoch as RFC 3339 UTC (`2026-11-27T07:00:00.000Z`).
 pub fn rfc3339(ms: u64) -> String {
     humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
@@ -311,6 +373,21 @@ pub fn rfc3339(ms: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stage_histograms_are_read_from_the_metrics_text() {
+        let text = "# TYPE scalechain_pipeline_verify_seconds histogram\n\
+                    scalechain_pipeline_verify_seconds_sum 0.5\n\
+                    scalechain_pipeline_verify_seconds_count 7\n\
+                    scalechain_pipeline_verify_seconds_bucket{le=\"1.0e-5\"} 2\n\
+                    scalechain_pipeline_verify_seconds_bucket{le=\"4.0e-5\"} 5\n\
+                    scalechain_pipeline_verify_seconds_bucket{le=\"+Inf\"} 7\n\
+                    scalechain_block_accept_seconds_sum 0.0\n";
+        let st = stage_times(text);
+        assert_eq!(st.len(), 1, "a stage without its count is left out");
+        assert_eq!((st[0].name, st[0].count, st[0].sum_s), ("pipeline_verify", 7, 0.5));
+        assert_eq!(st[0].buckets, vec![(1e-5, 2), (4e-5, 3), (f64::INFINITY, 2)]);
+    }
 
     #[test]
     fn times_are_rfc3339_utc() {

@@ -15,7 +15,7 @@ use scalechain_client::types::{PeerInfo, ProfilePath, Status, TxJson};
 use scalechain_types::{Hash, Tx, TxKind};
 use scalechain_wallet::{encode_address, parse_address, AddressHrp};
 
-use super::chart::{self, Bar, ChainPicture, PicBlock};
+use super::chart::{self, BarChart, ChainPicture, PicBlock};
 use super::data::{self, Place, ReadError, Scan, Spender};
 use super::live::BlockSummary;
 use super::secure;
@@ -698,8 +698,7 @@ struct MempoolPage {
     admitted: u64,
     rejected: u64,
     evicted: u64,
-    bars: Vec<Bar>,
-    bars_width: u32,
+    fee_chart: BarChart,
     entries: Vec<PoolRow>,
     page: usize,
     pages: usize,
@@ -771,7 +770,6 @@ pub async fn mempool(State(s): State<ApiState>, q: QueryPairs) -> Response {
             })
             .collect();
         let st = sh.mempool.stats();
-        let bars = chart::bars(&buckets);
         Ok(MempoolPage {
             title: "Mempool".into(),
             nav: "mempool",
@@ -780,8 +778,11 @@ pub async fn mempool(State(s): State<ApiState>, q: QueryPairs) -> Response {
             admitted: st.counters.admitted,
             rejected: st.counters.rejected_total(),
             evicted: st.counters.evicted,
-            bars_width: 40 + chart::BAR_SLOT * bars.len() as u32,
-            bars,
+            fee_chart: BarChart::new(
+                "fee-histogram",
+                "Fee rate, base units per 1,000 bytes (transactions per bucket)",
+                &buckets,
+            ),
             entries,
             page,
             pages,
@@ -825,6 +826,7 @@ struct ProfilePage {
     restarts: u64,
     rows: Vec<ProfileRow>,
     next: Option<String>,
+    stages: Vec<BarChart>,
 }
 
 struct ProfileRow {
@@ -837,6 +839,31 @@ struct ProfileRow {
     max_us: String,
     /// Share of the largest total, 0–200 (a bar's width).
     bar: u32,
+}
+
+/// A bucket's upper bound as a label (`≤40µs`, `≤2.6ms`, `≤10s`, `more`).
+fn duration_label(le: f64) -> String {
+    if le.is_infinite() {
+        "more".into()
+    } else {
+        format!("≤{}", seconds(le))
+    }
+}
+
+/// Seconds in the unit that reads best.
+fn seconds(s: f64) -> String {
+    if s < 1e-3 {
+        format!("{:.0}µs", s * 1e6)
+    } else if s < 1.0 {
+        let ms = s * 1e3;
+        if ms < 10.0 {
+            format!("{ms:.1}ms")
+        } else {
+            format!("{ms:.0}ms")
+        }
+    } else {
+        format!("{s:.1}s")
+    }
 }
 
 /// Paths per page of the profile.
@@ -867,7 +894,21 @@ pub async fn profile(State(s): State<ApiState>, q: QueryPairs) -> Response {
                 }
             })
             .collect();
+        let stages = data::stage_times(&crate::api::metrics_text(sh))
+            .into_iter()
+            .map(|st| {
+                let buckets: Vec<(String, u64)> =
+                    st.buckets.iter().map(|&(le, n)| (duration_label(le), n)).collect();
+                let mean = if st.count > 0 { st.sum_s / st.count as f64 } else { 0.0 };
+                BarChart::new(
+                    format!("stage-{}", st.name),
+                    format!("{} — {}: {} observations, mean {}", st.name, st.what, st.count, seconds(mean)),
+                    &buckets,
+                )
+            })
+            .collect();
         Ok(ProfilePage {
+            stages,
             title: "Profile".into(),
             nav: "profile",
             enabled: doc.enabled,
@@ -949,6 +990,15 @@ mod tests {
         );
         assert!(Coins(1).to_string().contains(">0.00000001&nbsp;SC<"));
         assert!(Coins(150_000_000).to_string().contains(">1.5&nbsp;SC<"));
+    }
+
+    #[test]
+    fn durations_read_in_their_unit() {
+        assert_eq!(duration_label(1e-5), "≤10µs");
+        assert_eq!(duration_label(2.56e-3), "≤2.6ms");
+        assert_eq!(duration_label(0.16384), "≤164ms");
+        assert_eq!(duration_label(41.94304), "≤41.9s");
+        assert_eq!(duration_label(f64::INFINITY), "more");
     }
 
     #[test]
