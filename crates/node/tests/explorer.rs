@@ -133,8 +133,14 @@ async fn every_page_renders_escapes_links_and_bounds() {
     html(&base, "/explorer/mempool?page=5", 404).await;
     html(&base, "/explorer/peers", 200).await;
     let body = html(&base, "/explorer/profile", 200).await;
-    assert!(body.contains("id=\"stage-block_accept\"") && body.contains("id=\"stage-api_request\""), "{body}");
-    assert!(!body.contains("block_accept — validating and committing a block: 0 observations"), "blocks were timed");
+    assert!(
+        body.contains("id=\"stage-block_accept\"") && body.contains("id=\"stage-api_request\""),
+        "{body}"
+    );
+    assert!(
+        !body.contains("block_accept — validating and committing a block: 0 observations"),
+        "blocks were timed"
+    );
     let body = html(&base, "/explorer/study", 200).await;
     assert!(body.contains("serves no study directory"), "{body}");
 

@@ -16,6 +16,10 @@ pub const SPENDER_BLOCKS: u64 = 200;
 pub const HISTORY_BLOCKS: u64 = 200;
 /// Side-branch blocks searched for a transaction that is neither pooled nor on the main chain.
 pub const SIDE_BLOCKS: usize = 256;
+/// How far below the chain picture's first height its search for side branches starts: a
+/// branch that left the main chain further down is not drawn (the search costs one lookup per
+/// main-chain block it passes).
+pub const SIDE_REACH: u64 = 1_000;
 /// Transactions a history or spender scan reads at most (a few huge blocks end it early).
 pub const SCAN_TXS: usize = 400_000;
 
@@ -94,7 +98,7 @@ pub fn find_tx(sh: &Shared, txid: &Hash) -> Result<Option<(Tx, Place)>, ReadErro
         )));
     }
     let kind = sh.params.hash;
-    for h in side_blocks(sh).into_iter().take(SIDE_BLOCKS) {
+    for h in side_blocks(sh, 0).into_iter().take(SIDE_BLOCKS) {
         if let Some(b) = block(sh, &h.hash(kind))? {
             if let Some(t) = b.txs.into_iter().find(|t| t.txid(kind) == *txid) {
                 return Ok(Some((t, Place::Side { height: h.height, block: h.hash(kind) })));
@@ -104,15 +108,17 @@ pub fn find_tx(sh: &Shared, txid: &Hash) -> Result<Option<(Tx, Place)>, ReadErro
     Ok(None)
 }
 
-/// Headers of the blocks off the main chain, newest (highest) first.
-pub fn side_blocks(sh: &Shared) -> Vec<Header> {
+/// Headers of the blocks off the main chain that branch off at `from` or later (all of them
+/// with 0), newest (highest) first.
+pub fn side_blocks(sh: &Shared, from: u64) -> Vec<Header> {
     let c = sh.chain.read();
     let main = c.main_chain();
     let tree = c.tree();
     let mut out = Vec::new();
     // Every side block descends from a main-chain block: walk the children that are not.
     let mut stack: Vec<Hash> = Vec::new();
-    for (h, hash) in main.iter().enumerate() {
+    let start = usize::try_from(from).unwrap_or(usize::MAX);
+    for (h, hash) in main.iter().enumerate().skip(start) {
         for child in tree.children(hash) {
             if main.get(h + 1) != Some(child) {
                 stack.push(*child);

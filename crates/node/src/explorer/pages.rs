@@ -295,7 +295,8 @@ pub async fn chain(State(s): State<ApiState>, q: QueryPairs) -> Response {
             let m = c.main_chain();
             (lo..=hi).filter_map(|h| usize::try_from(h).ok().and_then(|h| m.get(h)).copied()).collect()
         };
-        let side: Vec<Hash> = data::side_blocks(sh)
+        // Side blocks in the window branch off below it by at most the reach.
+        let side: Vec<Hash> = data::side_blocks(sh, lo.saturating_sub(data::SIDE_REACH))
             .into_iter()
             .filter(|h| (lo..=hi).contains(&h.height))
             .map(|h| h.hash(kind))
