@@ -56,6 +56,58 @@ fn raw_get(api: &str, path: &str) -> (u16, serde_json::Value) {
     })
 }
 
+/// `METHOD http://api/path` with an optional body: status and the text answered.
+fn raw(method: &str, api: &str, path: &str, body: Option<String>) -> (u16, String) {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let c = reqwest::Client::new();
+        let url = format!("http://{api}{path}");
+        let req = if method == "POST" { c.post(url).body(body.unwrap_or_default()) } else { c.get(url) };
+        let r = req.send().await.unwrap();
+        let status = r.status().as_u16();
+        (status, r.text().await.unwrap())
+    })
+}
+
+/// The web explorer's election pages for `id`, and its verify action over the result file `v`:
+/// verified with its counts; `tampered` (other counts) and a non-result refused.
+fn explorer_verifies(
+    api: &str,
+    id: &str,
+    v: &serde_json::Value,
+    scheme: &str,
+    ballots: usize,
+    tampered: serde_json::Value,
+) {
+    let (status, list) = raw("GET", api, "/explorer/elections", None);
+    assert_eq!(status, 200, "{list}");
+    assert!(list.contains(&format!("href=\"/explorer/election/{id}\"")) && list.contains(scheme), "{list}");
+    let (status, page) = raw("GET", api, &format!("/explorer/election/{id}"), None);
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains(&format!("<dd id=\"ballot-count\">{ballots}</dd>")), "{page}");
+    assert!(page.contains("id=\"ballots-chart\""), "the ballots-per-block chart: {page}");
+    let (status, verdict) = raw("POST", api, &format!("/explorer/election/{id}/verify"), Some(v.to_string()));
+    assert_eq!(status, 200, "{verdict}");
+    assert!(
+        verdict.contains("<strong>Verified.</strong>")
+            && verdict.contains(&format!("each of the {ballots} ballots")),
+        "{verdict}"
+    );
+    for (j, n) in v["counts"].as_array().unwrap().iter().enumerate() {
+        assert!(verdict.contains(&format!("<tr><td>{j}</td><td class=\"num\">{n}</td></tr>")), "{verdict}");
+    }
+    let mut bad = v.clone();
+    bad["counts"] = tampered;
+    let (status, verdict) =
+        raw("POST", api, &format!("/explorer/election/{id}/verify"), Some(bad.to_string()));
+    assert_eq!(status, 422, "{verdict}");
+    assert!(verdict.contains("verification failed"), "{verdict}");
+    let (status, _) = raw("POST", api, &format!("/explorer/election/{id}/verify"), Some("<script>".into()));
+    assert_eq!(status, 400);
+    assert_eq!(raw("GET", api, "/explorer/election/zz", None).0, 400);
+    assert_eq!(raw("GET", api, &format!("/explorer/election/{}", "ab".repeat(32)), None).0, 404);
+}
+
 fn vote(args: &[&str]) -> Output {
     Command::new(EXE).arg("vote").args(args).output().unwrap()
 }
@@ -297,6 +349,7 @@ fn an_elgamal_election_over_a_node_tallies_and_verifies() {
         assert!(stdout.contains(&format!("candidate {j}: {n}")), "{stdout}");
     }
     tampered_fails(&api, &id, &v, serde_json::json!([2, 1, 3]), tmp.path());
+    explorer_verifies(&api, &id, &v, "elgamal", 6, serde_json::json!([2, 1, 3]));
 
     // Bad and unknown ids: typed errors, JSON 4xx from the node.
     let out = vote(&["verify", "--api", &api, "--election", "zz", "--result", res_s]);
@@ -357,5 +410,7 @@ fn a_paillier_election_over_a_node_tallies_and_verifies() {
     assert!(stdout.contains("3 ballots"), "{stdout}");
     assert_eq!(v["counts"], serde_json::json!([1, 0, 2]), "{v}");
     tampered_fails(&api, &id, &v, serde_json::json!([0, 1, 2]), tmp.path());
+    let ballots = v["ballots"].as_u64().unwrap() as usize;
+    explorer_verifies(&api, &id, &v, "paillier", ballots, serde_json::json!([0, 1, 2]));
     assert!(Instant::now() < deadline, "the election took more than 120 s");
 }

@@ -253,7 +253,22 @@ function studyUpload(input) {
   });
 }
 
+/** An EA's result file, checked by the node against the chain's ballots. */
+function verifyResult(input) {
+  const out = document.getElementById('verify-result');
+  input.addEventListener('change', async () => {
+    const f = input.files[0];
+    if (!f) return;
+    out.textContent = `Verifying ${f.name}…`;
+    const res = await fetch(input.dataset.verify, { method: 'POST', body: await f.text(), headers: { 'content-type': 'application/json' } });
+    // The node answers an HTML fragment (escaped by its templates) in every case.
+    out.innerHTML = await res.text();
+  });
+}
+
 localTimes();
+const result = document.getElementById('result-file');
+if (result) verifyResult(result);
 const upload = document.getElementById('study-files');
 if (upload) studyUpload(upload);
 const live = document.getElementById('live');

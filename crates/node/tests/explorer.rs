@@ -143,6 +143,9 @@ async fn every_page_renders_escapes_links_and_bounds() {
     );
     let body = html(&base, "/explorer/study", 200).await;
     assert!(body.contains("serves no study directory"), "{body}");
+    let body = html(&base, "/explorer/elections", 200).await;
+    assert!(body.contains("No election is published"), "{body}");
+    html(&base, &format!("/explorer/election/{}", "ab".repeat(32)), 404).await;
 
     // Bad paths: the explorer's own pages.
     html(&base, "/explorer/no/such/page", 404).await;

@@ -1,7 +1,7 @@
 //! The web explorer: read-only HTML pages served by the node on its API address under
 //! `/explorer` — the overview (live charts fed by server-sent events), the chain picture with its
-//! side branches, blocks, transactions, addresses, the mempool, peers, the profiler, study
-//! reports and a search.
+//! side branches, blocks, transactions, addresses, the mempool, peers, the profiler, seed 003's
+//! elections, study reports and a search.
 //!
 //! Pages are rendered here from the API's own types ([`Status`], [`TxJson`], [`UtxoJson`],
 //! [`PeerInfo`], [`ProfileJson`]) with askama templates (`templates/explorer/`, compiled into
@@ -15,6 +15,7 @@
 
 mod chart;
 mod data;
+mod election;
 mod live;
 mod pages;
 mod study;
@@ -49,6 +50,9 @@ pub fn router() -> Router<ApiState> {
         .route("/explorer/peers", get(pages::peers))
         .route("/explorer/profile", get(pages::profile))
         .route("/explorer/search", get(pages::search))
+        .route("/explorer/elections", get(election::list))
+        .route("/explorer/election/{id}", get(election::page))
+        .route("/explorer/election/{id}/verify", axum::routing::post(election::verify))
         .route("/explorer/study", get(study::page))
         .route("/explorer/study/files/{*path}", get(study::file))
         .route("/explorer/study/render", axum::routing::post(study::render))
