@@ -249,7 +249,7 @@ pub fn router(state: ApiState) -> Router {
         .route(ops::EVENTS.path, get(events))
         .route(ops::OPENAPI.path, get(openapi))
         .merge(apps::router());
-    let api = if state.explorer { api.merge(crate::explorer::router()) } else { api };
+    let api = if state.explorer { api.merge(crate::explorer::router(state.clone())) } else { api };
     api.fallback(|| async { ApiError::not_found("no such endpoint") })
         .layer(axum::extract::DefaultBodyLimit::max(max_body))
         .layer(axum::middleware::from_fn_with_state(state.clone(), track))
@@ -402,7 +402,7 @@ fn authorised(s: &ApiState, headers: &HeaderMap) -> Result<(), ApiError> {
     }
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 

@@ -47,9 +47,9 @@ pub struct NodeConfig {
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct ExplorerSection {
-    /// Serve it? Unset (the default): yes when the API listens on loopback, no otherwise (its
-    /// pages are as public as the API's read endpoints, so serving them beyond loopback is a
-    /// choice made with `true`).
+    /// Serve it? Unset (the default): yes when the API listens on loopback, no otherwise
+    /// (serving it beyond loopback is a choice made with `true`). When the API has a token,
+    /// every explorer page asks for it.
     pub enabled: Option<bool>,
     /// A `scalechain study` output directory (its `report.md`, CSV and SVG files) shown at
     /// `/explorer/study`, with the directories below it that hold a report of their own.

@@ -265,3 +265,48 @@ async fn the_peers_page_shows_each_peers_round_trip() {
     stop(b).await;
     stop(a).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_an_api_token_the_explorer_asks_for_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = start(dir.path(), Role::Peer, &[], |c| c.api.token = Some("s3cret".into())).await;
+    let base = n.api();
+    // Without it: the token page (401), for pages, assets and the live stream alike.
+    for path in ["/explorer", "/explorer/mempool", "/explorer/assets/explorer.css", "/explorer/live"] {
+        let (s, _, body) = page(&base, path).await;
+        assert_eq!(s, 401, "{path}: {body}");
+    }
+    let body = html(&base, "/explorer/chain", 401).await;
+    assert!(body.contains("action=\"/explorer/chain\"") && body.contains("name=\"token\""), "{body}");
+    let body = html(&base, "/explorer/chain?token=wrong", 401).await;
+    assert!(body.contains("not this node's API token"));
+    // With it in the query: a cookie, and back to the page without it.
+    let (s, h, _) = page(&base, "/explorer/chain?token=s3cret").await;
+    assert_eq!((s, h["location"].to_str().unwrap()), (303, "/explorer/chain"));
+    let cookie = h["set-cookie"].to_str().unwrap();
+    assert!(
+        cookie.starts_with("scalechain_token=s3cret;")
+            && cookie.contains("HttpOnly")
+            && cookie.contains("SameSite=Strict")
+    );
+    let client = reqwest::Client::new();
+    let r = client
+        .get(format!("{base}/explorer/chain"))
+        .header("cookie", "a=b; scalechain_token=s3cret")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let r = client.get(format!("{base}/explorer/peers")).bearer_auth("s3cret").send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let r = client
+        .get(format!("{base}/explorer/peers"))
+        .header("cookie", "scalechain_token=s3cre")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    // The API's read endpoints are as before.
+    assert_eq!(reqwest::get(format!("{base}/status")).await.unwrap().status(), 200);
+    stop(n).await;
+}

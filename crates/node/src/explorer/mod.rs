@@ -16,6 +16,7 @@
 mod chart;
 mod data;
 mod election;
+mod gate;
 mod live;
 mod pages;
 mod study;
@@ -37,8 +38,9 @@ pub const ROOT: &str = "/explorer";
 pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; \
                        connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
-/// The explorer's routes (merged into the API's router when the explorer is served).
-pub fn router() -> Router<ApiState> {
+/// The explorer's routes (merged into the API's router when the explorer is served), behind
+/// the API's token when it has one ([`gate`]).
+pub fn router(state: ApiState) -> Router<ApiState> {
     Router::new()
         .route("/", get(|| async { Redirect::to(ROOT) }))
         .route(ROOT, get(pages::overview))
@@ -59,6 +61,7 @@ pub fn router() -> Router<ApiState> {
         .route("/explorer/live", get(live::stream))
         .route("/explorer/assets/{name}", get(asset))
         .route("/explorer/{*rest}", get(pages::not_found))
+        .layer(axum::middleware::from_fn_with_state(state, gate::check))
 }
 
 /// The headers every explorer answer carries.

@@ -1,0 +1,78 @@
+//! The explorer follows the API's token rule: when the API has a token (`api.token`, or the one
+//! generated when it listens beyond loopback), every explorer answer needs it too — as
+//! `Authorization: Bearer <token>`, or as the `scalechain_token` cookie that a visit with
+//! `?token=<token>` (the form on the explorer's 401 page) sets (HttpOnly, SameSite=Strict,
+//! path `/explorer`) before leading to the same page without it.
+
+use askama::Template;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{Html, IntoResponse, Redirect, Response};
+
+use super::secure;
+use crate::api::{constant_time_eq, ApiState};
+
+/// The cookie that carries the token.
+pub const COOKIE: &str = "scalechain_token";
+
+#[derive(Template)]
+#[template(path = "explorer/token.html")]
+struct TokenPage {
+    title: String,
+    nav: &'static str,
+    action: String,
+    wrong: bool,
+}
+
+fn given<'a>(headers: &'a HeaderMap) -> impl Iterator<Item = &'a str> + 'a {
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let cookies = headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|c| c.trim().strip_prefix(COOKIE).and_then(|r| r.strip_prefix('=')));
+    bearer.into_iter().chain(cookies)
+}
+
+/// The query's `token`, if any (percent-decoded).
+fn query_token(uri: &axum::http::Uri) -> Option<String> {
+    let axum::extract::Query(pairs) =
+        axum::extract::Query::<Vec<(String, String)>>::try_from_uri(uri).ok()?;
+    pairs.into_iter().find(|(k, _)| k == "token").map(|(_, v)| v)
+}
+
+/// The middleware.
+pub async fn check(State(s): State<ApiState>, req: Request, next: Next) -> Response {
+    let Some(token) = s.token.clone() else { return next.run(req).await };
+    let ok = |t: &str| constant_time_eq(t.as_bytes(), token.as_bytes());
+    if given(req.headers()).any(ok) {
+        return next.run(req).await;
+    }
+    let path = req.uri().path().to_string();
+    let offered = query_token(req.uri());
+    if offered.as_deref().is_some_and(ok) {
+        let mut r = Redirect::to(&path).into_response();
+        let cookie = format!("{COOKIE}={token}; Path=/explorer; HttpOnly; SameSite=Strict");
+        if let Ok(v) = HeaderValue::from_str(&cookie) {
+            r.headers_mut().insert(header::SET_COOKIE, v);
+        }
+        return secure(r);
+    }
+    let page = TokenPage {
+        title: "Token needed".into(),
+        nav: "",
+        action: if path.starts_with("/explorer") { path } else { "/explorer".into() },
+        wrong: offered.is_some(),
+    };
+    match page.render() {
+        Ok(body) => secure((StatusCode::UNAUTHORIZED, Html(body)).into_response()),
+        Err(_) => {
+            secure((StatusCode::UNAUTHORIZED, "this explorer needs the node's API token").into_response())
+        }
+    }
+}
