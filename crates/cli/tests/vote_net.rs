@@ -17,6 +17,9 @@ use scalechain_client::types::{AppRange, TxState};
 use scalechain_client::ClientError;
 use scalechain_types::{Hash, HashKind};
 
+#[path = "../../node/tests/support/browser.rs"]
+mod browser;
+
 const EXE: &str = env!("CARGO_BIN_EXE_scalechain");
 
 /// Polls `f` every 100 ms until it holds; fails the test naming `what` past `deadline`.
@@ -106,6 +109,50 @@ fn explorer_verifies(
     assert_eq!(status, 400);
     assert_eq!(raw("GET", api, "/explorer/election/zz", None).0, 400);
     assert_eq!(raw("GET", api, &format!("/explorer/election/{}", "ab".repeat(32)), None).0, 404);
+}
+
+/// The election's pages in headless Chromium (when it is there; required in CI): the list leads
+/// to the election, whose page verifies the result file chosen in it and lists the checks.
+fn verify_in_a_browser(api: &str, id: &str, result: &Path) {
+    use fantoccini::Locator;
+    let Some(d) = browser::driver() else { return };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let c = browser::browser(&d, false).await;
+        c.goto(&format!("http://{api}/explorer/elections")).await.unwrap();
+        browser::shot(&c, "elections").await;
+        c.find(Locator::Css(&format!("#elections a[href='/explorer/election/{id}']")))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        browser::until(
+            &c,
+            Duration::from_secs(10),
+            "the election's page",
+            "return location.pathname.startsWith('/explorer/election/');",
+        )
+        .await;
+        c.find(Locator::Css("#result-file"))
+            .await
+            .unwrap()
+            .send_keys(result.to_str().unwrap())
+            .await
+            .unwrap();
+        browser::until(
+            &c,
+            Duration::from_secs(60),
+            "the verdict",
+            "return document.querySelector('#verdict') !== null;",
+        )
+        .await;
+        let verdict = browser::text(&c, "#verdict").await;
+        assert!(verdict.contains("Verified.") && verdict.contains("decryption proofs"), "{verdict}");
+        c.execute("document.getElementById('verify-result').scrollIntoView();", vec![]).await.unwrap();
+        browser::shot(&c, "election").await;
+        c.close().await.unwrap();
+    });
 }
 
 fn vote(args: &[&str]) -> Output {
@@ -350,6 +397,7 @@ fn an_elgamal_election_over_a_node_tallies_and_verifies() {
     }
     tampered_fails(&api, &id, &v, serde_json::json!([2, 1, 3]), tmp.path());
     explorer_verifies(&api, &id, &v, "elgamal", 6, serde_json::json!([2, 1, 3]));
+    verify_in_a_browser(&api, &id, &result);
 
     // Bad and unknown ids: typed errors, JSON 4xx from the node.
     let out = vote(&["verify", "--api", &api, "--election", "zz", "--result", res_s]);
