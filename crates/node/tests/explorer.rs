@@ -110,6 +110,13 @@ async fn every_page_renders_escapes_links_and_bounds() {
     assert_eq!(search(&base, &hash).await, format!("/explorer/block/{hash}"));
     assert_eq!(search(&base, &txid.to_uppercase()).await, format!("/explorer/tx/{txid}"));
     assert_eq!(search(&base, &address).await, format!("/explorer/address/{address}"));
+    let pkh = get(&base, &format!("/txs/{txid}")).await["tx"]["outputs"][0]["pubkey_hash"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(search(&base, &pkh).await, format!("/explorer/address/{pkh}"), "a pubkey hash with coins");
+    let body = html(&base, &format!("/explorer/address/{pkh}"), 200).await;
+    assert!(body.contains(&format!("/explorer/tx/{txid}")), "the same history by pubkey hash");
     let body = html(&base, "/explorer/search?q=not-a-key", 404).await;
     assert!(body.contains("is not a height, a block hash, a txid"), "{body}");
     let body = html(&base, "/explorer/search?q=99999999", 404).await;
