@@ -63,10 +63,15 @@ function overview(live) {
   const interval = [];
   const pool = [];
   const seed = JSON.parse(live.dataset.seed || '[]').slice().reverse();
+  // Points are [time, value, height]: a block sent again (the stream's first tick, a
+  // reconnection, a reorganisation) replaces the points from its height on.
   const addBlock = (b) => {
+    for (const series of [tps, interval]) {
+      while (series.length > 0 && series[series.length - 1][2] >= b.height) series.pop();
+    }
     if (b.interval_ms > 0) {
-      tps.push([b.time, (b.txs / b.interval_ms) * 1000]);
-      interval.push([b.time, b.interval_ms / 1000]);
+      tps.push([b.time, (b.txs / b.interval_ms) * 1000, b.height]);
+      interval.push([b.time, b.interval_ms / 1000, b.height]);
     }
   };
   seed.forEach(addBlock);
@@ -154,8 +159,8 @@ function panZoom(pan) {
   const full = { w: vb.width, h: vb.height };
   svg.setAttribute('width', '100%');
   svg.removeAttribute('height');
+  // The whole height (every branch row), the newest 1,400 units of width.
   const view = { x: 0, y: 0, w: Math.min(full.w, 1400), h: full.h };
-  view.h = (view.w / full.w) * full.h || full.h;
   // Start at the newest blocks (the right end).
   view.x = Math.max(0, full.w - view.w);
   const apply = () => {

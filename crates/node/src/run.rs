@@ -270,13 +270,17 @@ pub async fn run(
         None => None,
         Some(addr) => {
             let token = match (&cfg.api.token, addr.ip().is_loopback()) {
+                (Some(t), _) if t.trim().is_empty() => {
+                    return Err(NodeError::Config("api.token is empty: set a token or leave it out".into()))
+                }
                 (Some(t), _) => Some(Arc::from(t.as_str())),
                 (None, true) => None,
                 (None, false) => {
                     let path = cfg.data_dir.join("api_token");
-                    let t = match std::fs::read_to_string(&path) {
-                        Ok(t) => t.trim().to_string(),
-                        Err(_) => {
+                    // A file that cannot be read, or holds no token, gets a new one.
+                    let t = match std::fs::read_to_string(&path).map(|t| t.trim().to_string()) {
+                        Ok(t) if !t.is_empty() => t,
+                        _ => {
                             let t = hex::encode(random32()?);
                             write_private(&path, t.as_bytes())?;
                             t

@@ -312,6 +312,15 @@ async fn a_fork_is_drawn_after_two_miners_reorganise() {
     assert!(!side.is_empty(), "side-branch blocks drawn");
     let main = c.find_all(Locator::Css("#chain g.block.main")).await.unwrap();
     assert!(!main.is_empty());
+    let visible = c
+        .execute(
+            "const pan = document.querySelector('.pan').getBoundingClientRect(); \
+             return [...document.querySelectorAll('#chain g.block rect')].every(r => r.getBoundingClientRect().bottom <= pan.bottom + 1);",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(visible, json!(true), "every branch row is inside the picture's frame");
     shot(&c, "chain-fork").await;
     // A side block's page says so.
     let hash = side[0].attr("data-hash").await.unwrap().unwrap();

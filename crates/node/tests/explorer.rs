@@ -287,7 +287,12 @@ async fn with_an_api_token_the_explorer_asks_for_it() {
     assert!(body.contains("action=\"/explorer/chain\"") && body.contains("name=\"token\""), "{body}");
     let body = html(&base, "/explorer/chain?token=wrong", 401).await;
     assert!(body.contains("not this node's API token"));
-    // With it in the query: a cookie, and back to the page without it.
+    // `/` still leads to the explorer (which asks).
+    let (s, h, _) = page(&base, "/").await;
+    assert_eq!((s, h["location"].to_str().unwrap()), (303, "/explorer"));
+    // With it in the query: a cookie, and back to the page without it (other parameters kept).
+    let (s, h, _) = page(&base, "/explorer/chain?span=3&token=s3cret").await;
+    assert_eq!((s, h["location"].to_str().unwrap()), (303, "/explorer/chain?span=3"));
     let (s, h, _) = page(&base, "/explorer/chain?token=s3cret").await;
     assert_eq!((s, h["location"].to_str().unwrap()), (303, "/explorer/chain"));
     let cookie = h["set-cookie"].to_str().unwrap();
@@ -316,4 +321,20 @@ async fn with_an_api_token_the_explorer_asks_for_it() {
     // The API's read endpoints are as before.
     assert_eq!(reqwest::get(format!("{base}/status")).await.unwrap().status(), 200);
     stop(n).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_api_token_is_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = scalechain_node::NodeConfig { data_dir: dir.path().to_path_buf(), ..Default::default() };
+    cfg.api.listen = "127.0.0.1:0".into();
+    cfg.api.token = Some("  ".into());
+    let r = tokio::time::timeout(
+        Duration::from_secs(30),
+        scalechain_node::run(cfg, scalechain_consensus::Apps::none(), false, std::future::pending::<()>()),
+    )
+    .await
+    .expect("refused at once");
+    let e = r.expect_err("an empty token is refused").to_string();
+    assert!(e.contains("api.token is empty"), "{e}");
 }

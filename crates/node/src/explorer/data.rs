@@ -16,9 +16,9 @@ pub const SPENDER_BLOCKS: u64 = 200;
 pub const HISTORY_BLOCKS: u64 = 200;
 /// Side-branch blocks searched for a transaction that is neither pooled nor on the main chain.
 pub const SIDE_BLOCKS: usize = 256;
-/// How far below the chain picture's first height its search for side branches starts: a
-/// branch that left the main chain further down is not drawn (the search costs one lookup per
-/// main-chain block it passes).
+/// How far below the heights asked for the search for side branches starts: a branch that
+/// left the main chain further down is not found (the search costs one lookup per main-chain
+/// block it passes).
 pub const SIDE_REACH: u64 = 1_000;
 /// Transactions a history or spender scan reads at most (a few huge blocks end it early).
 pub const SCAN_TXS: usize = 400_000;
@@ -86,7 +86,7 @@ pub fn on_main(sh: &Shared, height: u64, hash: &Hash) -> bool {
 }
 
 /// A transaction wherever the node has it: the mempool, the main chain, or (searching the
-/// newest [`SIDE_BLOCKS`] side-branch blocks) a side branch.
+/// newest [`SIDE_BLOCKS`] side-branch blocks within [`SIDE_REACH`] of the tip) a side branch.
 pub fn find_tx(sh: &Shared, txid: &Hash) -> Result<Option<(Tx, Place)>, ReadError> {
     if let Some(e) = sh.mempool.get(txid) {
         return Ok(Some(((*e.tx).clone(), Place::Pooled { fee: e.fee, size: e.size })));
@@ -98,7 +98,9 @@ pub fn find_tx(sh: &Shared, txid: &Hash) -> Result<Option<(Tx, Place)>, ReadErro
         )));
     }
     let kind = sh.params.hash;
-    for h in side_blocks(sh, 0).into_iter().take(SIDE_BLOCKS) {
+    let tip = sh.chain.read().tip_height();
+    let near = side_blocks(sh, tip.saturating_sub(SIDE_REACH), u64::MAX);
+    for h in near.into_iter().take(SIDE_BLOCKS) {
         if let Some(b) = block(sh, &h.hash(kind))? {
             if let Some(t) = b.txs.into_iter().find(|t| t.txid(kind) == *txid) {
                 return Ok(Some((t, Place::Side { height: h.height, block: h.hash(kind) })));
@@ -108,17 +110,19 @@ pub fn find_tx(sh: &Shared, txid: &Hash) -> Result<Option<(Tx, Place)>, ReadErro
     Ok(None)
 }
 
-/// Headers of the blocks off the main chain that branch off at `from` or later (all of them
-/// with 0), newest (highest) first.
-pub fn side_blocks(sh: &Shared, from: u64) -> Vec<Header> {
+/// Headers of the blocks off the main chain at heights `from..=to` that branch off the main
+/// chain at `from − SIDE_REACH` or above, newest (highest) first. Cost: one lookup per
+/// main-chain block from there to `to`, and the side blocks found.
+pub fn side_blocks(sh: &Shared, from: u64, to: u64) -> Vec<Header> {
     let c = sh.chain.read();
     let main = c.main_chain();
     let tree = c.tree();
     let mut out = Vec::new();
     // Every side block descends from a main-chain block: walk the children that are not.
     let mut stack: Vec<Hash> = Vec::new();
-    let start = usize::try_from(from).unwrap_or(usize::MAX);
-    for (h, hash) in main.iter().enumerate().skip(start) {
+    let start = usize::try_from(from.saturating_sub(SIDE_REACH)).unwrap_or(usize::MAX);
+    let end = usize::try_from(to).unwrap_or(usize::MAX);
+    for (h, hash) in main.iter().enumerate().take(end.saturating_add(1)).skip(start) {
         for child in tree.children(hash) {
             if main.get(h + 1) != Some(child) {
                 stack.push(*child);
@@ -127,7 +131,12 @@ pub fn side_blocks(sh: &Shared, from: u64) -> Vec<Header> {
     }
     while let Some(h) = stack.pop() {
         if let Some(e) = tree.get(&h) {
-            out.push(e.header);
+            if e.header.height > to {
+                continue;
+            }
+            if e.header.height >= from {
+                out.push(e.header);
+            }
             stack.extend(tree.children(&h).iter().copied());
         }
     }
@@ -135,26 +144,48 @@ pub fn side_blocks(sh: &Shared, from: u64) -> Vec<Header> {
     out
 }
 
-/// The output `op` names, if the node can find it: the UTXO set, the mempool, the main chain.
-/// `cache` holds the transactions read so far (inputs often spend one transaction's outputs).
-pub fn prev_output(
-    sh: &Shared,
-    op: &OutPoint,
-    cache: &mut HashMap<Hash, Option<Vec<TxOut>>>,
-) -> Result<Option<TxOut>, ReadError> {
+/// What [`prev_output`] has read: the outputs of transactions by txid, and of the blocks read
+/// by block hash (inputs often spend outputs of one transaction, or of one block).
+#[derive(Default)]
+pub struct PrevCache {
+    txs: HashMap<Hash, Option<Vec<TxOut>>>,
+    blocks: HashMap<Hash, Vec<(Hash, Vec<TxOut>)>>,
+}
+
+/// The output `op` names, if the node can find it: the UTXO set, the mempool, the main chain
+/// (one block read per block not read before).
+pub fn prev_output(sh: &Shared, op: &OutPoint, cache: &mut PrevCache) -> Result<Option<TxOut>, ReadError> {
     use scalechain_consensus::UtxoView;
     if let Some(c) = sh.chain.read().utxos().coin(op) {
         return Ok(Some(c.out));
     }
-    if let std::collections::hash_map::Entry::Vacant(slot) = cache.entry(op.txid) {
+    if !cache.txs.contains_key(&op.txid) {
         let outs = match sh.mempool.get(&op.txid) {
             Some(e) => Some(e.tx.outputs.clone()),
-            None => read(sh.chain.read().confirmed_tx(&op.txid))?.map(|(_, t)| t.outputs),
+            None => match read(sh.chain.read().tx_location(&op.txid))? {
+                None => None,
+                Some(loc) => {
+                    if let std::collections::hash_map::Entry::Vacant(slot) = cache.blocks.entry(loc.block) {
+                        let kind = sh.params.hash;
+                        let txs = block(sh, &loc.block)?
+                            .map(|b| b.txs.into_iter().map(|t| (t.txid(kind), t.outputs)).collect())
+                            .unwrap_or_default();
+                        slot.insert(txs);
+                    }
+                    let at = usize::try_from(loc.position).unwrap_or(usize::MAX);
+                    cache
+                        .blocks
+                        .get(&loc.block)
+                        .and_then(|b| b.get(at))
+                        .filter(|(id, _)| *id == op.txid)
+                        .map(|(_, o)| o.clone())
+                }
+            },
         };
-        slot.insert(outs);
+        cache.txs.insert(op.txid, outs);
     }
     let idx = usize::try_from(op.index).unwrap_or(usize::MAX);
-    Ok(cache.get(&op.txid).and_then(|o| o.as_ref()).and_then(|o| o.get(idx)).cloned())
+    Ok(cache.txs.get(&op.txid).and_then(|o| o.as_ref()).and_then(|o| o.get(idx)).cloned())
 }
 
 /// Who spends an output.

@@ -32,9 +32,13 @@ use crate::api::ApiState;
 use crate::state::Shared;
 
 /// Elections listed, at most.
-pub const MAX_ELECTIONS: usize = 500;
+pub const MAX_ELECTIONS: usize = 100;
 /// Blocks of an election's window read for its ballots-per-block chart, the newest.
 pub const BALLOT_SCAN_BLOCKS: u64 = 500;
+/// Ballots counted per election on the list, at most (more shows as "N+").
+pub const LIST_COUNT_CAP: usize = 10_000;
+/// Ballots counted on an election's page, at most.
+pub const PAGE_COUNT_CAP: usize = 1_000_000;
 /// Bars of that chart, at most (heights are grouped beyond).
 pub const BALLOT_BARS: u64 = 30;
 /// Ballots of an `elgamal` election the page verifies, at most.
@@ -71,7 +75,8 @@ pub struct ElectionRow {
     start: u64,
     end: u64,
     status: &'static str,
-    ballots: usize,
+    /// Ballots, as counted up to a cap (`N+` past it).
+    ballots: String,
 }
 
 fn status(e: &Election, tip: u64) -> &'static str {
@@ -88,7 +93,17 @@ fn scheme_name(e: &Election) -> &'static str {
     BallotScheme::from_byte(e.scheme).map_or("unknown", BallotScheme::name)
 }
 
-fn row(id: Hash, e: &Election, ballots: usize, tip: u64) -> ElectionRow {
+/// Counts `it` up to `cap`: the count, `cap+` past it.
+fn count_to(it: impl Iterator, cap: usize) -> String {
+    let n = it.take(cap.saturating_add(1)).count();
+    if n > cap {
+        format!("{cap}+")
+    } else {
+        n.to_string()
+    }
+}
+
+fn row(id: Hash, e: &Election, ballots: String, tip: u64) -> ElectionRow {
     ElectionRow {
         id: id.to_string(),
         label: String::from_utf8_lossy(&e.label).into_owned(),
@@ -120,7 +135,7 @@ fn elections(sh: &Shared) -> (Vec<ElectionRow>, bool) {
             continue;
         };
         let id = Hash(id);
-        let ballots = under(state, &ballots_prefix(&id)).count();
+        let ballots = count_to(under(state, &ballots_prefix(&id)), LIST_COUNT_CAP);
         out.push(row(id, &e, ballots, tip));
     }
     (out, more)
@@ -240,7 +255,7 @@ pub async fn page(State(s): State<ApiState>, id: Result<Path<String>, PathReject
         let tip = sh.chain.read().tip_height();
         let ballots = {
             let c = sh.chain.read();
-            under(c.app_state(), &ballots_prefix(&id)).count()
+            count_to(under(c.app_state(), &ballots_prefix(&id)), PAGE_COUNT_CAP)
         };
         let chart = ballots_per_block(sh, &e, tip).map_err(|m| Fail(StatusCode::SERVICE_UNAVAILABLE, m))?;
         let r = row(id, &e, ballots, tip);
@@ -349,7 +364,7 @@ pub async fn verify(
         Ok(r) => r,
         Err(e) => return failed(StatusCode::BAD_REQUEST, e.to_string()),
     };
-    let Ok(_permit) = VERIFYING.try_acquire() else {
+    let Ok(permit) = VERIFYING.try_acquire() else {
         return failed(
             StatusCode::SERVICE_UNAVAILABLE,
             "another verification is running: try again shortly".into(),
@@ -357,25 +372,27 @@ pub async fn verify(
     };
     let kind: HashKind = s.shared.params.hash;
     let done = tokio::task::spawn_blocking(move || {
+        // Held until the verification ends, even if the client goes away.
+        let _permit = permit;
         let sh = &s.shared;
         let Some(e) = find(sh, &id) else { return Err(not_published(&id)) };
+        let limit = if e.scheme == BallotScheme::Paillier.byte() { VERIFY_MAX_PAILLIER } else { VERIFY_MAX_ELGAMAL };
         let stored: Vec<StoredBallot> = {
             let c = sh.chain.read();
             let prefix = ballots_prefix(&id);
             under(c.app_state(), &prefix)
+                .take(limit.saturating_add(1))
                 .filter_map(|(k, v)| {
                     let voter = <[u8; 32]>::try_from(k.get(prefix.len()..)?).ok()?;
                     Some(StoredBallot { voter: Hash(voter), ballot: v.clone() })
                 })
                 .collect()
         };
-        let limit = if e.scheme == BallotScheme::Paillier.byte() { VERIFY_MAX_PAILLIER } else { VERIFY_MAX_ELGAMAL };
         if stored.len() > limit {
             return Err(Fail(
-                StatusCode::PAYLOAD_TOO_LARGE,
+                StatusCode::UNPROCESSABLE_ENTITY,
                 format!(
-                    "{} ballots: the page verifies at most {limit} for a {} election; run `scalechain vote verify --election {id} --result FILE`",
-                    stored.len(),
+                    "more than {limit} ballots: the page verifies at most {limit} for a {} election; run `scalechain vote verify --election {id} --result FILE`",
                     scheme_name(&e)
                 ),
             ));

@@ -56,7 +56,16 @@ pub async fn check(State(s): State<ApiState>, req: Request, next: Next) -> Respo
     let path = req.uri().path().to_string();
     let offered = query_token(req.uri());
     if offered.as_deref().is_some_and(ok) {
-        let mut r = Redirect::to(&path).into_response();
+        // Back to the page asked for, its other parameters kept.
+        let rest: Vec<(String, String)> =
+            axum::extract::Query::<Vec<(String, String)>>::try_from_uri(req.uri())
+                .map(|axum::extract::Query(p)| p.into_iter().filter(|(k, _)| k != "token").collect())
+                .unwrap_or_default();
+        let to = match serde_urlencoded::to_string(&rest) {
+            Ok(q) if !q.is_empty() => format!("{path}?{q}"),
+            _ => path.clone(),
+        };
+        let mut r = Redirect::to(&to).into_response();
         let cookie = format!("{COOKIE}={token}; Path=/explorer; HttpOnly; SameSite=Strict");
         if let Ok(v) = HeaderValue::from_str(&cookie) {
             r.headers_mut().insert(header::SET_COOKIE, v);

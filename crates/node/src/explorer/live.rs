@@ -3,7 +3,8 @@
 //! - `status`: [`Status`], every tick;
 //! - `block`: [`BlockSummary`] of each main-chain block that became the tip's ancestor since the
 //!   last tick, oldest first, at most [`BLOCKS_PER_TICK`] a tick (the newest of them); after a
-//!   reorganisation, the new tip's (a page drops what it showed from that height on).
+//!   reorganisation among the blocks sent, the main chain's from the lowest height that
+//!   changed (a page drops what it showed from that height on).
 //!
 //! The stream ends when the node stops.
 
@@ -57,14 +58,32 @@ pub fn summary(sh: &Shared, height: u64) -> Option<BlockSummary> {
     })
 }
 
+/// Blocks a stream remembers having sent (to see a reorganisation among them).
+const REMEMBERED: usize = 16;
+
+/// The first height to send, given what was `sent` (oldest first) and the main chain `main`
+/// up to `tip`: after the last sent block when the sent ones are all still on the main chain;
+/// from the lowest one that is not after a reorganisation (at most the tip: a shorter chain
+/// sends its tip again); the tip on the first tick; `None` when nothing changed. Never more
+/// than [`BLOCKS_PER_TICK`] blocks.
+pub fn first_to_send(sent: &[(u64, Hash)], main: impl Fn(u64) -> Option<Hash>, tip: u64) -> Option<u64> {
+    let Some(&(last, _)) = sent.last() else { return Some(tip) };
+    let first = match sent.iter().find(|(h, hash)| main(*h) != Some(*hash)) {
+        Some(&(h, _)) => h.min(tip),
+        None if tip > last => last + 1,
+        None => return None,
+    };
+    Some(first.max(tip.saturating_sub(BLOCKS_PER_TICK - 1)))
+}
+
 /// The stream.
 pub async fn stream(State(s): State<ApiState>) -> Response {
     let stop = s.stop.clone();
-    let state = (s, stop, None::<(u64, Hash)>, tokio::time::interval(TICK), Vec::<Event>::new());
-    let events = futures::stream::unfold(state, |(s, mut stop, mut last, mut tick, mut queue)| async move {
+    let state = (s, stop, Vec::<(u64, Hash)>::new(), tokio::time::interval(TICK), Vec::<Event>::new());
+    let events = futures::stream::unfold(state, |(s, mut stop, mut sent, mut tick, mut queue)| async move {
         loop {
             if let Some(ev) = queue.pop() {
-                return Some((Ok::<Event, std::convert::Infallible>(ev), (s, stop, last, tick, queue)));
+                return Some((Ok::<Event, std::convert::Infallible>(ev), (s, stop, sent, tick, queue)));
             }
             tokio::select! {
                 _ = tick.tick() => {}
@@ -74,27 +93,30 @@ pub async fn stream(State(s): State<ApiState>) -> Response {
                 return None;
             }
             let sh = s.shared.clone();
-            let from = last;
+            let before = sent.clone();
             let (status, blocks) = tokio::task::spawn_blocking(move || {
                 let status = status_of(&sh);
-                let tip = status.height;
-                // New blocks on top of the last tip sent, or after a reorganisation the tip again
-                // (the page then drops what it showed at and above that height).
-                let first = match from {
-                    None => Some(tip),
-                    Some((l, _)) if tip > l => {
-                        Some(l.saturating_add(1).max(tip.saturating_sub(BLOCKS_PER_TICK - 1)))
-                    }
-                    Some((_, hash)) if hash != status.tip => Some(tip),
-                    Some(_) => None,
+                let first = {
+                    let c = sh.chain.read();
+                    let main = c.main_chain();
+                    first_to_send(
+                        &before,
+                        |h| usize::try_from(h).ok().and_then(|h| main.get(h)).copied(),
+                        status.height,
+                    )
                 };
-                let blocks: Vec<BlockSummary> =
-                    first.map_or_else(Vec::new, |f| (f..=tip).filter_map(|h| summary(&sh, h)).collect());
+                let blocks: Vec<BlockSummary> = first
+                    .map_or_else(Vec::new, |f| (f..=status.height).filter_map(|h| summary(&sh, h)).collect());
                 (status, blocks)
             })
             .await
             .ok()?;
-            last = Some((status.height, status.tip));
+            if let Some(b) = blocks.first() {
+                sent.retain(|(h, _)| *h < b.height);
+            }
+            sent.extend(blocks.iter().map(|b| (b.height, b.hash)));
+            let excess = sent.len().saturating_sub(REMEMBERED);
+            sent.drain(..excess);
             // Queued in reverse: popped oldest block first, then the status.
             if let Ok(d) = serde_json::to_string(&status) {
                 queue.push(Event::default().event("status").data(d));
@@ -107,4 +129,37 @@ pub async fn stream(State(s): State<ApiState>) -> Response {
         }
     });
     Sse::new(events).keep_alive(KeepAlive::new().interval(crate::api::EVENTS_KEEP_ALIVE)).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h(n: u8) -> Hash {
+        Hash([n; 32])
+    }
+
+    #[test]
+    fn new_blocks_and_reorganisations_choose_what_is_sent() {
+        let chain = |tip: u8, fork_at: Option<u8>| {
+            move |height: u64| {
+                let height = u8::try_from(height).ok()?;
+                (height <= tip).then(|| {
+                    if fork_at.is_some_and(|f| height >= f) {
+                        h(100 + height)
+                    } else {
+                        h(height)
+                    }
+                })
+            }
+        };
+        assert_eq!(first_to_send(&[], chain(5, None), 5), Some(5), "the first tick: the tip");
+        let sent = [(4, h(4)), (5, h(5))];
+        assert_eq!(first_to_send(&sent, chain(5, None), 5), None, "nothing new");
+        assert_eq!(first_to_send(&sent, chain(7, None), 7), Some(6), "on top: after the last sent");
+        assert_eq!(first_to_send(&sent, chain(30, None), 30), Some(23), "at most a tick's worth");
+        assert_eq!(first_to_send(&sent, chain(5, Some(5)), 5), Some(5), "same height, another block");
+        assert_eq!(first_to_send(&sent, chain(7, Some(4)), 7), Some(4), "a reorganisation that also grew");
+        assert_eq!(first_to_send(&sent, chain(3, Some(9)), 3), Some(3), "a shorter chain: its tip again");
+    }
 }

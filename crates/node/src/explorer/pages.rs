@@ -28,8 +28,13 @@ pub const BASE_PER_COIN: u64 = 100_000_000;
 pub const BLOCK_PAGE: usize = 100;
 /// Entries listed per page of the mempool.
 pub const MEMPOOL_PAGE: usize = 50;
-/// Inputs and outputs listed on a transaction's page, at most each.
+/// Outputs listed on a transaction's page, at most.
 pub const TX_IO_SHOWN: usize = 500;
+/// Inputs listed on a transaction's page, at most, each with the output it spends (a block read
+/// for each block not read before); the fee is shown when every input is.
+pub const INPUTS_SHOWN: usize = 100;
+/// Coins an address's balance sums, at most (under the chain's lock; more says so).
+pub const BALANCE_COINS: usize = 100_000;
 /// Coins listed on an address's page, at most.
 pub const COINS_SHOWN: usize = 100;
 /// History entries per page of an address.
@@ -295,12 +300,7 @@ pub async fn chain(State(s): State<ApiState>, q: QueryPairs) -> Response {
             let m = c.main_chain();
             (lo..=hi).filter_map(|h| usize::try_from(h).ok().and_then(|h| m.get(h)).copied()).collect()
         };
-        // Side blocks in the window branch off below it by at most the reach.
-        let side: Vec<Hash> = data::side_blocks(sh, lo.saturating_sub(data::SIDE_REACH))
-            .into_iter()
-            .filter(|h| (lo..=hi).contains(&h.height))
-            .map(|h| h.hash(kind))
-            .collect();
+        let side: Vec<Hash> = data::side_blocks(sh, lo, hi).into_iter().map(|h| h.hash(kind)).collect();
         let mut blocks = Vec::new();
         for (hash, is_main) in main.iter().map(|h| (*h, true)).chain(side.iter().map(|h| (*h, false))) {
             let header = match sh.chain.read().tree().get(&hash) {
@@ -496,24 +496,23 @@ pub async fn tx(State(s): State<ApiState>, id: Result<Path<String>, PathRejectio
         })?;
         let json = tx_json(kind, &t);
         let size = json.raw.len() / 2;
-        let mut cache = HashMap::new();
+        // The outputs the shown inputs spend (the fee only when every input is shown).
+        let mut cache = data::PrevCache::default();
         let mut inputs = Vec::new();
-        let mut in_sum: Option<u64> = Some(0);
-        for i in &t.inputs {
+        let mut in_sum: Option<u64> = (t.inputs.len() <= INPUTS_SHOWN).then_some(0);
+        for i in t.inputs.iter().take(INPUTS_SHOWN) {
             let prev = data::prev_output(sh, &i.prev, &mut cache)?;
             in_sum = match (&prev, in_sum) {
                 (Some(o), Some(s)) => s.checked_add(o.value.get()),
                 _ => None,
             };
-            if inputs.len() < TX_IO_SHOWN {
-                inputs.push(InRow {
-                    prev: i.prev.txid.to_string(),
-                    index: i.prev.index,
-                    value: prev.as_ref().map(|o| Coins(o.value.get())),
-                    address: prev.as_ref().map(address_of),
-                    scheme: i.witness.pubkey.scheme().to_string(),
-                });
-            }
+            inputs.push(InRow {
+                prev: i.prev.txid.to_string(),
+                index: i.prev.index,
+                value: prev.as_ref().map(|o| Coins(o.value.get())),
+                address: prev.as_ref().map(address_of),
+                scheme: i.witness.pubkey.scheme().to_string(),
+            });
         }
         let (place_text, place_class, block, confirmations, height) = match &place {
             Place::Pooled { .. } => ("in the mempool".to_string(), "pooled", None, None, None),
@@ -577,7 +576,7 @@ pub async fn tx(State(s): State<ApiState>, id: Result<Path<String>, PathRejectio
             confirmations,
             size,
             fee,
-            more_inputs: t.inputs.len().saturating_sub(TX_IO_SHOWN),
+            more_inputs: t.inputs.len().saturating_sub(INPUTS_SHOWN),
             more_outputs: t.outputs.len().saturating_sub(TX_IO_SHOWN),
             inputs,
             outputs,
@@ -600,6 +599,8 @@ struct AddressPage {
     address: Option<String>,
     balance: Coins,
     coin_count: usize,
+    /// More coins than [`BALANCE_COINS`]: the balance is of the first ones only.
+    more_coins: bool,
     coins: Vec<CoinRow>,
     history: Vec<HistoryRow>,
     scan: Option<Scan>,
@@ -639,12 +640,17 @@ pub async fn address(
             })?;
             (lock.pubkey_hash, Some(owner.clone()))
         };
-        let (balance, coin_count, coins) = {
+        let (balance, coin_count, coins, more_coins) = {
             let c = sh.chain.read();
             let mut total = 0u64;
             let mut n = 0usize;
+            let mut more = false;
             let mut shown = Vec::new();
-            for (op, coin) in c.utxos_of(&pkh) {
+            for (op, coin) in c.utxos_of(&pkh).take(BALANCE_COINS.saturating_add(1)) {
+                if n == BALANCE_COINS {
+                    more = true;
+                    break;
+                }
                 total = total.saturating_add(coin.out.value.get());
                 n += 1;
                 if shown.len() < COINS_SHOWN {
@@ -657,7 +663,7 @@ pub async fn address(
                     });
                 }
             }
-            (total, n, shown)
+            (total, n, shown, more)
         };
         let (touches, scan) = data::history(sh, &pkh, before, HISTORY_PAGE)?;
         let older = scan.filter(|s| s.to > 0).map(|s| s.to);
@@ -669,6 +675,7 @@ pub async fn address(
             address,
             balance: Coins(balance),
             coin_count,
+            more_coins,
             coins,
             history: touches
                 .into_iter()

@@ -25,6 +25,8 @@ use crate::api::ApiState;
 
 /// The largest report rendered (a study's report is a few hundred KB).
 pub const MAX_REPORT_BYTES: usize = 4 << 20;
+/// The largest study file served (a CSV of a long run is a few MB).
+pub const MAX_FILE_BYTES: u64 = 64 << 20;
 /// Where the served directory's files are.
 pub const FILES: &str = "/explorer/study/files/";
 
@@ -183,6 +185,17 @@ pub async fn file(State(s): State<ApiState>, rel: Result<Path<String>, PathRejec
         _ => return not_found(),
     };
     let Some(path) = inside(&root, &rel) else { return not_found() };
+    match tokio::fs::metadata(&path).await {
+        Ok(m) if m.is_file() && m.len() <= MAX_FILE_BYTES => {}
+        Ok(m) if m.is_file() => {
+            return error_page(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "Too large",
+                format!("{rel}: {} bytes; the explorer serves study files up to {MAX_FILE_BYTES}", m.len()),
+            )
+        }
+        _ => return not_found(),
+    }
     match tokio::fs::read(&path).await {
         Ok(body) => secure(([(header::CONTENT_TYPE, kind)], body).into_response()),
         Err(_) => not_found(),
@@ -209,8 +222,11 @@ pub async fn render(body: Result<Bytes, BytesRejection>) -> Response {
     let Ok(md) = std::str::from_utf8(&body) else {
         return error_page(StatusCode::BAD_REQUEST, "Bad request", "the report is not UTF-8".into());
     };
-    let html = render_markdown(md, "");
-    secure(([(header::CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response())
+    let md = md.to_string();
+    match tokio::task::spawn_blocking(move || render_markdown(&md, "")).await {
+        Ok(html) => secure(([(header::CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response()),
+        Err(_) => error_page(StatusCode::SERVICE_UNAVAILABLE, "Unavailable", "the node is stopping".into()),
+    }
 }
 
 #[cfg(test)]
