@@ -273,6 +273,12 @@ async fn drive(
         prepared.funding.len(),
         prepared.took_s
     );
+    // The signature bound, on the load's own signatures, before the load.
+    let chain_id = scalechain_consensus::genesis_block(params).hash(params.hash);
+    let sig_bound_us = prepared
+        .loads
+        .first()
+        .and_then(|(txs, _)| scalechain_study::exp::signature_bound_us(params, &chain_id, txs));
     eprintln!("devnet: offering {} tx/s for {} s", a.tps, a.duration);
     let outcome = run::run(&bench, &env, prepared, stop, &|line| eprintln!("devnet: {line}")).await;
     let outcome = outcome.map_err(load_fail)?;
@@ -332,6 +338,7 @@ async fn drive(
         converged: converged.converged,
         accounting,
         memory: every(&r.memory, a.memory_every),
+        sig_bound_us,
     })
 }
 

@@ -60,9 +60,14 @@ pub fn with_env<R>(p: &Params, cfg: &VerifyConfig, utxos: &UtxoSet, f: impl FnOn
 
 /// The raw signature material of transactions: (key bytes, signature, sighash), one per input.
 pub fn raw_sigs(p: &Params, txs: &[Tx]) -> Vec<([u8; 32], Signature, Hash)> {
+    raw_sigs_on(p, &CHAIN_ID, txs)
+}
+
+/// [`raw_sigs`] of transactions of the chain `chain_id`.
+pub fn raw_sigs_on(p: &Params, chain_id: &Hash, txs: &[Tx]) -> Vec<([u8; 32], Signature, Hash)> {
     txs.iter()
         .flat_map(|tx| {
-            let msg = sighash(p.hash, &CHAIN_ID, &tx.txid(p.hash));
+            let msg = sighash(p.hash, chain_id, &tx.txid(p.hash));
             tx.inputs.iter().map(move |i| {
                 let key: [u8; 32] = i.witness.pubkey.as_bytes().try_into().unwrap_or([0; 32]);
                 (key, i.witness.signature, msg)
@@ -83,6 +88,40 @@ pub fn raw_batch(sigs: &[([u8; 32], Signature, Hash)], batch_size: usize) -> boo
         let rng = rand_chacha::ChaCha20Rng::seed_from_u64(c as u64);
         scalechain_types::keys::verify_ed25519_batch(&items, rng).is_ok()
     })
+}
+
+/// Signatures [`signature_bound_us`] verifies, at most.
+pub const BOUND_SIGS: usize = 4_096;
+
+/// The signature bound of a running network: one core's cost of batch-verifying the Ed25519
+/// input signatures of `txs` (transactions of the chain `chain_id`; at most [`BOUND_SIGS`]
+/// signatures, in batches of 256 as the engine makes them, the best of three passes), in µs per
+/// signature. `None` when they hold no Ed25519 input, or a signature does not verify.
+pub fn signature_bound_us(p: &Params, chain_id: &Hash, txs: &[Tx]) -> Option<f64> {
+    use scalechain_types::Scheme;
+    let ed: Vec<Tx> = txs
+        .iter()
+        .filter(|t| {
+            !t.inputs.is_empty() && t.inputs.iter().all(|i| i.witness.pubkey.scheme() == Scheme::Ed25519)
+        })
+        .take(BOUND_SIGS)
+        .cloned()
+        .collect();
+    let mut sigs = raw_sigs_on(p, chain_id, &ed);
+    sigs.truncate(BOUND_SIGS);
+    if sigs.is_empty() {
+        return None;
+    }
+    let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().ok()?;
+    let mut best = f64::INFINITY;
+    for _ in 0..3 {
+        let t0 = std::time::Instant::now();
+        if !one.install(|| raw_batch(&sigs, 256)) {
+            return None;
+        }
+        best = best.min(t0.elapsed().as_secs_f64());
+    }
+    Some(best * 1e6 / sigs.len() as f64)
 }
 
 /// The single-verification bound: each signature verified alone, on the calling thread.

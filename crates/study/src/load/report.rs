@@ -231,6 +231,9 @@ pub struct Summary {
     pub accounting: Accounting,
     /// Resident memory of the nodes over the run.
     pub memory: Vec<memory::Sample>,
+    /// The signature bound measured in the same run: µs per batched Ed25519 check on one core
+    /// (`exp::signature_bound_us`), if the load signs with Ed25519.
+    pub sig_bound_us: Option<f64>,
 }
 
 /// `x` rounded to `1 / per` (`per` = 10: one decimal).
@@ -239,6 +242,22 @@ fn round_to(x: f64, per: f64) -> f64 {
 }
 
 impl Summary {
+    /// CPU µs per confirmed transaction of one validating node (peers and miners: the
+    /// processes named `peer…` and `miner…`), on average.
+    pub fn us_per_tx_per_validator(&self) -> Option<f64> {
+        let validators: Vec<f64> = self
+            .cpu
+            .per_proc
+            .iter()
+            .filter(|(n, _)| n.starts_with("peer") || n.starts_with("miner"))
+            .map(|(_, s)| *s)
+            .collect();
+        if validators.is_empty() || self.confirmed.count == 0 {
+            return None;
+        }
+        Some(validators.iter().sum::<f64>() * 1e6 / self.confirmed.count as f64 / validators.len() as f64)
+    }
+
     /// The text devnet prints on standard error.
     pub fn text(&self) -> String {
         let mut t = String::new();
@@ -270,6 +289,13 @@ impl Summary {
             self.cpu.us_per_tx,
             self.cpu.per_proc.iter().map(|(n, s)| format!("{n} {s:.1} s")).collect::<Vec<_>>().join(", ")
         );
+        if let (Some(bound), Some(per)) = (self.sig_bound_us, self.us_per_tx_per_validator()) {
+            let _ = writeln!(
+                t,
+                "  signature bound {bound:.1} µs per batched Ed25519 check (one core, this build); each validating node {per:.1} µs per tx = {:.2}× the bound",
+                per / bound
+            );
+        }
         let _ = writeln!(t, "  {}", self.accounting.line());
         if !self.accounting.lost_sample.is_empty() {
             let sample: Vec<String> = self.accounting.lost_sample.iter().map(Hash::to_string).collect();
@@ -336,6 +362,9 @@ impl Summary {
                 "window_s": round_to(self.window_s, 10.0),
                 "cores_busy": round_to(self.cpu.cores, 100.0),
                 "us_per_confirmed_tx": self.cpu.us_per_tx.round(),
+                "us_per_tx_per_validating_node": self.us_per_tx_per_validator().map(|x| round_to(x, 10.0)),
+                "signature_bound_us": self.sig_bound_us.map(|x| round_to(x, 100.0)),
+                "ratio_to_bound": self.sig_bound_us.zip(self.us_per_tx_per_validator()).map(|(b, v)| round_to(v / b, 100.0)),
                 "seconds": seconds,
             },
         })
@@ -432,6 +461,7 @@ mod tests {
                 memory::Sample { t_s: 0.0, rss: vec![("peer0".into(), 20 << 20)] },
                 memory::Sample { t_s: 5.2, rss: vec![("peer0".into(), 31 << 19)] },
             ],
+            sig_bound_us: Some(40.0),
         }
     }
 
@@ -449,6 +479,7 @@ mod tests {
                  \x20 confirmed 600  in 5.0 s  = 119 TPS\n\
                  \x20 latency ms  p50 812  p95 1491  p99 1602\n\
                  \x20 CPU over 5.0 s: 0.61 cores busy, 5132 µs per confirmed tx (bootstrap 0.1 s, peer0 2.5 s, devnet 0.5 s)\n\
+                 \x20 signature bound 40.0 µs per batched Ed25519 check (one core, this build); each validating node 4093.3 µs per tx = 102.33× the bound\n\
                  \x20 accepted 600: confirmed 599, pooled 0, removed 1 (evicted 1), lost 0\n\
                  \x20 resident MiB at 0 s: peer0 20; at 5 s: peer0 16\n\
                  \x20 converged: true\n"
@@ -483,6 +514,20 @@ mod tests {
             (json!(0.61), json!(5132.0))
         );
         assert_eq!(j["cpu"]["window_s"], json!(5.0));
+        assert_eq!(
+            (
+                &j["cpu"]["signature_bound_us"],
+                &j["cpu"]["us_per_tx_per_validating_node"],
+                &j["cpu"]["ratio_to_bound"]
+            ),
+            (&json!(40.0), &json!(4093.3), &json!(102.33)),
+            "only peers and miners are validating nodes"
+        );
+        let unsigned = Summary { sig_bound_us: None, ..summary() };
+        assert!(
+            !unsigned.text().contains("signature bound")
+                && unsigned.json()["cpu"]["ratio_to_bound"].is_null()
+        );
         assert_eq!(j["accounting"]["removed"], json!({"evicted": 1}));
         assert_eq!(j["memory_mib"][1], json!({"t_s": 5.0, "peer0": 15.5}));
         assert_eq!(
