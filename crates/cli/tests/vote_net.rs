@@ -51,12 +51,8 @@ fn confirmed(node: &Client, txid: &str) -> bool {
 
 /// A deliberately malformed `GET` (which the typed client cannot make): status and JSON body.
 fn raw_get(api: &str, path: &str) -> (u16, serde_json::Value) {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    rt.block_on(async {
-        let r = reqwest::get(format!("http://{api}{path}")).await.unwrap();
-        let status = r.status().as_u16();
-        (status, r.json().await.unwrap())
-    })
+    let (status, text) = raw("GET", api, path, None);
+    (status, serde_json::from_str(&text).unwrap())
 }
 
 /// `METHOD http://api/path` with an optional body: status and the text answered.

@@ -13,13 +13,6 @@ function localTimes(root = document) {
   }
 }
 
-/** Whole coins from base units, as the server writes them. */
-function coins(base) {
-  const whole = Math.floor(base / 1e8);
-  const frac = String(base % 1e8).padStart(8, '0').replace(/0+$/, '');
-  return frac ? `${whole}.${frac}` : `${whole}`;
-}
-
 function bytes(n) {
   if (n >= 10 << 20) return `${(n / (1 << 20)).toFixed(1)} MiB`;
   if (n >= 10 << 10) return `${(n / 1024).toFixed(1)} KiB`;
@@ -281,4 +274,3 @@ if (live) overview(live);
 const pan = document.querySelector('.pan');
 if (pan) panZoom(pan);
 for (const a of document.querySelectorAll('.amt')) a.setAttribute('tabindex', '0');
-export { coins, bytes, draw };

@@ -385,13 +385,14 @@ async fn tx(State(s): State<ApiState>, id: Result<Path<String>, PathRejection>) 
     }
 }
 
+/// The token of an `Authorization: Bearer <token>` header, if there is one.
+pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "))
+}
+
 fn authorised(s: &ApiState, headers: &HeaderMap) -> Result<(), ApiError> {
     let Some(token) = &s.token else { return Ok(()) };
-    let given = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    if given.is_some_and(|g| constant_time_eq(g.as_bytes(), token.as_bytes())) {
+    if bearer(headers).is_some_and(|g| constant_time_eq(g.as_bytes(), token.as_bytes())) {
         Ok(())
     } else {
         Err(ApiError::new(

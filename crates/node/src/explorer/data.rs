@@ -48,8 +48,6 @@ pub enum Place {
         height: u64,
         /// The block.
         block: Hash,
-        /// Its position in the block.
-        position: u32,
     },
     /// In a block of a side branch (and in neither of the above).
     Side {
@@ -92,18 +90,16 @@ pub fn find_tx(sh: &Shared, txid: &Hash) -> Result<Option<(Tx, Place)>, ReadErro
         return Ok(Some(((*e.tx).clone(), Place::Pooled { fee: e.fee, size: e.size })));
     }
     if let Some((loc, tx)) = read(sh.chain.read().confirmed_tx(txid))? {
-        return Ok(Some((
-            tx,
-            Place::Confirmed { height: loc.height, block: loc.block, position: loc.position },
-        )));
+        return Ok(Some((tx, Place::Confirmed { height: loc.height, block: loc.block })));
     }
     let kind = sh.params.hash;
     let tip = sh.chain.read().tip_height();
     let near = side_blocks(sh, tip.saturating_sub(SIDE_REACH), u64::MAX);
     for h in near.into_iter().take(SIDE_BLOCKS) {
-        if let Some(b) = block(sh, &h.hash(kind))? {
+        let hash = h.hash(kind);
+        if let Some(b) = block(sh, &hash)? {
             if let Some(t) = b.txs.into_iter().find(|t| t.txid(kind) == *txid) {
-                return Ok(Some((t, Place::Side { height: h.height, block: h.hash(kind) })));
+                return Ok(Some((t, Place::Side { height: h.height, block: hash })));
             }
         }
     }
@@ -204,6 +200,16 @@ pub enum Spender {
     Unknown,
 }
 
+/// Marks in `out` (one slot per output of `txid`) the outputs `tx`'s inputs spend as spent by
+/// `who`, keeping a spender already found.
+fn mark_spent(out: &mut [Option<Spender>], txid: &Hash, tx: &Tx, who: impl Fn() -> Spender) {
+    for i in tx.inputs.iter().filter(|i| i.prev.txid == *txid) {
+        if let Some(slot) = usize::try_from(i.prev.index).ok().and_then(|x| out.get_mut(x)) {
+            slot.get_or_insert_with(&who);
+        }
+    }
+}
+
 /// Who spends each output of `txid` (with `n` outputs), confirmed at `height` if it is: the
 /// UTXO set, the mempool, then the [`SPENDER_BLOCKS`] main-chain blocks from `height` on.
 pub fn spenders(sh: &Shared, txid: &Hash, n: usize, height: Option<u64>) -> Result<Vec<Spender>, ReadError> {
@@ -213,13 +219,7 @@ pub fn spenders(sh: &Shared, txid: &Hash, n: usize, height: Option<u64>) -> Resu
     let mut out: Vec<Option<Spender>> = vec![None; n];
     let snap = sh.mempool.snapshot();
     for e in snap.iter() {
-        for i in &e.tx.inputs {
-            if i.prev.txid == *txid {
-                if let Some(slot) = usize::try_from(i.prev.index).ok().and_then(|x| out.get_mut(x)) {
-                    slot.get_or_insert(Spender::Pooled(e.txid));
-                }
-            }
-        }
+        mark_spent(&mut out, txid, &e.tx, || Spender::Pooled(e.txid));
     }
     {
         let c = sh.chain.read();
@@ -241,17 +241,7 @@ pub fn spenders(sh: &Shared, txid: &Hash, n: usize, height: Option<u64>) -> Resu
                 scanned_to = ht;
                 read_txs = read_txs.saturating_add(b.txs.len());
                 for t in &b.txs {
-                    for i in &t.inputs {
-                        if i.prev.txid == *txid {
-                            if let Some(slot) =
-                                usize::try_from(i.prev.index).ok().and_then(|x| out.get_mut(x))
-                            {
-                                if slot.is_none() {
-                                    *slot = Some(Spender::Confirmed(t.txid(kind), ht));
-                                }
-                            }
-                        }
-                    }
+                    mark_spent(&mut out, txid, t, || Spender::Confirmed(t.txid(kind), ht));
                 }
                 if out.iter().all(Option::is_some) || read_txs >= SCAN_TXS {
                     break;

@@ -16,7 +16,7 @@ use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection};
 use axum::extract::{Path, State};
 use axum::http::{header, StatusCode};
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::{IntoResponse, Response};
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 
@@ -26,7 +26,8 @@ use scalechain_voting::tally::{self, ResultProof, StoredBallot, TallyResult};
 use scalechain_voting::BallotScheme;
 
 use super::chart::BarChart;
-use super::pages::error_page;
+use super::data::{self, ReadError};
+use super::pages::{blocking, error_page, PageError};
 use super::secure;
 use crate::api::ApiState;
 use crate::state::Shared;
@@ -152,15 +153,11 @@ struct ElectionsPage {
 
 /// `GET /explorer/elections`.
 pub async fn list(State(s): State<ApiState>) -> Response {
-    let page = tokio::task::spawn_blocking(move || {
-        let (rows, more) = elections(&s.shared);
-        ElectionsPage { title: "Elections".into(), nav: "elections", rows, more }
+    blocking(s, |sh| {
+        let (rows, more) = elections(sh);
+        Ok(ElectionsPage { title: "Elections".into(), nav: "elections", rows, more })
     })
-    .await;
-    match page.map(|p| p.render()) {
-        Ok(Ok(body)) => secure(Html(body).into_response()),
-        _ => error_page(StatusCode::SERVICE_UNAVAILABLE, "Unavailable", "the node is stopping".into()),
-    }
+    .await
 }
 
 #[derive(Template)]
@@ -181,34 +178,27 @@ fn find(sh: &Shared, id: &Hash) -> Option<Election> {
     c.app_state().get(&full_key(&election_key(id))).and_then(|v| Election::decode(v).ok())
 }
 
-/// Why a request fails: its status and what to say.
-struct Fail(StatusCode, String);
+fn parse_id(id: Result<Path<String>, PathRejection>) -> Result<Hash, PageError> {
+    let Path(id) = id.map_err(|e| PageError::bad(format!("election id: {}", e.body_text())))?;
+    id.parse().map_err(|_| PageError::bad(format!("election id {id:?} is not 64 lowercase hex digits")))
+}
 
-impl Fail {
-    /// As the explorer's error page.
-    fn page(self) -> Response {
-        let title = match self.0 {
-            StatusCode::BAD_REQUEST => "Bad request",
-            StatusCode::NOT_FOUND => "Not found",
-            _ => "Unavailable",
-        };
-        error_page(self.0, title, self.1)
+fn not_published(id: &Hash) -> PageError {
+    PageError::not_found(format!("no election {id} is published on this chain"))
+}
+
+/// Ballots of `e` the page verifies, at most.
+fn verify_limit(e: &Election) -> usize {
+    if e.scheme == BallotScheme::Paillier.byte() {
+        VERIFY_MAX_PAILLIER
+    } else {
+        VERIFY_MAX_ELGAMAL
     }
-}
-
-fn parse_id(id: Result<Path<String>, PathRejection>) -> Result<Hash, Fail> {
-    let bad = |m: String| Fail(StatusCode::BAD_REQUEST, m);
-    let Path(id) = id.map_err(|e| bad(format!("election id: {}", e.body_text())))?;
-    id.parse().map_err(|_| bad(format!("election id {id:?} is not 64 lowercase hex digits")))
-}
-
-fn not_published(id: &Hash) -> Fail {
-    Fail(StatusCode::NOT_FOUND, format!("no election {id} is published on this chain"))
 }
 
 /// Ballots for `e` per main-chain block over the newest [`BALLOT_SCAN_BLOCKS`] of its window
 /// so far, grouped into at most [`BALLOT_BARS`] bars.
-fn ballots_per_block(sh: &Shared, e: &Election, tip: u64) -> Result<Option<BarChart>, String> {
+fn ballots_per_block(sh: &Shared, e: &Election, tip: u64) -> Result<Option<BarChart>, ReadError> {
     let last = e.end.min(tip);
     if tip < e.start {
         return Ok(None);
@@ -218,8 +208,7 @@ fn ballots_per_block(sh: &Shared, e: &Election, tip: u64) -> Result<Option<BarCh
     let per = span.div_ceil(BALLOT_BARS).max(1);
     let mut buckets: Vec<(String, u64)> = Vec::new();
     for h in first..=last {
-        let b = sh.chain.read().block_at(h).map_err(|x| x.to_string())?;
-        let Some(b) = b else { break };
+        let Some(b) = data::block_at(sh, h)? else { break };
         let n = b
             .txs
             .iter()
@@ -249,15 +238,14 @@ pub async fn page(State(s): State<ApiState>, id: Result<Path<String>, PathReject
         Ok(id) => id,
         Err(f) => return f.page(),
     };
-    let built = tokio::task::spawn_blocking(move || {
-        let sh = &s.shared;
+    blocking(s, move |sh| {
         let Some(e) = find(sh, &id) else { return Err(not_published(&id)) };
         let tip = sh.chain.read().tip_height();
         let ballots = {
             let c = sh.chain.read();
             count_to(under(c.app_state(), &ballots_prefix(&id)), PAGE_COUNT_CAP)
         };
-        let chart = ballots_per_block(sh, &e, tip).map_err(|m| Fail(StatusCode::SERVICE_UNAVAILABLE, m))?;
+        let chart = ballots_per_block(sh, &e, tip)?;
         let r = row(id, &e, ballots, tip);
         Ok(ElectionPage {
             title: format!("Election {}", if r.label.is_empty() { &r.id[..16] } else { &r.label }),
@@ -265,23 +253,11 @@ pub async fn page(State(s): State<ApiState>, id: Result<Path<String>, PathReject
             token_key: hex::encode(e.token_key),
             election_key: hex::encode(&e.election_key),
             chart,
-            verify_limit: if e.scheme == BallotScheme::Paillier.byte() {
-                VERIFY_MAX_PAILLIER
-            } else {
-                VERIFY_MAX_ELGAMAL
-            },
+            verify_limit: verify_limit(&e),
             e: r,
         })
     })
-    .await;
-    match built {
-        Ok(Ok(p)) => match p.render() {
-            Ok(body) => secure(Html(body).into_response()),
-            Err(e) => error_page(StatusCode::SERVICE_UNAVAILABLE, "Unavailable", format!("rendering: {e}")),
-        },
-        Ok(Err(f)) => f.page(),
-        Err(_) => error_page(StatusCode::SERVICE_UNAVAILABLE, "Unavailable", "the node is stopping".into()),
-    }
+    .await
 }
 
 #[derive(Template)]
@@ -345,7 +321,7 @@ pub async fn verify(
 ) -> Response {
     let id = match parse_id(id) {
         Ok(id) => id,
-        Err(f) => return failed(f.0, f.1),
+        Err(f) => return failed(f.status, f.message),
     };
     let body = match body {
         Ok(b) if b.len() <= MAX_RESULT_BYTES => b,
@@ -376,7 +352,7 @@ pub async fn verify(
         let _permit = permit;
         let sh = &s.shared;
         let Some(e) = find(sh, &id) else { return Err(not_published(&id)) };
-        let limit = if e.scheme == BallotScheme::Paillier.byte() { VERIFY_MAX_PAILLIER } else { VERIFY_MAX_ELGAMAL };
+        let limit = verify_limit(&e);
         let stored: Vec<StoredBallot> = {
             let c = sh.chain.read();
             let prefix = ballots_prefix(&id);
@@ -389,7 +365,7 @@ pub async fn verify(
                 .collect()
         };
         if stored.len() > limit {
-            return Err(Fail(
+            return Err(PageError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 format!(
                     "more than {limit} ballots: the page verifies at most {limit} for a {} election; run `scalechain vote verify --election {id} --result FILE`",
@@ -399,7 +375,7 @@ pub async fn verify(
         }
         let mut seed = [0u8; 32];
         getrandom::fill(&mut seed)
-            .map_err(|x| Fail(StatusCode::SERVICE_UNAVAILABLE, format!("no OS randomness: {x}")))?;
+            .map_err(|x| PageError::unavailable(format!("no OS randomness: {x}")))?;
         let mut rng = ChaCha20Rng::from_seed(seed);
         match tally::verify(&e, kind, &stored, &result, &mut rng) {
             Ok(()) => Ok(Verified {
@@ -408,13 +384,13 @@ pub async fn verify(
                 checks: checks(&e, stored.len(), &result),
                 counts: result.counts.iter().copied().enumerate().collect(),
             }),
-            Err(x) => Err(Fail(StatusCode::UNPROCESSABLE_ENTITY, format!("verification failed: {x}"))),
+            Err(x) => Err(PageError::new(StatusCode::UNPROCESSABLE_ENTITY, format!("verification failed: {x}"))),
         }
     })
     .await;
     match done {
         Ok(Ok(v)) => fragment(v, StatusCode::OK),
-        Ok(Err(f)) => failed(f.0, f.1),
+        Ok(Err(f)) => failed(f.status, f.message),
         Err(_) => failed(StatusCode::SERVICE_UNAVAILABLE, "the node is stopping".into()),
     }
 }

@@ -11,7 +11,7 @@ use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Redirect, Response};
 
 use super::secure;
-use crate::api::{constant_time_eq, ApiState};
+use crate::api::{bearer, constant_time_eq, ApiState};
 
 /// The cookie that carries the token.
 pub const COOKIE: &str = "scalechain_token";
@@ -26,17 +26,13 @@ struct TokenPage {
 }
 
 fn given<'a>(headers: &'a HeaderMap) -> impl Iterator<Item = &'a str> + 'a {
-    let bearer = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
     let cookies = headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|c| c.trim().strip_prefix(COOKIE).and_then(|r| r.strip_prefix('=')));
-    bearer.into_iter().chain(cookies)
+    bearer(headers).into_iter().chain(cookies)
 }
 
 /// The query's `token`, if any (percent-decoded).

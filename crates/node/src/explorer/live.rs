@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use scalechain_types::Hash;
 
+use super::data::{self, ReadError};
 use crate::api::{status_of, ApiState};
 use crate::state::Shared;
 
@@ -41,21 +42,31 @@ pub struct BlockSummary {
     pub interval_ms: u64,
 }
 
-/// The summary of the main-chain block at `height`, if there is one.
-pub fn summary(sh: &Shared, height: u64) -> Option<BlockSummary> {
-    let b = sh.chain.read().block_at(height).ok()??;
-    // Genesis has a fixed time: the first block's distance from it is no interval.
-    let parent_time = match height {
-        0 | 1 => b.header.time,
-        h => sh.chain.read().block_at(h - 1).ok()?.map_or(b.header.time, |p| p.header.time),
-    };
-    Some(BlockSummary {
-        height,
-        hash: b.hash(sh.params.hash),
-        time: b.header.time,
-        txs: b.txs.len(),
-        interval_ms: b.header.time.saturating_sub(parent_time),
-    })
+/// Summaries of the main-chain blocks at heights `from..=to` (fewer where the chain is
+/// shorter), oldest first: each block read once, and the first one's parent for its interval.
+pub fn summaries(sh: &Shared, from: u64, to: u64) -> Result<Vec<BlockSummary>, ReadError> {
+    let kind = sh.params.hash;
+    let mut out = Vec::new();
+    let mut parent_time = None;
+    for h in from.saturating_sub(1)..=to {
+        let Some(b) = data::block_at(sh, h)? else { break };
+        // Genesis has a fixed time: the first block's distance from it is no interval.
+        let interval_ms = match parent_time {
+            Some(p) if h > 1 => b.header.time.saturating_sub(p),
+            _ => 0,
+        };
+        parent_time = Some(b.header.time);
+        if h >= from {
+            out.push(BlockSummary {
+                height: h,
+                hash: b.hash(kind),
+                time: b.header.time,
+                txs: b.txs.len(),
+                interval_ms,
+            });
+        }
+    }
+    Ok(out)
 }
 
 /// Blocks a stream remembers having sent (to see a reorganisation among them).
@@ -105,8 +116,7 @@ pub async fn stream(State(s): State<ApiState>) -> Response {
                         status.height,
                     )
                 };
-                let blocks: Vec<BlockSummary> = first
-                    .map_or_else(Vec::new, |f| (f..=status.height).filter_map(|h| summary(&sh, h)).collect());
+                let blocks = first.and_then(|f| summaries(&sh, f, status.height).ok()).unwrap_or_default();
                 (status, blocks)
             })
             .await

@@ -31,8 +31,6 @@ use axum::Router;
 
 use crate::api::ApiState;
 
-pub use data::{Scan, HISTORY_BLOCKS, SIDE_BLOCKS, SPENDER_BLOCKS};
-
 /// Where the explorer lives on the API's address.
 pub const ROOT: &str = "/explorer";
 

@@ -12,12 +12,12 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 
 use scalechain_chain::export::tx_json;
 use scalechain_client::types::{PeerInfo, ProfilePath, Status, TxJson};
-use scalechain_types::{Hash, Tx, TxKind};
+use scalechain_types::{Hash, Header, Tx, TxKind};
 use scalechain_wallet::{encode_address, parse_address, AddressHrp};
 
 use super::chart::{self, BarChart, ChainPicture, PicBlock};
 use super::data::{self, Place, ReadError, Scan, Spender};
-use super::live::BlockSummary;
+use super::live::{self, BlockSummary};
 use super::secure;
 use crate::api::{status_of, ApiState};
 use crate::state::Shared;
@@ -70,26 +70,52 @@ impl fmt::Display for When {
     }
 }
 
-/// A page's failure: its status and what to tell the reader.
+/// A page's failure: its status and what to tell the reader (every explorer handler's).
 pub struct PageError {
-    status: StatusCode,
-    title: &'static str,
-    message: String,
+    pub(super) status: StatusCode,
+    pub(super) message: String,
 }
 
 impl PageError {
-    fn bad(message: impl Into<String>) -> PageError {
-        PageError { status: StatusCode::BAD_REQUEST, title: "Bad request", message: message.into() }
+    /// A failure with `status`.
+    pub(super) fn new(status: StatusCode, message: impl Into<String>) -> PageError {
+        PageError { status, message: message.into() }
     }
 
-    fn not_found(message: impl Into<String>) -> PageError {
-        PageError { status: StatusCode::NOT_FOUND, title: "Not found", message: message.into() }
+    /// 400.
+    pub(super) fn bad(message: impl Into<String>) -> PageError {
+        PageError::new(StatusCode::BAD_REQUEST, message)
+    }
+
+    /// 404.
+    pub(super) fn not_found(message: impl Into<String>) -> PageError {
+        PageError::new(StatusCode::NOT_FOUND, message)
+    }
+
+    /// 503.
+    pub(super) fn unavailable(message: impl Into<String>) -> PageError {
+        PageError::new(StatusCode::SERVICE_UNAVAILABLE, message)
+    }
+
+    /// The error page's title.
+    fn title(&self) -> &'static str {
+        match self.status {
+            StatusCode::BAD_REQUEST => "Bad request",
+            StatusCode::NOT_FOUND => "Not found",
+            StatusCode::PAYLOAD_TOO_LARGE => "Too large",
+            _ => "Unavailable",
+        }
+    }
+
+    /// As the explorer's error page.
+    pub(super) fn page(self) -> Response {
+        error_page(self.status, self.title(), self.message)
     }
 }
 
 impl From<ReadError> for PageError {
     fn from(e: ReadError) -> PageError {
-        PageError { status: StatusCode::SERVICE_UNAVAILABLE, title: "Unavailable", message: e.to_string() }
+        PageError::unavailable(e.to_string())
     }
 }
 
@@ -118,12 +144,12 @@ fn render<T: Template>(page: Result<T, PageError>) -> Response {
                 error_page(StatusCode::SERVICE_UNAVAILABLE, "Unavailable", format!("rendering the page: {e}"))
             }
         },
-        Err(e) => error_page(e.status, e.title, e.message),
+        Err(e) => e.page(),
     }
 }
 
 /// Builds a page off the API's threads (pages read blocks from the store).
-async fn blocking<T, F>(s: ApiState, build: F) -> Response
+pub(super) async fn blocking<T, F>(s: ApiState, build: F) -> Response
 where
     T: Template + Send + 'static,
     F: FnOnce(&Shared) -> Result<T, PageError> + Send + 'static,
@@ -208,7 +234,7 @@ fn row(b: &BlockSummary) -> BlockRow {
         short: short(&b.hash),
         time: When(b.time),
         txs: b.txs,
-        interval: if b.height == 0 {
+        interval: if b.interval_ms == 0 {
             "—".into()
         } else {
             format!("{:.1} s", b.interval_ms as f64 / 1000.0)
@@ -216,29 +242,11 @@ fn row(b: &BlockSummary) -> BlockRow {
     }
 }
 
-/// The newest `n` main-chain blocks in brief, newest first.
+/// The newest `n` main-chain blocks in brief (genesis too while the chain is no longer),
+/// newest first.
 fn recent(sh: &Shared, tip: u64, n: u64) -> Result<Vec<BlockSummary>, PageError> {
     let lo = tip.saturating_sub(n);
-    let kind = sh.params.hash;
-    let mut out: Vec<BlockSummary> = Vec::new();
-    let mut prev_time = None;
-    for h in lo..=tip {
-        let Some(b) = data::block_at(sh, h)? else { break };
-        let interval_ms = match prev_time {
-            Some(p) if h > 1 => b.header.time.saturating_sub(p),
-            _ => 0,
-        };
-        prev_time = Some(b.header.time);
-        if h > lo || h == 0 {
-            out.push(BlockSummary {
-                height: h,
-                hash: b.hash(kind),
-                time: b.header.time,
-                txs: b.txs.len(),
-                interval_ms,
-            });
-        }
-    }
+    let mut out = live::summaries(sh, if lo == 0 { 0 } else { lo + 1 }, tip)?;
     out.reverse();
     Ok(out)
 }
@@ -295,18 +303,19 @@ pub async fn chain(State(s): State<ApiState>, q: QueryPairs) -> Response {
         let hi = number(&p, "top", u64::MAX)?.unwrap_or(tip).min(tip);
         let lo = hi.saturating_sub(span - 1);
         let kind = sh.params.hash;
-        let main: Vec<Hash> = {
+        // The main chain's headers in the window, then the side branches' (headers only: the
+        // bodies are read one at a time below).
+        let mut headers: Vec<(Header, Hash, bool)> = {
             let c = sh.chain.read();
             let m = c.main_chain();
-            (lo..=hi).filter_map(|h| usize::try_from(h).ok().and_then(|h| m.get(h)).copied()).collect()
+            (lo..=hi)
+                .filter_map(|h| usize::try_from(h).ok().and_then(|h| m.get(h)))
+                .filter_map(|hash| c.tree().get(hash).map(|e| (e.header, *hash, true)))
+                .collect()
         };
-        let side: Vec<Hash> = data::side_blocks(sh, lo, hi).into_iter().map(|h| h.hash(kind)).collect();
+        headers.extend(data::side_blocks(sh, lo, hi).into_iter().map(|h| (h, h.hash(kind), false)));
         let mut blocks = Vec::new();
-        for (hash, is_main) in main.iter().map(|h| (*h, true)).chain(side.iter().map(|h| (*h, false))) {
-            let header = match sh.chain.read().tree().get(&hash) {
-                Some(e) => e.header,
-                None => continue,
-            };
+        for (header, hash, is_main) in headers {
             let body = data::block(sh, &hash)?;
             let txs = body
                 .as_ref()
@@ -516,7 +525,7 @@ pub async fn tx(State(s): State<ApiState>, id: Result<Path<String>, PathRejectio
         }
         let (place_text, place_class, block, confirmations, height) = match &place {
             Place::Pooled { .. } => ("in the mempool".to_string(), "pooled", None, None, None),
-            Place::Confirmed { height, block, .. } => {
+            Place::Confirmed { height, block } => {
                 let tip = sh.chain.read().tip_height();
                 (
                     format!("confirmed at height {height}"),
@@ -757,18 +766,16 @@ pub async fn mempool(State(s): State<ApiState>, q: QueryPairs) -> Response {
         let buckets =
             fee_buckets(snap.iter().map(|e| u64::try_from(rate(e.fee.get(), e.size)).unwrap_or(u64::MAX)));
         // Newest first: the page's entries by admission order, without sorting the pool.
-        let mut order: Vec<(u64, usize)> = snap.iter().enumerate().map(|(i, e)| (e.seq, i)).collect();
+        let mut order: Vec<_> = snap.iter().collect();
         let want = page * MEMPOOL_PAGE;
         if want < order.len() {
-            order.select_nth_unstable_by(want, |a, b| b.0.cmp(&a.0));
+            order.select_nth_unstable_by_key(want, |e| std::cmp::Reverse(e.seq));
             order.truncate(want);
         }
-        order.sort_unstable_by_key(|x| std::cmp::Reverse(x.0));
-        let picked: Vec<usize> = order.iter().skip((page - 1) * MEMPOOL_PAGE).map(|x| x.1).collect();
-        let all: Vec<_> = snap.iter().collect();
-        let entries = picked
+        order.sort_unstable_by_key(|e| std::cmp::Reverse(e.seq));
+        let entries = order
             .into_iter()
-            .filter_map(|i| all.get(i))
+            .skip((page - 1) * MEMPOOL_PAGE)
             .map(|e| PoolRow {
                 txid: e.txid.to_string(),
                 kind: e.tx.kind.name(),
@@ -977,7 +984,7 @@ pub async fn search(State(s): State<ApiState>, q: QueryPairs) -> Response {
     .await;
     match target {
         Ok(Ok(to)) => secure(Redirect::to(&to).into_response()),
-        Ok(Err(e)) => error_page(e.status, e.title, e.message),
+        Ok(Err(e)) => e.page(),
         Err(_) => error_page(StatusCode::SERVICE_UNAVAILABLE, "Unavailable", "the node is stopping".into()),
     }
 }

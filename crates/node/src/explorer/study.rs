@@ -16,10 +16,10 @@ use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::{IntoResponse, Response};
 use pulldown_cmark::{CowStr, Event, Options, Parser, Tag};
 
-use super::pages::error_page;
+use super::pages::{blocking, error_page, PageError};
 use super::secure;
 use crate::api::ApiState;
 
@@ -110,9 +110,8 @@ pub async fn page(
     q: Result<Query<Vec<(String, String)>>, QueryRejection>,
 ) -> Response {
     let sub = q.ok().and_then(|Query(p)| p.into_iter().find(|(k, _)| k == "sub").map(|(_, v)| v));
-    let root = s.shared.cfg.explorer.study_dir.clone();
-    let built = tokio::task::spawn_blocking(move || -> Result<StudyPage, (StatusCode, String)> {
-        let Some(root) = root else {
+    blocking(s, move |sh| {
+        let Some(root) = sh.cfg.explorer.study_dir.clone() else {
             return Ok(StudyPage {
                 title: "Study".into(),
                 nav: "study",
@@ -126,19 +125,19 @@ pub async fn page(
             None => root.clone(),
             Some(name) => inside(&root, name)
                 .filter(|d| d.join("report.md").is_file())
-                .ok_or((StatusCode::NOT_FOUND, format!("no report {name:?} in the study directory")))?,
+                .ok_or_else(|| PageError::not_found(format!("no report {name:?} in the study directory")))?,
         };
         let path = dir.join("report.md");
         let report = match std::fs::metadata(&path) {
             Ok(m) if m.len() > MAX_REPORT_BYTES as u64 => {
-                return Err((
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    format!("{}: over {MAX_REPORT_BYTES} bytes", path.display()),
-                ))
+                return Err(PageError::unavailable(format!(
+                    "{}: over {MAX_REPORT_BYTES} bytes",
+                    path.display()
+                )))
             }
             Ok(_) => {
                 let md = std::fs::read_to_string(&path)
-                    .map_err(|e| (StatusCode::SERVICE_UNAVAILABLE, format!("{}: {e}", path.display())))?;
+                    .map_err(|e| PageError::unavailable(format!("{}: {e}", path.display())))?;
                 let base = match &sub {
                     None => FILES.to_string(),
                     Some(n) => format!("{FILES}{n}/"),
@@ -159,17 +158,7 @@ pub async fn page(
             sub,
         })
     })
-    .await;
-    match built {
-        Ok(Ok(p)) => match p.render() {
-            Ok(body) => secure(Html(body).into_response()),
-            Err(e) => error_page(StatusCode::SERVICE_UNAVAILABLE, "Unavailable", format!("rendering: {e}")),
-        },
-        Ok(Err((status, msg))) => {
-            error_page(status, if status == StatusCode::NOT_FOUND { "Not found" } else { "Unavailable" }, msg)
-        }
-        Err(_) => error_page(StatusCode::SERVICE_UNAVAILABLE, "Unavailable", "the node is stopping".into()),
-    }
+    .await
 }
 
 /// `GET /explorer/study/files/{*path}`: a CSV, SVG or Markdown file of the served directory.

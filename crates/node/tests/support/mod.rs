@@ -10,7 +10,7 @@ use scalechain_consensus::{genesis_block, Apps, Params};
 use scalechain_node::{NodeConfig, NodeInfo};
 use scalechain_p2p::msg::Role;
 use scalechain_types::codec::Encode;
-use scalechain_types::{Amount, HashKind, OutPoint, Tx, TxIn, TxKind, TxOut, Witness};
+use scalechain_types::{Amount, Hash, HashKind, OutPoint, Tx, TxIn, TxKind, TxOut, Witness};
 
 /// A node running in this process.
 pub struct Node {
@@ -126,26 +126,34 @@ pub fn transfers(range: std::ops::Range<u32>) -> Vec<(String, String)> {
 pub fn transfers_with(range: std::ops::Range<u32>, data: &[u8]) -> Vec<(String, String)> {
     let p = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
     let genesis = genesis_block(&p);
-    let chain_id = genesis.hash(p.hash);
-    let premine = genesis.txs[0].txid(p.hash);
+    let (chain_id, premine) = (genesis.hash(p.hash), genesis.txs[0].txid(p.hash));
     range
-        .map(|i| {
-            let key = devnet_premine_key(SigMode::Ed25519, u64::from(i));
-            let out = p.premine[i as usize];
-            let mut tx = Tx {
-                version: 1,
-                kind: TxKind::TRANSFER,
-                inputs: vec![TxIn {
-                    prev: OutPoint { txid: premine, index: i },
-                    witness: Witness { pubkey: key.public(), signature: [0; 64] },
-                }],
-                outputs: vec![TxOut { value: Amount::new(out.value.get() - 2_000).unwrap(), lock: out.lock }],
-                data: data.to_vec(),
-            };
-            tx.sign_inputs_with(p.hash, &chain_id, &key);
-            (tx.txid(p.hash).to_string(), hex::encode(tx.encode()))
-        })
+        .map(|i| premine_key_transfer(&p, &chain_id, i, OutPoint { txid: premine, index: i }, 2_000, data))
         .collect()
+}
+
+/// A transfer of `prev` on the chain `chain_id` of `p`, spent with premine key `i`, to that
+/// key's own premine lock: premine output `i`'s value less `fee_below`, carrying `data`;
+/// (txid, hex).
+fn premine_key_transfer(
+    p: &Params,
+    chain_id: &Hash,
+    i: u32,
+    prev: OutPoint,
+    fee_below: u64,
+    data: &[u8],
+) -> (String, String) {
+    let key = devnet_premine_key(SigMode::Ed25519, u64::from(i));
+    let out = p.premine[i as usize];
+    let mut tx = Tx {
+        version: 1,
+        kind: TxKind::TRANSFER,
+        inputs: vec![TxIn { prev, witness: Witness { pubkey: key.public(), signature: [0; 64] } }],
+        outputs: vec![TxOut { value: Amount::new(out.value.get() - fee_below).unwrap(), lock: out.lock }],
+        data: data.to_vec(),
+    };
+    tx.sign_inputs_with(p.hash, chain_id, &key);
+    (tx.txid(p.hash).to_string(), hex::encode(tx.encode()))
 }
 
 /// A transfer of output 0 of `txid` (a transfer of premine output 0, as [`transfers`] makes)
@@ -153,18 +161,5 @@ pub fn transfers_with(range: std::ops::Range<u32>, data: &[u8]) -> Vec<(String, 
 pub fn spend_first_output(txid: &str, data: &[u8]) -> (String, String) {
     let p = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
     let chain_id = genesis_block(&p).hash(p.hash);
-    let key = devnet_premine_key(SigMode::Ed25519, 0);
-    let out = p.premine[0];
-    let mut tx = Tx {
-        version: 1,
-        kind: TxKind::TRANSFER,
-        inputs: vec![TxIn {
-            prev: OutPoint { txid: txid.parse().unwrap(), index: 0 },
-            witness: Witness { pubkey: key.public(), signature: [0; 64] },
-        }],
-        outputs: vec![TxOut { value: Amount::new(out.value.get() - 4_000).unwrap(), lock: out.lock }],
-        data: data.to_vec(),
-    };
-    tx.sign_inputs_with(p.hash, &chain_id, &key);
-    (tx.txid(p.hash).to_string(), hex::encode(tx.encode()))
+    premine_key_transfer(&p, &chain_id, 0, OutPoint { txid: txid.parse().unwrap(), index: 0 }, 4_000, data)
 }
