@@ -275,10 +275,8 @@ async fn status(State(s): State<ApiState>) -> Json<Status> {
 
 /// The node at a glance (`GET /status`, and the explorer's).
 pub(crate) fn status_of(sh: &Shared) -> Status {
-    let (height, tip, orphans) = {
-        let c = sh.chain.read();
-        (c.tip_height(), c.tip(), c.orphan_count())
-    };
+    // Published by the block worker: no wait behind a block being validated or committed.
+    let ((height, tip), orphans) = (sh.replica.tip(), sh.replica.orphan_blocks());
     Status {
         chain_id: sh.chain_id,
         role: sh.role().name().into(),
@@ -297,8 +295,8 @@ pub(crate) fn status_of(sh: &Shared) -> Status {
 /// The tip.
 #[utoipa::path(get, path = "/tip", responses((status = 200, body = Tip)))]
 async fn tip(State(s): State<ApiState>) -> Json<Tip> {
-    let c = s.shared.chain.read();
-    Json(Tip { height: c.tip_height(), hash: c.tip() })
+    let (height, hash) = s.shared.replica.tip();
+    Json(Tip { height, hash })
 }
 
 /// Connected peers.

@@ -1,7 +1,7 @@
 //! Block acceptance: the chain's only write, with the mempool brought up to date before the
 //! write lock is released.
 
-use scalechain_chain::{Accepted, ChainError, ChainStore};
+use scalechain_chain::{Accepted, Chain, ChainError, ChainStore};
 use scalechain_mempool::{Removed, ReorgOutcome};
 use std::sync::Arc;
 
@@ -69,9 +69,15 @@ impl<S: ChainStore> Replica<S> {
     /// block: orphans waiting for it connect in the same call, and a block stored on a side
     /// branch can make that branch win through them.
     pub fn accept_block(&self, block: Block, now_ms: u64) -> BlockOutcome {
+        let mut chain = self.chain.write();
+        let out = self.accept_locked(&mut chain, block, now_ms);
+        self.publish(&chain);
+        out
+    }
+
+    fn accept_locked(&self, chain: &mut Chain<S>, block: Block, now_ms: u64) -> BlockOutcome {
         let hash = block.header.hash(self.params.hash);
         let height = block.header.height;
-        let mut chain = self.chain.write();
         let (old_height, old_tip) = (chain.tip_height(), chain.tip());
         // Kept for the mempool if the block connects (one copy, moved out below).
         let mut kept = Some(block.clone());

@@ -2,7 +2,9 @@
 //!
 //! A [`Replica`] holds the chain behind a read-write lock (readers: the API, admission, the
 //! miner, the peer protocol's [`ChainView`]; one writer: block acceptance) and the mempool, and
-//! offers the steps a node takes on them:
+//! offers the steps a node takes on them. The tip is also published outside the lock after each
+//! block ([`Replica::tip`]), so the peer protocol and the API learn it without waiting for a
+//! block's validation and commit. The steps:
 //!
 //! - [`Replica::accept_block`]: accept a block and, before the chain's write lock is released,
 //!   take confirmed and conflicting transactions out of the mempool and re-admit a
@@ -29,7 +31,7 @@ mod view;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use scalechain_chain::{Chain, ChainStore};
 use scalechain_consensus::{Params, TxRule};
 use scalechain_mempool::{Admitted, Mempool, MempoolConfig, MempoolError, OrphanSource, TxVerdict};
@@ -53,6 +55,24 @@ pub struct Replica<S: ChainStore> {
     pub chain: RwLock<Chain<S>>,
     /// The mempool (lock-free reads).
     pub mempool: Arc<Mempool>,
+    /// The tip and the count of blocks waiting for their parent, as of the last block
+    /// accepted: set under the chain's write lock, read without the chain's lock, so the peer
+    /// protocol and the API never wait for a block's validation and commit to learn the tip.
+    published: Mutex<Published>,
+}
+
+/// What [`Replica`] publishes after each block ([`Replica::tip`], [`Replica::orphan_blocks`]).
+#[derive(Clone, Copy, Debug)]
+struct Published {
+    height: u64,
+    tip: Hash,
+    orphans: usize,
+}
+
+impl Published {
+    fn of<S: ChainStore>(c: &Chain<S>) -> Published {
+        Published { height: c.tip_height(), tip: c.tip(), orphans: c.orphan_count() }
+    }
 }
 
 /// The pipeline's verdicts on one batch.
@@ -101,7 +121,13 @@ impl<S: ChainStore> Replica<S> {
         let chain_id = chain.chain_id();
         let mempool = Arc::new(Mempool::new(params.hash, mempool));
         chain.set_sig_cache(Some(mempool.sig_cache()));
-        Replica { params, chain_id, chain: RwLock::new(chain), mempool }
+        let published = Mutex::new(Published::of(&chain));
+        Replica { params, chain_id, chain: RwLock::new(chain), mempool, published }
+    }
+
+    /// Publishes `chain`'s tip; called by the writer before it releases the write lock.
+    fn publish(&self, chain: &Chain<S>) {
+        *self.published.lock() = Published::of(chain);
     }
 
     /// The chain, for a restart on the same store (the mempool is dropped, as a process's is).
@@ -112,9 +138,18 @@ impl<S: ChainStore> Replica<S> {
     }
 
     /// Height and hash of the tip.
+    ///
+    /// Read without the chain's lock: a block being validated or committed does not make the
+    /// caller wait (the tip is the one before it until it is accepted).
     pub fn tip(&self) -> (u64, Hash) {
-        let c = self.chain.read();
-        (c.tip_height(), c.tip())
+        let p = *self.published.lock();
+        (p.height, p.tip)
+    }
+
+    /// Blocks held until their parent comes, as of the last block accepted (read as
+    /// [`Replica::tip`] is).
+    pub fn orphan_blocks(&self) -> usize {
+        self.published.lock().orphans
     }
 
     /// Judges transactions against the tip (under the chain's read lock, so no block connects

@@ -131,10 +131,34 @@ fn orphans_connected_by_their_parent_take_their_transactions_out_too() {
     let o = a.accept_block(b2.clone(), t0() + 2000);
     assert_eq!((o.verdict(), o.new_tip), (BlockVerdict::Orphan, None));
     assert_eq!(a.mempool.len(), 2);
+    assert_eq!((a.tip().0, a.orphan_blocks()), (0, 1), "an orphan is published though the tip stays");
     let o = a.accept_block(b1, t0() + 2000);
     assert_eq!(o.verdict(), BlockVerdict::Connected);
     assert_eq!((o.new_tip, o.connected, o.removed.confirmed), (Some(b.tip()), 2, 2));
     assert!(a.mempool.is_empty(), "the orphan's transaction left the mempool too");
+    assert_eq!(a.orphan_blocks(), 0);
+}
+
+#[test]
+fn the_tip_is_read_without_waiting_for_the_chain_lock() {
+    let r = replica(1);
+    let b1 = mine(&r, t0() + 1000);
+    let h1 = b1.header.hash(HashKind::Sha256);
+    r.accept_block(b1, t0() + 1000);
+    let c = r.chain.read();
+    assert_eq!(r.tip(), (c.tip_height(), c.tip()));
+    assert_eq!(r.tip(), (1, h1));
+    drop(c);
+    // The block worker holds the write lock while it validates and commits: the peer
+    // protocol's and the API's reads of the tip must not wait for it.
+    let guard = r.chain.write();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::scope(|s| {
+        s.spawn(|| tx.send(r.tip()).unwrap());
+        let got = rx.recv_timeout(std::time::Duration::from_secs(10));
+        drop(guard);
+        assert_eq!(got.ok(), Some((1, h1)), "tip() waited for the write lock");
+    });
 }
 
 #[test]
