@@ -272,8 +272,17 @@ fn writable_store(data_dir: &Path) -> Result<DiskStore, Fail> {
     Ok(DiskStore::open(&store_dir)?)
 }
 
+/// The version line: the package version and the crypto backends this CPU runs
+/// (`scalechain 0.1.0 (ed25519 avx512ifma, sha256 sha-ni)`).
+fn version() -> &'static str {
+    let v = format!("{} ({})", env!("CARGO_PKG_VERSION"), scalechain_types::keys::backends());
+    Box::leak(v.into_boxed_str())
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    use clap::{CommandFactory, FromArgMatches};
+    let matches = Cli::command().version(version()).get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let r = match cli.cmd {
         Cmd::Simulate { data_dir, blocks, txs_per_block, hash, sig, seed, verify_mode } => {
             simulate(&data_dir, blocks, txs_per_block, hash, sig, seed, verify_mode)

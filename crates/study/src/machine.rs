@@ -14,6 +14,9 @@ pub struct Machine {
     pub flags: Vec<String>,
     /// `portable` or `native`, perhaps with ` soft-sha256` (see [`build`]).
     pub build: &'static str,
+    /// The Ed25519 and SHA-256 backends selected on this CPU
+    /// ([`scalechain_types::keys::backends`]).
+    pub backends: String,
     /// Commit the binary was built from.
     pub commit: &'static str,
     /// 1-minute load average when the run started.
@@ -82,6 +85,7 @@ impl Machine {
             cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             flags,
             build: build(),
+            backends: scalechain_types::keys::backends(),
             commit: commit(),
             load_start: load_average(),
         }
@@ -96,6 +100,7 @@ impl Machine {
         let _ = writeln!(s, "| logical cores | {} |", self.cores);
         let _ = writeln!(s, "| flags | {} |", self.flags.join(" "));
         let _ = writeln!(s, "| build | {} |", self.build);
+        let _ = writeln!(s, "| backends (run time) | {} |", self.backends);
         let _ = writeln!(s, "| commit | `{}` |", self.commit);
         let _ = writeln!(
             s,

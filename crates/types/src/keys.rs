@@ -267,9 +267,81 @@ pub fn verify_ed25519_batch<R: rand_core::CryptoRng>(
     v.verify(rng).map_err(|_| SigError::Invalid)
 }
 
+/// The Ed25519 arithmetic backend curve25519-dalek selects on this CPU, as it selects it:
+/// `avx512ifma` when the build compiled that backend (the workspace's `.cargo/config.toml`
+/// sets `--cfg curve25519_dalek_backend="avx512"`; `-C target-cpu=native` on an IFMA CPU does
+/// too) and the CPU has AVX-512 IFMA and VL; else `avx2` when the CPU has AVX2; else `serial`.
+/// The choice is made at run time, so one binary runs on every x86-64 CPU.
+pub fn ed25519_backend() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let compiled_avx512 = cfg!(curve25519_dalek_backend = "avx512")
+            || (cfg!(target_feature = "avx512ifma") && cfg!(target_feature = "avx512vl"));
+        let forced_serial =
+            cfg!(curve25519_dalek_backend = "serial") || cfg!(curve25519_dalek_backend = "fiat");
+        if compiled_avx512
+            && std::arch::is_x86_feature_detected!("avx512ifma")
+            && std::arch::is_x86_feature_detected!("avx512vl")
+        {
+            return "avx512ifma";
+        }
+        if !forced_serial && std::arch::is_x86_feature_detected!("avx2") {
+            return "avx2";
+        }
+    }
+    "serial"
+}
+
+/// The SHA-256 backend the `sha2` crate selects on this CPU: `sha-ni` (x86 SHA extensions,
+/// detected at run time) unless the build chose the portable code (`--cfg sha2_backend="soft"`),
+/// else `soft`.
+pub fn sha256_backend() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if !cfg!(sha2_backend = "soft") && std::arch::is_x86_feature_detected!("sha") {
+            return "sha-ni";
+        }
+    }
+    "soft"
+}
+
+/// Both backends in one phrase, for `--version` and the study's reports:
+/// `ed25519 avx512ifma, sha256 sha-ni`.
+pub fn backends() -> String {
+    format!("ed25519 {}, sha256 {}", ed25519_backend(), sha256_backend())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_backends_named_are_those_the_cpu_and_build_allow() {
+        let ed = ed25519_backend();
+        assert!(["avx512ifma", "avx2", "serial"].contains(&ed), "{ed}");
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::is_x86_feature_detected as has;
+            let ifma_cpu = has!("avx512ifma") && has!("avx512vl");
+            assert!(ed != "avx512ifma" || ifma_cpu);
+            assert!(ed != "avx2" || has!("avx2"));
+            // The workspace builds the IFMA backend in (`.cargo/config.toml`), so a CPU with
+            // IFMA gets it. CI's portable run (RUSTFLAGS set, which replaces the config's
+            // flags) says what it expects instead.
+            let expected = std::env::var("SCALECHAIN_EXPECT_ED25519").unwrap_or_else(|_| {
+                (if ifma_cpu {
+                    "avx512ifma"
+                } else if has!("avx2") {
+                    "avx2"
+                } else {
+                    "serial"
+                })
+                .to_string()
+            });
+            assert_eq!(ed, expected, "the Ed25519 backend this build selects");
+        }
+        assert!(backends().starts_with(&format!("ed25519 {ed}, sha256 ")));
+    }
 
     #[test]
     fn sign_verify_both_schemes() {

@@ -292,7 +292,8 @@ impl Summary {
         if let (Some(bound), Some(per)) = (self.sig_bound_us, self.us_per_tx_per_validator()) {
             let _ = writeln!(
                 t,
-                "  signature bound {bound:.1} µs per batched Ed25519 check (one core, this build); each validating node {per:.1} µs per tx = {:.2}× the bound",
+                "  signature bound {bound:.1} µs per batched Ed25519 check (one core, this build: {}); each validating node {per:.1} µs per tx = {:.2}× the bound",
+                scalechain_types::keys::ed25519_backend(),
                 per / bound
             );
         }
@@ -365,6 +366,7 @@ impl Summary {
                 "us_per_tx_per_validating_node": self.us_per_tx_per_validator().map(|x| round_to(x, 10.0)),
                 "signature_bound_us": self.sig_bound_us.map(|x| round_to(x, 100.0)),
                 "ratio_to_bound": self.sig_bound_us.zip(self.us_per_tx_per_validator()).map(|(b, v)| round_to(v / b, 100.0)),
+                "ed25519_backend": scalechain_types::keys::ed25519_backend(),
                 "seconds": seconds,
             },
         })
@@ -469,6 +471,7 @@ mod tests {
     fn the_summary_text_and_json_keep_their_lines_and_keys() {
         let s = summary();
         let tip = "ab".repeat(32);
+        let ed = scalechain_types::keys::ed25519_backend();
         assert_eq!(
             s.text(),
             format!(
@@ -479,7 +482,7 @@ mod tests {
                  \x20 confirmed 600  in 5.0 s  = 119 TPS\n\
                  \x20 latency ms  p50 812  p95 1491  p99 1602\n\
                  \x20 CPU over 5.0 s: 0.61 cores busy, 5132 µs per confirmed tx (bootstrap 0.1 s, peer0 2.5 s, devnet 0.5 s)\n\
-                 \x20 signature bound 40.0 µs per batched Ed25519 check (one core, this build); each validating node 4093.3 µs per tx = 102.33× the bound\n\
+                 \x20 signature bound 40.0 µs per batched Ed25519 check (one core, this build: {ed}); each validating node 4093.3 µs per tx = 102.33× the bound\n\
                  \x20 accepted 600: confirmed 599, pooled 0, removed 1 (evicted 1), lost 0\n\
                  \x20 resident MiB at 0 s: peer0 20; at 5 s: peer0 16\n\
                  \x20 converged: true\n"
@@ -523,6 +526,7 @@ mod tests {
             (&json!(40.0), &json!(4093.3), &json!(102.33)),
             "only peers and miners are validating nodes"
         );
+        assert_eq!(j["cpu"]["ed25519_backend"], json!(scalechain_types::keys::ed25519_backend()));
         let unsigned = Summary { sig_bound_us: None, ..summary() };
         assert!(
             !unsigned.text().contains("signature bound")
