@@ -140,6 +140,8 @@ pub struct Chain<S: ChainStore> {
     store: S,
     orphans: OrphanPool,
     sig_cache: Option<Arc<dyn SigCache + Send>>,
+    /// Why the last UTXO snapshot failed, until taken.
+    snapshot_failure: Option<String>,
 }
 
 impl<S: ChainStore> Chain<S> {
@@ -220,6 +222,7 @@ impl<S: ChainStore> Chain<S> {
             orphans: OrphanPool::new(MAX_ORPHANS),
             params,
             sig_cache: None,
+            snapshot_failure: None,
         };
         // A data directory written before the txid index existed: build it once, now.
         if !chain.store.txindex_ready()? {
@@ -231,6 +234,12 @@ impl<S: ChainStore> Chain<S> {
         // count as known and never be connected when they arrive again.
         chain.activate_best(None)?;
         Ok(chain)
+    }
+
+    /// Why the store's last UTXO snapshot failed, if it did since the last call (the block
+    /// that triggered it stayed connected; the store tries again after more changes).
+    pub fn take_snapshot_failure(&mut self) -> Option<String> {
+        self.snapshot_failure.take()
     }
 
     /// Rebuilds the store's txid index from the main-chain blocks (one read of every block) and
@@ -609,6 +618,16 @@ impl<S: ChainStore> Chain<S> {
         apply_to_memory(&mut self.utxos, &mut self.by_owner, &mut self.app_state, &changes, &app_writes);
         self.main.truncate(fork_height as usize + 1);
         self.main.extend(connected.iter().map(|(_, h, _)| *h));
+        // A store that keeps the set as a snapshot plus the blocks since: a new snapshot now
+        // and then bounds what opening replays.
+        // A failed snapshot loses nothing (the previous one and the blocks since stay in
+        // force): the block stays connected, and the failure is reported
+        // (`take_snapshot_failure`).
+        if self.store.snapshot_due(self.utxos.len() as u64) {
+            if let Err(e) = self.store.snapshot_utxos(new_tip, new_height, &self.utxos) {
+                self.snapshot_failure = Some(e.to_string());
+            }
+        }
         let reorg = Reorg {
             fork,
             disconnected: to_disconnect,

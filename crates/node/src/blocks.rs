@@ -67,6 +67,9 @@ pub fn accept(shared: &Shared, block: Block, origin: BlockOrigin<PeerId>) -> Out
         let _s = scalechain_types::profile::span("block.accept");
         shared.replica.accept_block(block, now_ms())
     };
+    if let Some(why) = &outcome.snapshot_failure {
+        tracing::warn!("the store's UTXO snapshot failed (nothing lost; tried again later): {why}");
+    }
     let at = arrivals::now_us();
     if matches!(outcome.result, Ok(Accepted::Connected(_) | Accepted::SideBranch | Accepted::Orphan)) {
         let via = match &origin {

@@ -31,6 +31,9 @@ pub struct BlockOutcome {
     /// Orphan transactions admitted because the connected blocks confirmed their parents
     /// (parents first). Nobody relayed them yet: the caller publishes them.
     pub released: Vec<Arc<Tx>>,
+    /// Why the store's UTXO snapshot failed while this block was accepted, if it did (nothing
+    /// was lost: the block stays connected; the caller reports it).
+    pub snapshot_failure: Option<String>,
 }
 
 impl BlockOutcome {
@@ -70,7 +73,8 @@ impl<S: ChainStore> Replica<S> {
     /// branch can make that branch win through them.
     pub fn accept_block(&self, block: Block, now_ms: u64) -> BlockOutcome {
         let mut chain = self.chain.write();
-        let out = self.accept_locked(&mut chain, block, now_ms);
+        let mut out = self.accept_locked(&mut chain, block, now_ms);
+        out.snapshot_failure = chain.take_snapshot_failure();
         self.publish(&chain);
         out
     }
@@ -92,6 +96,7 @@ impl<S: ChainStore> Replica<S> {
             removed: Removed::default(),
             reorg: ReorgOutcome::default(),
             released: Vec::new(),
+            snapshot_failure: None,
         };
         if chain.tip() == old_tip {
             return out;

@@ -13,7 +13,8 @@
 //! | `headers` | block hash                            | 124-byte header encoding           |
 //! | `undo`    | block hash                            | `BlockUndo` encoding               |
 //! | `heights` | height, `u64` **big**-endian (sorted) | main-chain block hash              |
-//! | `utxos`   | 36-byte outpoint encoding             | 50-byte coin encoding              |
+//! | `meta`    | `utxo_snapshot`                       | block hash, height `u64` LE, count `u64` LE, total `u128` LE |
+//! | `utxos`   | commit sequence number, `u64` **big**-endian | that commit's UTXO changes (`UtxoLog`) |
 //! | `app`     | application key                       | application value                  |
 //! | `txids`   | txid                                  | [`TxLocation`] (44 bytes)          |
 //!
@@ -25,8 +26,16 @@
 //! instead of opening short. A directory written before markers has neither, and gets both at
 //! its next commit.
 //!
+//! The UTXO set is the snapshot file `meta`'s `utxo_snapshot` names (see [`crate::snapshot`];
+//! `utxos-<block hash>.snap` beside the database) plus the log in `utxos`: one record per commit
+//! since the snapshot, applied in order on load. A snapshot removes the records it covers in the
+//! synced batch that records it.
+//!
 //! Version 1 had no `txids` keyspace. Such a directory opens with the index marked not ready;
-//! [`ChainStore::rebuild_txindex`] fills it and writes `format_version` 2 in the same batch.
+//! [`ChainStore::rebuild_txindex`] fills it and writes `format_version` 3 in the same batch.
+//! Versions 1 and 2 kept one `utxos` entry per output (36-byte outpoint → 50-byte coin); opening
+//! one converts it: the set becomes the snapshot of its tip and the entries go, in one synced
+//! commit (version 2 becomes 3; version 1 stays 1 until its index is built).
 //!
 //! A store holds a chain exactly when `meta` holds `chain_id`; `init` writes it together with
 //! everything else in one batch.
@@ -41,15 +50,56 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, OwnedWriteBatch, PersistMode, Readable};
-use scalechain_consensus::{BlockUndo, Coin};
-use scalechain_types::codec::{Decode, Encode};
+use scalechain_consensus::{BlockUndo, Coin, UtxoSet};
+use scalechain_types::codec::{put_count, Decode, DecodeError, Encode, Reader};
 use scalechain_types::{Block, Hash, Header, OutPoint};
 
 use crate::mem::{check_commit, check_totals, check_value_len, main_chain_from, no_chain};
+use crate::snapshot::{self, SnapshotMeta};
 use crate::{archive, marker};
 use crate::{ChainStore, Commit, StoreError, StoredState, TxLocation, FORMAT_VERSION, OLDEST_FORMAT_VERSION};
+
+/// A commit's UTXO changes, as the `utxos` keyspace logs them (format 3): removals, then
+/// additions, applied in that order.
+struct UtxoLog {
+    remove: Vec<OutPoint>,
+    add: Vec<(OutPoint, Coin)>,
+}
+
+impl Encode for UtxoLog {
+    fn encode_to(&self, out: &mut Vec<u8>) {
+        out.reserve(8 + self.remove.len() * 36 + self.add.len() * (36 + Coin::LEN));
+        put_count(out, self.remove.len());
+        for op in &self.remove {
+            op.encode_to(out);
+        }
+        put_count(out, self.add.len());
+        for (op, c) in &self.add {
+            op.encode_to(out);
+            c.encode_to(out);
+        }
+    }
+}
+
+impl Decode for UtxoLog {
+    const MIN_LEN: usize = 2;
+    fn decode_from(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        let n = r.count("utxo_log.remove", 36)?;
+        let mut remove = Vec::with_capacity(n);
+        for _ in 0..n {
+            remove.push(OutPoint::decode_from(r)?);
+        }
+        let n = r.count("utxo_log.add", 36 + Coin::LEN)?;
+        let mut add = Vec::with_capacity(n);
+        for _ in 0..n {
+            add.push((OutPoint::decode_from(r)?, Coin::decode_from(r)?));
+        }
+        Ok(UtxoLog { remove, add })
+    }
+}
 
 /// What a commit marker records, for messages.
 fn recorded(m: &marker::Mark) -> String {
@@ -80,6 +130,7 @@ mod meta {
     pub const UTXO_COUNT: &str = "utxo_count";
     pub const TOTAL_VALUE: &str = "total_value";
     pub const COMMIT_SEQ: &str = "commit_seq";
+    pub const UTXO_SNAPSHOT: &str = "utxo_snapshot";
 }
 
 /// An engine failure of the store in `path`: damage (a journal or table that fails its
@@ -168,7 +219,18 @@ pub struct DiskStore {
     poisoned: bool,
     /// Its memory bounds.
     mem: StoreMemory,
+    /// UTXO changes since the snapshot: those the last `load` replayed, plus those committed
+    /// since.
+    pending_changes: AtomicU64,
+    /// Changes after which a snapshot is due, if set ([`DiskStore::set_snapshot_every`]);
+    /// else the default rule of [`DiskStore::snapshot_due`].
+    snapshot_every: Option<u64>,
 }
+
+/// UTXO changes after which a snapshot is due by default: with the rule "and at least half the
+/// set", a snapshot costs at most two sequential entry writes per change, and opening replays
+/// at most this many changes (or half the set).
+pub const SNAPSHOT_EVERY: u64 = 1 << 20;
 
 impl fmt::Debug for DiskStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -287,6 +349,8 @@ impl DiskStore {
             marker: marker::Writer::new(dir),
             poisoned: false,
             mem,
+            pending_changes: AtomicU64::new(0),
+            snapshot_every: None,
         };
         match store.meta.get(meta::FORMAT_VERSION).map_err(&engine)? {
             Some(v) => {
@@ -309,7 +373,78 @@ impl DiskStore {
         if let Some(m) = mark {
             store.check_mark(&m)?;
         }
+        if store.chain_id()?.is_some() && store.meta.get(meta::UTXO_SNAPSHOT).map_err(&engine)?.is_none() {
+            store.convert_utxos()?;
+        }
         Ok(store)
+    }
+
+    /// Makes a snapshot due after exactly this many UTXO changes (at least 1) instead of the
+    /// default rule, for tests and experiments.
+    pub fn set_snapshot_every(&mut self, changes: u64) {
+        self.snapshot_every = Some(changes.max(1));
+    }
+
+    /// Converts a directory of format 1 or 2 (the UTXO set as one entry per output): its set
+    /// becomes the snapshot of its tip and the entries go, in one synced commit. A version-2
+    /// directory becomes version 3; a version-1 one stays 1 until its txid index is built.
+    fn convert_utxos(&mut self) -> Result<(), StoreError> {
+        let Some(state) = self.load()? else { return Ok(()) };
+        let path = self.path.clone();
+        let engine = engine_at(&path);
+        let m = SnapshotMeta {
+            hash: state.tip,
+            height: state.tip_height,
+            count: state.utxos.len() as u64,
+            total: state.utxos.iter().map(|(_, c)| u128::from(c.out.value.get())).sum(),
+        };
+        self.write_snapshot_file(m, state.utxos.iter().copied())?;
+        let mut batch = self.db.batch();
+        for g in self.utxos.iter() {
+            batch.remove(&self.utxos, g.key().map_err(&engine)?);
+        }
+        batch.insert(&self.meta, meta::UTXO_SNAPSHOT, &m.to_bytes()[..]);
+        if !self.txindex_missing {
+            batch.insert(&self.meta, meta::FORMAT_VERSION, &FORMAT_VERSION.to_le_bytes()[..]);
+        }
+        self.write_commit(batch, state.chain_id, state.tip, state.tip_height)
+    }
+
+    /// Writes a snapshot file; a failure poisons nothing (the previous snapshot stays in force).
+    fn write_snapshot_file(
+        &self,
+        m: SnapshotMeta,
+        entries: impl Iterator<Item = (OutPoint, Coin)>,
+    ) -> Result<(), StoreError> {
+        snapshot::write(&self.path, m, entries).map_err(|e| {
+            StoreError::Engine(format!("{}: writing the UTXO snapshot: {e}", self.path.display()))
+        })
+    }
+
+    /// The UTXO set as of the committed tip: the snapshot, then the UTXO log's records (one
+    /// per commit since the snapshot) in commit order.
+    fn replay_utxos<R: Readable>(
+        &self,
+        snap: &R,
+        m: &SnapshotMeta,
+    ) -> Result<Vec<(OutPoint, Coin)>, StoreError> {
+        let mut set: HashMap<OutPoint, Coin> = snapshot::read(&self.path, m)?.into_iter().collect();
+        let mut changes = 0u64;
+        for g in snap.iter(&self.utxos) {
+            let (k, v) = g.into_inner().map_err(engine_at(&self.path))?;
+            let seq = u64::from_be_bytes(fixed(&k, "utxos: log key")?);
+            let rec = decode::<UtxoLog>(&v, || format!("utxos: log record of commit #{seq}"))?;
+            for op in &rec.remove {
+                set.remove(op);
+            }
+            set.extend(rec.add.iter().copied());
+            changes = changes.saturating_add((rec.remove.len() + rec.add.len()) as u64);
+        }
+        self.pending_changes.store(changes, Ordering::Relaxed);
+        // In the order of their encodings, as the set's entries were listed before format 3.
+        let mut utxos: Vec<(OutPoint, Coin)> = set.into_iter().collect();
+        utxos.sort_unstable_by_key(|(op, _)| op.encode());
+        Ok(utxos)
     }
 
     /// The database's last commit against the marker's record of it: the database may be ahead
@@ -410,7 +545,10 @@ impl DiskStore {
         for e in entries {
             let name = e.map_err(|e| fail("reading", from, e))?.file_name();
             let n = name.to_string_lossy();
-            if matches!(n.as_ref(), "version" | "lock" | "keyspaces" | marker::FILE) || n.ends_with(".jnl") {
+            if matches!(n.as_ref(), "version" | "lock" | "keyspaces" | marker::FILE)
+                || n.ends_with(".jnl")
+                || snapshot::is_snapshot_file(&n)
+            {
                 names.push(name);
             }
         }
@@ -525,22 +663,21 @@ impl DiskStore {
         Ok(())
     }
 
-    /// Stages the undo, UTXO and application changes of a commit. Each key is written once
-    /// (all items of a batch share one sequence number), with the effect of applying the
-    /// changes in order: undo entries, UTXO removes, UTXO adds, application writes; a later
-    /// write of the same key wins.
-    fn stage_changes(&self, batch: &mut OwnedWriteBatch, c: &Commit) -> Result<(), StoreError> {
+    /// Stages the UTXO log record (the commit's UTXO changes, keyed by the commit's sequence
+    /// number), and the undo, application and txid-index changes of a commit. Each key is
+    /// written once (all items of a batch share one sequence number), with the effect of
+    /// applying the changes in order; a later write of the same key wins.
+    fn stage_changes(&self, batch: &mut OwnedWriteBatch, c: &Commit, log: bool) -> Result<(), StoreError> {
+        if log && (!c.utxo_remove.is_empty() || !c.utxo_add.is_empty()) {
+            let log = UtxoLog { remove: c.utxo_remove.clone(), add: c.utxo_add.clone() }.encode();
+            check_value_len("UTXO log record", log.len())?;
+            batch.insert(&self.utxos, &(self.seq + 1).to_be_bytes()[..], log);
+        }
         let undo: BTreeMap<Hash, &BlockUndo> = c.undo.iter().map(|(h, u)| (*h, u)).collect();
         for (hash, u) in undo {
             let bytes = u.encode();
             check_value_len("undo data", bytes.len())?;
             batch.insert(&self.undo, &hash.0[..], bytes);
-        }
-        for (op, coin) in net_changes(&c.utxo_remove, &c.utxo_add) {
-            match coin {
-                Some(coin) => batch.insert(&self.utxos, op.encode(), coin.encode()),
-                None => batch.remove(&self.utxos, op.encode()),
-            }
         }
         let app: BTreeMap<&[u8], Option<&[u8]>> =
             c.app.iter().map(|(k, v)| (k.as_slice(), v.as_deref())).collect();
@@ -611,12 +748,28 @@ impl ChainStore for DiskStore {
             headers.push(decode::<Header>(&v, || format!("headers: entry {hash}"))?);
         }
 
-        let mut utxos = Vec::new();
-        for g in snap.iter(&self.utxos) {
-            let (k, v) = g.into_inner().map_err(engine_at(&self.path))?;
-            let op = decode::<OutPoint>(&k, || "utxos: key".into())?;
-            utxos.push((op, decode::<Coin>(&v, || format!("utxos: entry {op}"))?));
-        }
+        let utxos = match get(meta::UTXO_SNAPSHOT)? {
+            Some(v) => {
+                let m = SnapshotMeta::from_bytes(&v).ok_or_else(|| {
+                    StoreError::Corrupt(format!(
+                        "meta: `utxo_snapshot`: expected {} bytes, found {}",
+                        SnapshotMeta::LEN,
+                        v.len()
+                    ))
+                })?;
+                self.replay_utxos(&snap, &m)?
+            }
+            // A directory of format 1 or 2, until `open` converts it.
+            None => {
+                let mut utxos = Vec::new();
+                for g in snap.iter(&self.utxos) {
+                    let (k, v) = g.into_inner().map_err(engine_at(&self.path))?;
+                    let op = decode::<OutPoint>(&k, || "utxos: key".into())?;
+                    utxos.push((op, decode::<Coin>(&v, || format!("utxos: entry {op}"))?));
+                }
+                utxos
+            }
+        };
         check_totals(&utxos, utxo_count, total_value)?;
 
         let mut app = Vec::new();
@@ -641,13 +794,26 @@ impl ChainStore for DiskStore {
         }
         check_value_len("parameters", params.len())?;
         check_commit(first)?;
+        let utxos: HashMap<OutPoint, Coin> = net_changes(&first.utxo_remove, &first.utxo_add)
+            .into_iter()
+            .filter_map(|(op, c)| c.map(|c| (op, *c)))
+            .collect();
+        let m = SnapshotMeta {
+            hash: chain_id,
+            height: 0,
+            count: utxos.len() as u64,
+            total: utxos.values().map(|c| u128::from(c.out.value.get())).sum(),
+        };
+        self.write_snapshot_file(m, utxos.into_iter())?;
         let mut batch = self.db.batch();
         batch.insert(&self.meta, meta::FORMAT_VERSION, &FORMAT_VERSION.to_le_bytes()[..]);
+        batch.insert(&self.meta, meta::UTXO_SNAPSHOT, &m.to_bytes()[..]);
         batch.insert(&self.meta, meta::PARAMS, params);
         batch.insert(&self.meta, meta::CHAIN_ID, &chain_id.0[..]);
         self.stage_block(&mut batch, &chain_id, genesis)?;
         batch.insert(&self.heights, &height_key(0)[..], &chain_id.0[..]);
-        self.stage_changes(&mut batch, first)?;
+        // The genesis snapshot holds `first`'s UTXO changes.
+        self.stage_changes(&mut batch, first, false)?;
         self.stage_tip(&mut batch, &chain_id, 0, first);
         self.write_commit(batch, chain_id, chain_id, 0)
     }
@@ -705,9 +871,11 @@ impl ChainStore for DiskStore {
                 None => batch.remove(&self.heights, &height_key(height)[..]),
             }
         }
-        self.stage_changes(&mut batch, c)?;
+        self.stage_changes(&mut batch, c, true)?;
         self.stage_tip(&mut batch, &c.tip, c.tip_height, c);
-        self.write_commit(batch, chain_id, c.tip, c.tip_height)
+        self.write_commit(batch, chain_id, c.tip, c.tip_height)?;
+        self.pending_changes.fetch_add((c.utxo_remove.len() + c.utxo_add.len()) as u64, Ordering::Relaxed);
+        Ok(())
     }
 
     fn hash_at(&self, height: u64) -> Result<Option<Hash>, StoreError> {
@@ -757,6 +925,43 @@ impl ChainStore for DiskStore {
         batch.insert(&self.meta, meta::FORMAT_VERSION, &FORMAT_VERSION.to_le_bytes()[..]);
         self.write_commit(batch, chain_id, tip, tip_height)?;
         self.txindex_missing = false;
+        Ok(())
+    }
+
+    /// Due once the changes since the snapshot reach [`SNAPSHOT_EVERY`] and half the set (or
+    /// the number [`DiskStore::set_snapshot_every`] set).
+    fn snapshot_due(&self, utxo_count: u64) -> bool {
+        let every = self.snapshot_every.unwrap_or_else(|| SNAPSHOT_EVERY.max(utxo_count / 2));
+        self.pending_changes.load(Ordering::Relaxed) >= every
+    }
+
+    fn snapshot_utxos(&mut self, tip: Hash, height: u64, utxos: &UtxoSet) -> Result<(), StoreError> {
+        let _s = scalechain_types::profile::span("store.snapshot");
+        self.check_poisoned()?;
+        let Some(chain_id) = self.chain_id()? else {
+            return Err(no_chain());
+        };
+        let (committed, committed_height) = self.committed_tip()?;
+        if (committed, committed_height) != (tip, height) {
+            return Err(StoreError::Engine(format!(
+                "a UTXO snapshot of block {tip} at height {height}, but the committed tip is {committed} at {committed_height}"
+            )));
+        }
+        let m = SnapshotMeta { hash: tip, height, count: utxos.len() as u64, total: utxos.total_value() };
+        if let Err(e) = self.write_snapshot_file(m, utxos.iter()) {
+            // Tried again after another interval of changes, not at every commit.
+            self.pending_changes.store(0, Ordering::Relaxed);
+            return Err(e);
+        }
+        let mut batch = self.db.batch();
+        batch.insert(&self.meta, meta::UTXO_SNAPSHOT, &m.to_bytes()[..]);
+        for g in self.utxos.iter() {
+            batch.remove(&self.utxos, g.key().map_err(engine_at(&self.path))?);
+        }
+        self.write_commit(batch, chain_id, tip, height)?;
+        self.pending_changes.store(0, Ordering::Relaxed);
+        // Superseded files: leaving one behind costs disk, not correctness.
+        let _ = snapshot::remove_others(&self.path, &tip);
         Ok(())
     }
 }

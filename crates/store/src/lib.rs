@@ -29,19 +29,26 @@ mod archive;
 mod disk;
 pub mod marker;
 mod mem;
+mod snapshot;
 
 pub use disk::{DiskStore, StoreMemory, StoreMemoryUse};
 pub use mem::MemStore;
 
-use scalechain_consensus::{BlockUndo, Coin};
+use scalechain_consensus::{BlockUndo, Coin, UtxoSet};
 use scalechain_types::{Block, Hash, Header, OutPoint};
 
 /// The on-disk format version this code writes.
 ///
 /// Version 2 added the txid index. A version-1 directory still opens: its index is missing
 /// ([`ChainStore::txindex_ready`] answers false) until [`ChainStore::rebuild_txindex`] fills it
-/// and moves the directory to version 2, which the chain layer does once, when it opens one.
-pub const FORMAT_VERSION: u32 = 2;
+/// and moves the directory to the current version, which the chain layer does once, when it
+/// opens one.
+///
+/// Version 3 keeps the UTXO set in a snapshot file instead of an LSM entry per output: commits
+/// no longer write the set, [`ChainStore::load`] replays the blocks committed since the
+/// snapshot. An older directory is converted when it opens (its set written as the snapshot
+/// of its tip).
+pub const FORMAT_VERSION: u32 = 3;
 
 /// The oldest format version [`DiskStore`] opens (and upgrades).
 pub const OLDEST_FORMAT_VERSION: u32 = 1;
@@ -212,4 +219,21 @@ pub trait ChainStore: Send {
 
     /// Replaces the whole txid index with `entries` and marks it ready, atomically and durably.
     fn rebuild_txindex(&mut self, entries: &[(Hash, TxLocation)]) -> Result<(), StoreError>;
+
+    /// True if the store keeps the UTXO set as a snapshot plus the blocks since, and enough
+    /// has changed since its snapshot that [`snapshot_utxos`](Self::snapshot_utxos) should be
+    /// called; `utxo_count` is the set's size now. A store that writes the set at every
+    /// commit ([`MemStore`]) answers false.
+    fn snapshot_due(&self, utxo_count: u64) -> bool {
+        let _ = utxo_count;
+        false
+    }
+
+    /// Records `utxos`, the UTXO set as of the committed tip `tip` at `height`, as the
+    /// snapshot [`load`](Self::load) starts from, durably. Nothing else changes: a failure
+    /// leaves the previous snapshot in force.
+    fn snapshot_utxos(&mut self, tip: Hash, height: u64, utxos: &UtxoSet) -> Result<(), StoreError> {
+        let _ = (tip, height, utxos);
+        Ok(())
+    }
 }

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use scalechain_consensus::{BlockUndo, Coin};
+use scalechain_consensus::{BlockUndo, Coin, UtxoSet};
 use scalechain_store::{
     ChainStore, Commit, DiskStore, MemStore, StoreError, StoreMemory, StoredState, TxLocation, FORMAT_VERSION,
 };
@@ -278,6 +278,64 @@ fn suite_mem() {
 fn suite_disk() {
     let dir = tempfile::tempdir().unwrap();
     suite(DiskStore::open(&dir.path().join("db")).unwrap(), reopen_disk);
+}
+
+/// Closes and reopens a disk store after recording its UTXO set as a snapshot at its tip, so
+/// the reopened store starts from that snapshot and replays the log of later commits.
+fn snapshot_and_reopen(mut s: DiskStore) -> DiskStore {
+    let st = s.load().unwrap().unwrap();
+    let set: UtxoSet = st.utxos.iter().copied().collect();
+    s.snapshot_utxos(st.tip, st.tip_height, &set).unwrap();
+    assert!(!s.snapshot_due(0), "a snapshot clears the changes it covers");
+    let snaps = std::fs::read_dir(s.path())
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".snap"))
+        .count();
+    assert_eq!(snaps, 1, "superseded snapshot files are removed");
+    reopen_disk(s)
+}
+
+#[test]
+fn engines_agree_with_snapshots_between_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let mem = suite(MemStore::new(), |s| s);
+    let disk = suite(DiskStore::open(dir.path()).unwrap(), snapshot_and_reopen);
+    assert_eq!(mem.len(), disk.len());
+    for (m, d) in mem.iter().zip(&disk) {
+        assert_same(m, d);
+    }
+}
+
+#[test]
+fn disk_snapshots_fall_due_after_enough_changes_and_only_of_the_committed_tip() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = DiskStore::open(dir.path()).unwrap();
+    let (gid, g, first) = genesis();
+    s.init(PARAMS, &g, gid, &first).unwrap();
+    s.set_snapshot_every(3);
+    assert!(!s.snapshot_due(2));
+    let (b1, blk1) = block(1, gid, 0);
+    s.put_block(&b1, &blk1).unwrap();
+    let c = Commit {
+        tip: b1,
+        tip_height: 1,
+        main_chain: vec![(1, b1)],
+        undo: vec![(b1, BlockUndo::default())],
+        utxo_remove: vec![op(0)],
+        utxo_add: vec![(op(3), coin(20, 1)), (op(4), coin(30, 1))],
+        utxo_count: 3,
+        total_value: 75,
+        ..Commit::default()
+    };
+    s.commit(&c).unwrap();
+    assert!(s.snapshot_due(2), "three changes");
+    let set: UtxoSet = s.load().unwrap().unwrap().utxos.into_iter().collect();
+    assert!(s.snapshot_utxos(gid, 0, &set).is_err(), "only the committed tip's set is a snapshot");
+    // Loading replays the log: the count of changes since the snapshot survives a reopening.
+    let mut s = reopen_disk(s);
+    s.set_snapshot_every(3);
+    assert_eq!(utxo_map(&s.load().unwrap().unwrap()).len(), 3);
+    assert!(s.snapshot_due(2));
 }
 
 #[test]
