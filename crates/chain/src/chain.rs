@@ -711,21 +711,37 @@ fn changes_map(c: &Changes) -> HashMap<OutPoint, Option<Coin>> {
     m
 }
 
-/// Outpoints by owner: `(pubkey hash, outpoint)` pairs in one ordered set, so one owner's coins
-/// are a range. Built from the UTXO set when the chain opens (the set is loaded whole anyway)
-/// and changed with it, so it is never persisted.
+/// Outpoints by owner: per pubkey hash, that owner's outpoints in order (a hash lookup, then
+/// a set of that owner's coins only, so a change costs O(log k) in the owner's k coins, and
+/// compares outpoints, not owner and outpoint). Built from the UTXO set when the chain opens
+/// (the set is loaded whole anyway) and changed with it, so it is never persisted.
 #[derive(Debug, Default)]
-struct OwnerIndex(BTreeSet<(Hash, OutPoint)>);
+struct OwnerIndex(HashMap<Hash, BTreeSet<OutPoint>>);
 
 impl OwnerIndex {
     fn build(utxos: &[(OutPoint, Coin)]) -> OwnerIndex {
-        OwnerIndex(utxos.iter().map(|(op, c)| (c.out.lock.pubkey_hash, *op)).collect())
+        let mut ix = OwnerIndex::default();
+        for (op, c) in utxos {
+            ix.insert(c.out.lock.pubkey_hash, *op);
+        }
+        ix
+    }
+
+    fn insert(&mut self, owner: Hash, op: OutPoint) {
+        self.0.entry(owner).or_default().insert(op);
+    }
+
+    fn remove(&mut self, owner: &Hash, op: &OutPoint) {
+        if let Some(set) = self.0.get_mut(owner) {
+            set.remove(op);
+            if set.is_empty() {
+                self.0.remove(owner);
+            }
+        }
     }
 
     fn outpoints(&self, owner: &Hash) -> impl Iterator<Item = OutPoint> + '_ {
-        let lo = OutPoint { txid: Hash([0; 32]), index: 0 };
-        let hi = OutPoint { txid: Hash([0xff; 32]), index: u32::MAX };
-        self.0.range((*owner, lo)..=(*owner, hi)).map(|(_, op)| *op)
+        self.0.get(owner).into_iter().flat_map(|set| set.iter().copied())
     }
 }
 
@@ -738,11 +754,11 @@ fn apply_to_memory(
 ) {
     for (op, c) in changes {
         if let Some(old) = utxos.remove(op) {
-            by_owner.0.remove(&(old.out.lock.pubkey_hash, *op));
+            by_owner.remove(&old.out.lock.pubkey_hash, op);
         }
         if let Some(c) = c {
             utxos.insert(*op, *c);
-            by_owner.0.insert((c.out.lock.pubkey_hash, *op));
+            by_owner.insert(c.out.lock.pubkey_hash, *op);
         }
     }
     for (k, v) in app {
