@@ -47,6 +47,7 @@
 //! the next synced commit also persists every earlier write, in order; and a block is only ever
 //! referenced by a later commit.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -57,34 +58,37 @@ use scalechain_consensus::{BlockUndo, Coin, UtxoSet};
 use scalechain_types::codec::{put_count, Decode, DecodeError, Encode, Reader};
 use scalechain_types::{Block, Hash, Header, OutPoint};
 
-use crate::mem::{check_commit, check_totals, check_value_len, main_chain_from, no_chain};
+use crate::mem::{
+    check_commit, check_totals, check_value_len, main_chain_from, no_chain, outpoint_order, totals,
+};
 use crate::snapshot::{self, SnapshotMeta};
 use crate::{archive, marker};
 use crate::{ChainStore, Commit, StoreError, StoredState, TxLocation, FORMAT_VERSION, OLDEST_FORMAT_VERSION};
 
 /// A commit's UTXO changes, as the `utxos` keyspace logs them (format 3): removals, then
-/// additions, applied in that order.
-struct UtxoLog {
-    remove: Vec<OutPoint>,
-    add: Vec<(OutPoint, Coin)>,
+/// additions, applied in that order. Encoded from the commit's own lists, decoded into owned
+/// ones.
+struct UtxoLog<'a> {
+    remove: Cow<'a, [OutPoint]>,
+    add: Cow<'a, [(OutPoint, Coin)]>,
 }
 
-impl Encode for UtxoLog {
+impl Encode for UtxoLog<'_> {
     fn encode_to(&self, out: &mut Vec<u8>) {
         out.reserve(8 + self.remove.len() * 36 + self.add.len() * (36 + Coin::LEN));
         put_count(out, self.remove.len());
-        for op in &self.remove {
+        for op in self.remove.iter() {
             op.encode_to(out);
         }
         put_count(out, self.add.len());
-        for (op, c) in &self.add {
+        for (op, c) in self.add.iter() {
             op.encode_to(out);
             c.encode_to(out);
         }
     }
 }
 
-impl Decode for UtxoLog {
+impl Decode for UtxoLog<'static> {
     const MIN_LEN: usize = 2;
     fn decode_from(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
         let n = r.count("utxo_log.remove", 36)?;
@@ -97,7 +101,7 @@ impl Decode for UtxoLog {
         for _ in 0..n {
             add.push((OutPoint::decode_from(r)?, Coin::decode_from(r)?));
         }
-        Ok(UtxoLog { remove, add })
+        Ok(UtxoLog { remove: Cow::Owned(remove), add: Cow::Owned(add) })
     }
 }
 
@@ -390,24 +394,25 @@ impl DiskStore {
     /// directory becomes version 3; a version-1 one stays 1 until its txid index is built.
     fn convert_utxos(&mut self) -> Result<(), StoreError> {
         let Some(state) = self.load()? else { return Ok(()) };
-        let path = self.path.clone();
-        let engine = engine_at(&path);
-        let m = SnapshotMeta {
-            hash: state.tip,
-            height: state.tip_height,
-            count: state.utxos.len() as u64,
-            total: state.utxos.iter().map(|(_, c)| u128::from(c.out.value.get())).sum(),
-        };
+        let (count, total) = totals(state.utxos.iter().map(|(_, c)| c));
+        let m = SnapshotMeta { hash: state.tip, height: state.tip_height, count, total };
         self.write_snapshot_file(m, state.utxos.iter().copied())?;
         let mut batch = self.db.batch();
-        for g in self.utxos.iter() {
-            batch.remove(&self.utxos, g.key().map_err(&engine)?);
-        }
+        self.stage_clear_utxos(&mut batch)?;
         batch.insert(&self.meta, meta::UTXO_SNAPSHOT, &m.to_bytes()[..]);
         if !self.txindex_missing {
             batch.insert(&self.meta, meta::FORMAT_VERSION, &FORMAT_VERSION.to_le_bytes()[..]);
         }
         self.write_commit(batch, state.chain_id, state.tip, state.tip_height)
+    }
+
+    /// Stages the removal of every `utxos` entry: the per-output entries of format 1 and 2 when
+    /// a directory is converted, the log records a new snapshot covers.
+    fn stage_clear_utxos(&self, batch: &mut OwnedWriteBatch) -> Result<(), StoreError> {
+        for g in self.utxos.iter() {
+            batch.remove(&self.utxos, g.key().map_err(engine_at(&self.path))?);
+        }
+        Ok(())
     }
 
     /// Writes a snapshot file; a failure poisons nothing (the previous snapshot stays in force).
@@ -434,7 +439,7 @@ impl DiskStore {
             let (k, v) = g.into_inner().map_err(engine_at(&self.path))?;
             let seq = u64::from_be_bytes(fixed(&k, "utxos: log key")?);
             let rec = decode::<UtxoLog>(&v, || format!("utxos: log record of commit #{seq}"))?;
-            for op in &rec.remove {
+            for op in rec.remove.iter() {
                 set.remove(op);
             }
             set.extend(rec.add.iter().copied());
@@ -443,7 +448,7 @@ impl DiskStore {
         self.pending_changes.store(changes, Ordering::Relaxed);
         // In the order of their encodings, as the set's entries were listed before format 3.
         let mut utxos: Vec<(OutPoint, Coin)> = set.into_iter().collect();
-        utxos.sort_unstable_by_key(|(op, _)| op.encode());
+        utxos.sort_unstable_by_key(|(op, _)| outpoint_order(op));
         Ok(utxos)
     }
 
@@ -669,7 +674,8 @@ impl DiskStore {
     /// applying the changes in order; a later write of the same key wins.
     fn stage_changes(&self, batch: &mut OwnedWriteBatch, c: &Commit, log: bool) -> Result<(), StoreError> {
         if log && (!c.utxo_remove.is_empty() || !c.utxo_add.is_empty()) {
-            let log = UtxoLog { remove: c.utxo_remove.clone(), add: c.utxo_add.clone() }.encode();
+            let log =
+                UtxoLog { remove: Cow::Borrowed(&c.utxo_remove), add: Cow::Borrowed(&c.utxo_add) }.encode();
             check_value_len("UTXO log record", log.len())?;
             batch.insert(&self.utxos, &(self.seq + 1).to_be_bytes()[..], log);
         }
@@ -798,12 +804,8 @@ impl ChainStore for DiskStore {
             .into_iter()
             .filter_map(|(op, c)| c.map(|c| (op, *c)))
             .collect();
-        let m = SnapshotMeta {
-            hash: chain_id,
-            height: 0,
-            count: utxos.len() as u64,
-            total: utxos.values().map(|c| u128::from(c.out.value.get())).sum(),
-        };
+        let (count, total) = totals(utxos.values());
+        let m = SnapshotMeta { hash: chain_id, height: 0, count, total };
         self.write_snapshot_file(m, utxos.into_iter())?;
         let mut batch = self.db.batch();
         batch.insert(&self.meta, meta::FORMAT_VERSION, &FORMAT_VERSION.to_le_bytes()[..]);
@@ -955,9 +957,7 @@ impl ChainStore for DiskStore {
         }
         let mut batch = self.db.batch();
         batch.insert(&self.meta, meta::UTXO_SNAPSHOT, &m.to_bytes()[..]);
-        for g in self.utxos.iter() {
-            batch.remove(&self.utxos, g.key().map_err(engine_at(&self.path))?);
-        }
+        self.stage_clear_utxos(&mut batch)?;
         self.write_commit(batch, chain_id, tip, height)?;
         self.pending_changes.store(0, Ordering::Relaxed);
         // Superseded files: leaving one behind costs disk, not correctness.

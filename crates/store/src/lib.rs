@@ -44,9 +44,9 @@ use scalechain_types::{Block, Hash, Header, OutPoint};
 /// and moves the directory to the current version, which the chain layer does once, when it
 /// opens one.
 ///
-/// Version 3 keeps the UTXO set in a snapshot file instead of an LSM entry per output: commits
-/// no longer write the set, [`ChainStore::load`] replays the blocks committed since the
-/// snapshot. An older directory is converted when it opens (its set written as the snapshot
+/// Version 3 keeps the UTXO set in a snapshot file instead of an LSM entry per output: each
+/// commit logs its UTXO changes as one record, and [`ChainStore::load`] replays the records
+/// since the snapshot. An older directory is converted when it opens (its set written as the snapshot
 /// of its tip).
 pub const FORMAT_VERSION: u32 = 3;
 
@@ -220,7 +220,7 @@ pub trait ChainStore: Send {
     /// Replaces the whole txid index with `entries` and marks it ready, atomically and durably.
     fn rebuild_txindex(&mut self, entries: &[(Hash, TxLocation)]) -> Result<(), StoreError>;
 
-    /// True if the store keeps the UTXO set as a snapshot plus the blocks since, and enough
+    /// True if the store keeps the UTXO set as a snapshot plus a log of the commits since, and enough
     /// has changed since its snapshot that [`snapshot_utxos`](Self::snapshot_utxos) should be
     /// called; `utxo_count` is the set's size now. A store that writes the set at every
     /// commit ([`MemStore`]) answers false.

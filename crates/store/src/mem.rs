@@ -90,8 +90,7 @@ pub(crate) fn check_totals(
     utxo_count: u64,
     total_value: u128,
 ) -> Result<(), StoreError> {
-    let count = utxos.len() as u64;
-    let total: u128 = utxos.iter().map(|(_, c)| u128::from(c.out.value.get())).sum();
+    let (count, total) = totals(utxos.iter().map(|(_, c)| c));
     if count != utxo_count {
         return Err(StoreError::Corrupt(format!(
             "UTXO set holds {count} outputs, but {utxo_count} were committed"
@@ -105,9 +104,14 @@ pub(crate) fn check_totals(
     Ok(())
 }
 
+/// How many coins, and their total value.
+pub(crate) fn totals<'a>(coins: impl Iterator<Item = &'a Coin>) -> (u64, u128) {
+    coins.fold((0, 0), |(n, t), c| (n + 1, t + u128::from(c.out.value.get())))
+}
+
 /// The order of the UTXO set in a [`StoredState`]: by outpoint encoding (txid bytes, then the
-/// index little-endian), which is the disk engine's key order.
-fn outpoint_order(op: &OutPoint) -> [u8; 36] {
+/// index little-endian), which the disk engine's key order was before format 3.
+pub(crate) fn outpoint_order(op: &OutPoint) -> [u8; 36] {
     let mut k = [0u8; 36];
     k[..32].copy_from_slice(&op.txid.0);
     k[32..].copy_from_slice(&op.index.to_le_bytes());
