@@ -618,11 +618,10 @@ impl<S: ChainStore> Chain<S> {
         apply_to_memory(&mut self.utxos, &mut self.by_owner, &mut self.app_state, &changes, &app_writes);
         self.main.truncate(fork_height as usize + 1);
         self.main.extend(connected.iter().map(|(_, h, _)| *h));
-        // A store that keeps the set as a snapshot plus the blocks since: a new snapshot now
-        // and then bounds what opening replays.
-        // A failed snapshot loses nothing (the previous one and the blocks since stay in
-        // force): the block stays connected, and the failure is reported
-        // (`take_snapshot_failure`).
+        // A store that keeps the set as a snapshot plus a log of the commits since: a new
+        // snapshot now and then bounds what opening replays. A failed snapshot loses nothing
+        // (the previous one and the log stay in force): the block stays connected, and the
+        // failure is reported (`take_snapshot_failure`).
         if self.store.snapshot_due(self.utxos.len() as u64) {
             if let Err(e) = self.store.snapshot_utxos(new_tip, new_height, &self.utxos) {
                 self.snapshot_failure = Some(e.to_string());

@@ -353,32 +353,6 @@ pub fn disconnect_block(p: &Params, block: &Block, undo: &BlockUndo) -> Changes 
     Changes { remove, add: undo.spent.clone(), app: undo.app.clone() }
 }
 
-/// The UTXO changes [`connect_block`] made for a block it accepted, rebuilt from the block and
-/// its undo data without checking anything (a store replaying its own committed blocks): the
-/// coins in `undo.spent` leave, and every output the block created enters except those a later
-/// transaction of the same block spent. The application part is left empty.
-pub fn reconnect_block(p: &Params, block: &Block, undo: &BlockUndo) -> Changes {
-    let mut created: HashMap<OutPoint, Coin> = HashMap::new();
-    let height = block.header.height;
-    for (ti, tx) in block.txs.iter().enumerate() {
-        if ti > 0 {
-            for input in &tx.inputs {
-                created.remove(&input.prev);
-            }
-        }
-        let txid = tx.txid(p.hash);
-        for (oi, out) in tx.outputs.iter().enumerate() {
-            created
-                .insert(OutPoint { txid, index: oi as u32 }, Coin { out: *out, height, coinbase: ti == 0 });
-        }
-    }
-    Changes {
-        remove: undo.spent.iter().map(|(op, _)| *op).collect(),
-        add: created.into_iter().collect(),
-        app: vec![],
-    }
-}
-
 /// The UTXO changes of the genesis block: its premine outputs, spendable at once.
 pub fn genesis_changes(p: &Params, genesis: &Block) -> Changes {
     let mut add = Vec::new();

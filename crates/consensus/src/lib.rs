@@ -31,7 +31,7 @@ pub mod verify;
 
 pub use app::{AppContext, AppError, AppModule, AppOverlay, AppStateView, Apps};
 pub use check::CheckedBlock;
-pub use connect::{connect_block, disconnect_block, reconnect_block, BlockDiff, BlockUndo};
+pub use connect::{connect_block, disconnect_block, BlockDiff, BlockUndo};
 pub use error::{BlockError, BlockRejection, TxRule};
 pub use params::{genesis_block, Params, SigMode};
 pub use tree::{BlockTree, TreeError};
