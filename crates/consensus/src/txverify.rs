@@ -111,12 +111,66 @@ fn verify(env: &TxEnv<'_>, txs: &[Tx], ids: Option<&[TxIds]>) -> Vec<Result<TxVe
     }
 }
 
+/// The signature half of [`verify_txs_with_ids`], with no view of the coins spent: for each
+/// of `txs` (`ids[i]` being `txs[i]`'s own), whether it passes the stateless rules and every
+/// signature of its witnesses verifies over its sighash, the way `env`'s engine would verify
+/// it under `ctx` (so true also when its signature cache vouches for it, or the chain skips
+/// signatures). A caller that verifies signatures ahead of the ledger rules, to overlap them
+/// with other work, then vouches for the `true` ones through a signature cache; a `false` one
+/// is left to [`verify_txs`], which names what failed. With `ids` of another length, every
+/// answer is `false`.
+pub fn verify_signatures(ctx: &ConnectCtx<'_>, txs: &[Tx], ids: &[TxIds]) -> Vec<bool> {
+    let _s = profile::span("txverify.signatures");
+    if ids.len() != txs.len() {
+        return vec![false; txs.len()];
+    }
+    let cfg = ctx.verify;
+    let chunk = |c: usize, txs: &[Tx], ids: &[TxIds]| -> Vec<bool> {
+        let mut ok: Vec<bool> = txs.iter().map(|tx| stateless_rules(ctx, tx).is_ok()).collect();
+        let mut jobs = Vec::with_capacity(txs.len());
+        for (ti, (tx, id)) in txs.iter().zip(ids).enumerate() {
+            if ok[ti] {
+                jobs_of(ctx, ti, tx, &id.txid, Some(&id.wtxid), &mut jobs);
+            }
+        }
+        if cfg.mode == VerifyMode::Sequential {
+            for job in &jobs {
+                if ok[job.tx] && scalechain_types::keys::verify(&job.pubkey, &job.msg, &job.sig).is_err() {
+                    ok[job.tx] = false;
+                }
+            }
+        } else {
+            for (j, _) in batch_failures(cfg, &jobs, c as u64) {
+                ok[jobs[j].tx] = false;
+            }
+        }
+        ok
+    };
+    match cfg.mode {
+        VerifyMode::Sequential => chunk(0, txs, ids),
+        VerifyMode::Batch => {
+            let per = cfg.batch_size.max(1);
+            txs.chunks(per).zip(ids.chunks(per)).enumerate().flat_map(|(c, (t, i))| chunk(c, t, i)).collect()
+        }
+        VerifyMode::Parallel => {
+            let per = parallel_chunk(txs.len(), cfg.batch_size);
+            let parts: Vec<Vec<bool>> = txs
+                .par_chunks(per)
+                .zip(ids.par_chunks(per))
+                .enumerate()
+                .map(|(c, (t, i))| chunk(c, t, i))
+                .collect();
+            parts.into_iter().flatten().collect()
+        }
+    }
+}
+
 /// The stateless rules of one transaction.
-fn stateless_rules(env: &TxEnv<'_>, tx: &Tx) -> Result<(), TxRule> {
+fn stateless_rules(ctx: &ConnectCtx<'_>, tx: &Tx) -> Result<(), TxRule> {
     if tx.is_coinbase() {
         return Err(TxRule::LooseCoinbase);
     }
-    check_tx(tx, env.ctx.params, env.ctx.apps)
+    check_tx(tx, ctx.params, ctx.apps)
 }
 
 /// The ledger rules of one transaction (everything but its signatures), `precheck` being its
@@ -127,7 +181,7 @@ fn ledger_rules(
     precheck: Precheck<'_>,
     txid: Option<Hash>,
 ) -> Result<TxVerdict, TxRule> {
-    stateless_rules(env, tx)?;
+    stateless_rules(&env.ctx, tx)?;
     contextual_rules(env, tx, precheck, txid)
 }
 
@@ -173,17 +227,24 @@ fn contextual_rules(
 /// The signature jobs of one transaction, none if the context's signature cache vouches for it
 /// (`wtxid`, if given, is `tx`'s own) or the chain declares that it skips signatures
 /// ([`crate::Params::skip_signatures`]).
-fn jobs_of(env: &TxEnv<'_>, ti: usize, tx: &Tx, txid: &Hash, wtxid: Option<&Hash>, out: &mut Vec<SigJob>) {
-    if env.ctx.params.skip_signatures {
+fn jobs_of(
+    ctx: &ConnectCtx<'_>,
+    ti: usize,
+    tx: &Tx,
+    txid: &Hash,
+    wtxid: Option<&Hash>,
+    out: &mut Vec<SigJob>,
+) {
+    if ctx.params.skip_signatures {
         return;
     }
-    if let Some(cache) = env.ctx.sig_cache {
-        let w = wtxid.copied().unwrap_or_else(|| tx.wtxid(env.ctx.params.hash));
+    if let Some(cache) = ctx.sig_cache {
+        let w = wtxid.copied().unwrap_or_else(|| tx.wtxid(ctx.params.hash));
         if cache.contains(&w) {
             return;
         }
     }
-    let msg = sighash(env.ctx.params.hash, env.ctx.chain_id, txid);
+    let msg = sighash(ctx.params.hash, ctx.chain_id, txid);
     out.extend(tx.inputs.iter().enumerate().map(|(ii, i)| SigJob {
         tx: ti,
         input: ii,
@@ -196,7 +257,7 @@ fn jobs_of(env: &TxEnv<'_>, ti: usize, tx: &Tx, txid: &Hash, wtxid: Option<&Hash
 fn verify_one_sequential(env: &TxEnv<'_>, tx: &Tx, ids: Option<&TxIds>) -> Result<TxVerdict, TxRule> {
     let verdict = ledger_rules(env, tx, Precheck::None, ids.map(|i| i.txid))?;
     let mut jobs = Vec::with_capacity(tx.inputs.len());
-    jobs_of(env, 0, tx, &verdict.txid, ids.map(|i| &i.wtxid), &mut jobs);
+    jobs_of(&env.ctx, 0, tx, &verdict.txid, ids.map(|i| &i.wtxid), &mut jobs);
     for job in &jobs {
         scalechain_types::keys::verify(&job.pubkey, &job.msg, &job.sig)
             .map_err(|reason| TxRule::BadSignature { input: job.input, reason })?;
@@ -212,7 +273,7 @@ fn verify_chunk(
     stream: u64,
 ) -> Vec<Result<TxVerdict, TxRule>> {
     let _s = profile::span("txverify.chunk");
-    let stateless: Vec<Result<(), TxRule>> = chunk.iter().map(|tx| stateless_rules(env, tx)).collect();
+    let stateless: Vec<Result<(), TxRule>> = chunk.iter().map(|tx| stateless_rules(&env.ctx, tx)).collect();
     let cfg = env.ctx.verify;
     let pre = precheck_txs(env.ctx.apps, env.ctx.params, cfg, chunk, stream, false, |i| {
         stateless[i].is_err() || chunk[i].kind == TxKind::TRANSFER
@@ -229,7 +290,7 @@ fn verify_chunk(
     let mut jobs = Vec::with_capacity(chunk.len());
     for (ti, (tx, v)) in chunk.iter().zip(&verdicts).enumerate() {
         if let Ok(v) = v {
-            jobs_of(env, ti, tx, &v.txid, ids.map(|x| &x[ti].wtxid), &mut jobs);
+            jobs_of(&env.ctx, ti, tx, &v.txid, ids.map(|x| &x[ti].wtxid), &mut jobs);
         }
     }
     for (j, reason) in batch_failures(env.ctx.verify, &jobs, stream) {

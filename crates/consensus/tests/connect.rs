@@ -157,3 +157,55 @@ fn signatures_are_skipped_only_on_a_chain_that_declares_it() {
         assert!(!matches!(e, BlockError::Tx { error: TxRule::BadSignature { .. }, .. }), "{mode:?}: {e}");
     }
 }
+
+/// A signature cache vouching for the wtxids it holds.
+struct Vouch(std::collections::HashSet<Hash>);
+
+impl scalechain_consensus::SigCache for Vouch {
+    fn contains(&self, wtxid: &Hash) -> bool {
+        self.0.contains(wtxid)
+    }
+}
+
+#[test]
+fn signatures_verified_ahead_vouch_for_exactly_the_transactions_verify_txs_would_pass_on_them() {
+    use scalechain_consensus::txverify::{verify_signatures, TxIds};
+    let f = Fixture::new(&[1_000, 2_000, 3_000]);
+    let good = f.transfer(&[0], 900);
+    let mut forged = f.transfer(&[1], 1_900);
+    forged.inputs[0].witness.signature = [7; 64];
+    // Signed, but spends a coin the view lacks: its signature is good all the same.
+    let unfunded = f.transfer(&[7], 10);
+    // Signed by the fixture's key, witnessed with another: the signature fails.
+    let mut stranger = f.transfer(&[2], 2_900);
+    stranger.inputs[0].witness.pubkey = SecretKey::from_seed(Scheme::Ed25519, [4; 32]).public();
+    let txs = vec![good, forged, unfunded, stranger];
+    let ids: Vec<TxIds> =
+        txs.iter().map(|t| TxIds { txid: t.txid(f.p.hash), wtxid: t.wtxid(f.p.hash) }).collect();
+    let (apps, state) = (Apps::none(), BTreeMap::new());
+    for mode in VerifyMode::ALL {
+        let verify = VerifyConfig::parallel([1; 32]).with_mode(mode);
+        let env = TxEnv {
+            ctx: ConnectCtx::new(&f.p, &f.chain_id, &apps, &verify),
+            view: &f.utxos,
+            app_state: &state,
+            height: 100,
+            time: 0,
+        };
+        let ok = verify_signatures(&env.ctx, &txs, &ids);
+        assert_eq!(ok, [true, false, true, false], "{mode:?}");
+        assert_eq!(
+            verify_signatures(&env.ctx, &txs, &ids[1..]),
+            [false; 4],
+            "{mode:?}: ids of another length"
+        );
+        // Vouching for the `true` ones changes no verdict.
+        let vouched = Vouch(ids.iter().zip(&ok).filter(|(_, ok)| **ok).map(|(i, _)| i.wtxid).collect());
+        let with = TxEnv { ctx: ConnectCtx { sig_cache: Some(&vouched), ..env.ctx }, ..env };
+        let rules = |e: &TxEnv<'_>| -> Vec<Option<&'static str>> {
+            verify_txs(e, &txs).iter().map(|v| v.as_ref().err().map(|e| e.rule())).collect()
+        };
+        assert_eq!(rules(&with), rules(&env), "{mode:?}");
+        assert_eq!(rules(&env), [None, Some("bad-signature"), Some("missing-input"), Some("wrong-key")]);
+    }
+}

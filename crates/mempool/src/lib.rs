@@ -6,8 +6,9 @@
 //!
 //! - **Concurrency.** One writer at a time (a mutex only writers take) publishes immutable
 //!   [`Snapshot`]s by an atomic pointer swap; readers load the current one without locking and
-//!   may hold it indefinitely. Snapshots are persistent maps sharing structure with the
-//!   writer's, so publishing does not copy the pool.
+//!   may hold it indefinitely. A snapshot's entries are immutable sorted runs shared with
+//!   the writer's map (each publication seals the changes since the last into a new run; runs
+//!   merge so that there are O(log n)), so publishing does not copy the pool.
 //! - **Admission.** Each transaction is judged by the consensus rules (`verify_txs`, parallel
 //!   batches) against the chain's UTXOs plus the outputs of pooled transactions, less what
 //!   pooled transactions spend; chains of unconfirmed transactions in one batch are admitted in
@@ -33,6 +34,7 @@
 
 mod config;
 mod error;
+mod layers;
 mod mempool;
 mod orphan;
 mod pool;

@@ -9,7 +9,8 @@ use arc_swap::ArcSwap;
 use rayon::prelude::*;
 use scalechain_consensus::connect::ConnectCtx;
 use scalechain_consensus::{
-    verify_txs_with_ids, AppModule, Apps, Coin, Params, SigCache, TxEnv, TxIds, TxRule, UtxoView,
+    verify_signatures, verify_txs_with_ids, AppModule, Apps, Coin, Params, SigCache, TxEnv, TxIds, TxRule,
+    UtxoView, VerifyConfig, VerifyMode,
 };
 use scalechain_types::{profile, Amount, Block, FeeRate, Hash, HashKind, OutPoint, Tx, TxKind};
 
@@ -24,6 +25,8 @@ use crate::snapshot::{Counters, PoolEntry, Snapshot, Stats, Template};
 /// A transaction the pool took.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Admitted {
+    /// The transaction, as the pool holds it.
+    pub tx: Arc<Tx>,
     /// Its txid.
     pub txid: Hash,
     /// Its wtxid.
@@ -156,9 +159,10 @@ impl Writer {
 /// works on its own state, and publishes an immutable [`Snapshot`] with one atomic pointer
 /// swap (`arc-swap`). Readers ([`Mempool::get`], [`Mempool::snapshot`],
 /// [`Mempool::template`], ...) load the current snapshot without locking, so a reader never
-/// delays the writer and may keep a snapshot as long as it likes. The snapshot's map is
-/// persistent and shared with the writer's copy, so a publication costs O(1) and an admitted
-/// transaction O(log n), not a copy of the pool. With [`MempoolConfig::single_lock`] (the
+/// delays the writer and may keep a snapshot as long as it likes. The snapshot's map is a
+/// stack of immutable sorted runs shared with the writer's copy: a publication seals the
+/// changes since the last one into a run, and an admitted transaction costs a push and its
+/// share of the sorts and of the logarithmic merges, not a copy of the pool. With [`MempoolConfig::single_lock`] (the
 /// study's baseline) readers take the writers' mutex instead and read under it.
 pub struct Mempool {
     hash: HashKind,
@@ -317,7 +321,14 @@ fn place(
         evicted.extend(pool.remove_with_descendants(e).iter().map(|x| x.txid));
     }
     let entry = pool.insert(c, plan);
-    Ok(Admitted { txid: entry.txid, wtxid: entry.wtxid, fee: entry.fee, size: entry.size, evicted })
+    Ok(Admitted {
+        tx: entry.tx.clone(),
+        txid: entry.txid,
+        wtxid: entry.wtxid,
+        fee: entry.fee,
+        size: entry.size,
+        evicted,
+    })
 }
 
 /// Transactions of a batch refused for a missing input, by position in the batch.
@@ -330,6 +341,14 @@ type MissingInputs = Vec<(usize, Tx)>;
 /// failed, is judged in turn; likewise for two claiming one application key. Verdicts come back
 /// in input order.
 ///
+/// A generation of at least [`OVERLAP_MIN`] transactions is judged in chunks, in two stages
+/// ([`Judging::two_stages`]): the rayon pool verifies the chunks' signatures
+/// (`verify_signatures`, no look at the pool) while the calling thread takes each chunk whose
+/// signatures are done through the ledger rules against the pool and places it. So
+/// placement, which only one thread can do, runs beside signature checks instead of after
+/// them all. The verdicts are those of the one-stage order: signatures that verified ahead are
+/// the ones `verify_txs` would have verified, and the rest it verifies itself.
+///
 /// Transactions that failed for a missing input (`TxRule::MissingInput`) come back beside the
 /// verdicts, by position, for the orphan pool.
 fn run_admission(
@@ -341,52 +360,59 @@ fn run_admission(
 ) -> (Vec<Result<Admitted, MempoolError>>, MissingInputs) {
     let _s = profile::span("mempool.judge");
     let n = items.len();
-    let mut keys: Vec<Vec<AppKey>> = if n < 64 {
+    let keys: Vec<Vec<AppKey>> = if n < 64 {
         items.iter().map(|p| app_keys(env.ctx.apps, env.ctx.params, &p.tx)).collect()
     } else {
         items.par_iter().map(|p| app_keys(env.ctx.apps, env.ctx.params, &p.tx)).collect()
     };
-    let mut verdicts: Vec<Option<Result<Admitted, MempoolError>>> = (0..n).map(|_| None).collect();
-    let mut meta: Vec<(Hash, Hash, u64)> = Vec::with_capacity(n);
-    // Transactions of the batch not judged yet, by txid.
-    let mut undecided: HashMap<Hash, usize> = HashMap::with_capacity(n);
+    let mut st = Judging {
+        verdicts: (0..n).map(|_| None).collect(),
+        meta: Vec::with_capacity(n),
+        keys,
+        undecided: HashMap::with_capacity(n),
+        more_generations: true,
+        missing: Vec::new(),
+        admitted_wtxids: Vec::new(),
+    };
     let mut pending: Vec<(usize, Tx)> = Vec::new();
     for (i, p) in items.into_iter().enumerate() {
-        meta.push((p.txid, p.wtxid, p.size));
-        let early = if pool.contains(&p.txid) || undecided.contains_key(&p.txid) {
+        st.meta.push((p.txid, p.wtxid, p.size));
+        let early = if pool.contains(&p.txid) || st.undecided.contains_key(&p.txid) {
             Err(MempoolError::AlreadyKnown { txid: p.txid })
         } else {
             static_policy(cfg, &p.tx, p.size).and_then(|()| fee_less_early(pool, cfg, env, &p.tx, p.size))
         };
         match early {
-            Err(e) => verdicts[i] = Some(Err(e)),
+            Err(e) => st.verdicts[i] = Some(Err(e)),
             Ok(()) => {
-                undecided.insert(p.txid, i);
+                st.undecided.insert(p.txid, i);
                 pending.push((i, p.tx));
             }
         }
     }
-    let mut admitted_wtxids = Vec::new();
-    let mut missing = Vec::new();
+    // Signatures the node's cache holds are not verified again.
+    let ctx = ConnectCtx { sig_cache: Some(cache as &dyn SigCache), ..env.ctx };
+    let env = &TxEnv { ctx, ..*env };
     while !pending.is_empty() {
         let mut claimed: HashSet<OutPoint> = HashSet::with_capacity(pending.len());
         let mut claimed_keys: HashSet<AppKey> = HashSet::new();
         let mut ready: Vec<(usize, Tx)> = Vec::new();
         let mut wait: Vec<(usize, Tx)> = Vec::new();
         for (i, tx) in pending.drain(..) {
-            let txid = meta[i].0;
-            if tx.inputs.iter().any(|inp| inp.prev.txid != txid && undecided.contains_key(&inp.prev.txid)) {
+            let txid = st.meta[i].0;
+            if tx.inputs.iter().any(|inp| inp.prev.txid != txid && st.undecided.contains_key(&inp.prev.txid))
+            {
                 wait.push((i, tx));
-            } else if let Some(e) = pool.conflict(&tx).or_else(|| pool.app_conflict(&keys[i])) {
-                undecided.remove(&txid);
-                verdicts[i] = Some(Err(e));
+            } else if let Some(e) = pool.conflict(&tx).or_else(|| pool.app_conflict(&st.keys[i])) {
+                st.undecided.remove(&txid);
+                st.verdicts[i] = Some(Err(e));
             } else if tx.inputs.iter().any(|inp| claimed.contains(&inp.prev))
-                || keys[i].iter().any(|k| claimed_keys.contains(k))
+                || st.keys[i].iter().any(|k| claimed_keys.contains(k))
             {
                 wait.push((i, tx));
             } else {
                 claimed.extend(tx.inputs.iter().map(|inp| inp.prev));
-                claimed_keys.extend(keys[i].iter().copied());
+                claimed_keys.extend(st.keys[i].iter().copied());
                 ready.push((i, tx));
             }
         }
@@ -400,28 +426,188 @@ fn run_admission(
             ready = std::mem::take(&mut wait);
             recheck = true;
         }
-        let (idx, txs): (Vec<usize>, Vec<Tx>) = ready.into_iter().unzip();
-        pool.reserve(txs.len(), txs.iter().map(|t| t.inputs.len()).sum());
-        let results = {
-            let _s = profile::span("mempool.verify");
-            let view = PoolView { pool, chain: env.view, height: env.height };
-            let ctx = ConnectCtx { sig_cache: Some(cache as &dyn SigCache), ..env.ctx };
-            // The txids and wtxids `prepare` computed: not hashed again.
-            let ids: Vec<TxIds> = idx.iter().map(|i| TxIds { txid: meta[*i].0, wtxid: meta[*i].1 }).collect();
-            verify_txs_with_ids(&TxEnv { ctx, view: &view, ..*env }, &txs, &ids)
-        };
+        pool.reserve(ready.len(), ready.iter().map(|(_, t)| t.inputs.len()).sum());
+        st.more_generations = !wait.is_empty();
+        let chunks = chunks_of(ready, &st.meta);
+        if chunks.len() == 1 {
+            // One stage: the ledger rules and the signatures together, in parallel batches.
+            for c in chunks {
+                let results = st.verify(pool, env, &c, false);
+                st.settle(pool, cfg, env, c, results, &mut recheck);
+            }
+        } else {
+            st.two_stages(pool, cfg, env, cache, chunks, &mut recheck);
+        }
+        pending = wait;
+    }
+    cache.insert_many(st.admitted_wtxids);
+    let verdicts = st
+        .verdicts
+        .into_iter()
+        .map(|v| {
+            v.expect("every transaction of the batch is judged: pending ones are judged before the loop ends")
+        })
+        .collect();
+    (verdicts, st.missing)
+}
+
+/// A generation of this many transactions or more is judged in two stages...
+const OVERLAP_MIN: usize = 512;
+/// ...in chunks of this many: the signature stage's unit of work, one signature batch of the
+/// engine's default size verified on one thread (smaller batches cost more per signature).
+const OVERLAP_CHUNK: usize = 256;
+
+/// Transactions of one generation judged together, with their positions in the batch and ids.
+struct Chunk {
+    idx: Vec<usize>,
+    txs: Vec<Tx>,
+    ids: Vec<TxIds>,
+}
+
+/// `ready` (positions and transactions) in chunks: one below [`OVERLAP_MIN`], else chunks of
+/// [`OVERLAP_CHUNK`]. None if `ready` is empty.
+fn chunks_of(ready: Vec<(usize, Tx)>, meta: &[(Hash, Hash, u64)]) -> Vec<Chunk> {
+    let per = if ready.len() < OVERLAP_MIN { ready.len().max(1) } else { OVERLAP_CHUNK };
+    let mut chunks = Vec::with_capacity(ready.len().div_ceil(per));
+    let mut rest = ready.into_iter().peekable();
+    while rest.peek().is_some() {
+        let (idx, txs): (Vec<usize>, Vec<Tx>) = rest.by_ref().take(per).unzip();
+        // The txids and wtxids `prepare` computed: not hashed again.
+        let ids: Vec<TxIds> = idx.iter().map(|i| TxIds { txid: meta[*i].0, wtxid: meta[*i].1 }).collect();
+        chunks.push(Chunk { idx, txs, ids });
+    }
+    chunks
+}
+
+/// The wtxids of `chunk`'s transactions whose every signature verified (the first stage), on
+/// this thread: the stage's parallelism is its chunks, each one task.
+fn signatures_ahead(ctx: &ConnectCtx<'_>, chunk: &Chunk) -> HashSet<Hash> {
+    let _s = profile::span("mempool.signatures");
+    let engine = VerifyConfig { mode: VerifyMode::Batch, ..*ctx.verify };
+    let ok = verify_signatures(&ConnectCtx { verify: &engine, ..*ctx }, &chunk.txs, &chunk.ids);
+    chunk.ids.iter().zip(ok).filter(|(_, ok)| *ok).map(|(i, _)| i.wtxid).collect()
+}
+
+/// The signature cache the ledger stage verifies a chunk under: the chunk's signatures that
+/// the signature stage verified, then the node's cache.
+struct Vouched<'a> {
+    ahead: &'a HashSet<Hash>,
+    cache: &'a SignatureCache,
+}
+
+impl SigCache for Vouched<'_> {
+    fn contains(&self, wtxid: &Hash) -> bool {
+        self.ahead.contains(wtxid) || self.cache.contains(wtxid)
+    }
+}
+
+/// What judging a batch has decided so far.
+struct Judging {
+    verdicts: Vec<Option<Result<Admitted, MempoolError>>>,
+    /// Per transaction: txid, wtxid, size.
+    meta: Vec<(Hash, Hash, u64)>,
+    /// Per transaction: the application keys it would hold (taken when it is placed).
+    keys: Vec<Vec<AppKey>>,
+    /// Transactions of the batch not judged yet, by txid.
+    undecided: HashMap<Hash, usize>,
+    /// Does a generation follow the one being judged? If not, nothing reads `undecided` again.
+    more_generations: bool,
+    missing: MissingInputs,
+    admitted_wtxids: Vec<Hash>,
+}
+
+impl Judging {
+    /// The consensus rules on `chunk` against the pool, under `env`'s signature cache; on this
+    /// thread (`batch` mode) if `here`, else in the engine's mode.
+    fn verify(
+        &self,
+        pool: &Pool,
+        env: &TxEnv<'_>,
+        chunk: &Chunk,
+        here: bool,
+    ) -> Vec<Result<scalechain_consensus::TxVerdict, TxRule>> {
+        let _s = profile::span("mempool.verify");
+        let mode = if here { VerifyMode::Batch } else { env.ctx.verify.mode };
+        let engine = VerifyConfig { mode, ..*env.ctx.verify };
+        let view = PoolView { pool, chain: env.view, height: env.height };
+        let ctx = ConnectCtx { verify: &engine, ..env.ctx };
+        verify_txs_with_ids(&TxEnv { ctx, view: &view, ..*env }, &chunk.txs, &chunk.ids)
+    }
+
+    /// Judges `chunks` (at least two) in two stages: the rayon pool verifies the chunks'
+    /// signatures, oldest first, while this thread takes each chunk as soon as its
+    /// signatures are done, applies the ledger rules (with the signatures vouched for: on this
+    /// thread, `batch` mode) and places it. Waiting for a chunk, a thread of the pool helps with
+    /// the signatures; another thread sleeps until a chunk is ready.
+    fn two_stages(
+        &mut self,
+        pool: &mut Pool,
+        cfg: &MempoolConfig,
+        env: &TxEnv<'_>,
+        cache: &SignatureCache,
+        chunks: Vec<Chunk>,
+        recheck: &mut bool,
+    ) {
+        let n = chunks.len();
+        let (tx, rx) = std::sync::mpsc::channel::<(usize, Chunk, HashSet<Hash>)>();
+        rayon::in_place_scope_fifo(|s| {
+            for (k, chunk) in chunks.into_iter().enumerate() {
+                let tx = tx.clone();
+                s.spawn_fifo(move |_| {
+                    let ahead = signatures_ahead(&env.ctx, &chunk);
+                    // The receiver outlives the scope: sending cannot fail.
+                    let _ = tx.send((k, chunk, ahead));
+                });
+            }
+            drop(tx);
+            let mut done: Vec<Option<(Chunk, HashSet<Hash>)>> = (0..n).map(|_| None).collect();
+            for k in 0..n {
+                while done[k].is_none() {
+                    let got = match rx.try_recv() {
+                        Ok(got) => got,
+                        Err(_) if matches!(rayon::yield_now(), Some(rayon::Yield::Executed)) => continue,
+                        Err(_) => match rx.recv() {
+                            Ok(got) => got,
+                            // Every task has sent or panicked: the scope raises the panic.
+                            Err(_) => return,
+                        },
+                    };
+                    done[got.0] = Some((got.1, got.2));
+                }
+                let (chunk, ahead) = done[k].take().expect("the loop above waited for it");
+                let vouch = Vouched { ahead: &ahead, cache };
+                let env =
+                    TxEnv { ctx: ConnectCtx { sig_cache: Some(&vouch as &dyn SigCache), ..env.ctx }, ..*env };
+                let results = self.verify(pool, &env, &chunk, true);
+                self.settle(pool, cfg, &env, chunk, results, recheck);
+            }
+        });
+    }
+
+    /// Places the transactions of `chunk` that passed the consensus rules (`results`), in order.
+    fn settle(
+        &mut self,
+        pool: &mut Pool,
+        cfg: &MempoolConfig,
+        env: &TxEnv<'_>,
+        chunk: Chunk,
+        results: Vec<Result<scalechain_consensus::TxVerdict, TxRule>>,
+        recheck: &mut bool,
+    ) {
         let _place = profile::span("mempool.place");
-        for ((i, tx), result) in idx.into_iter().zip(txs).zip(results) {
-            let (txid, wtxid, size) = meta[i];
-            undecided.remove(&txid);
+        for ((i, tx), result) in chunk.idx.into_iter().zip(chunk.txs).zip(results) {
+            let (txid, wtxid, size) = self.meta[i];
+            if self.more_generations {
+                self.undecided.remove(&txid);
+            }
             let verdict = match result {
                 Err(rule @ TxRule::MissingInput { .. }) => {
-                    missing.push((i, tx));
+                    self.missing.push((i, tx));
                     Err(MempoolError::Consensus(rule))
                 }
                 Err(rule) => Err(MempoolError::Consensus(rule)),
                 Ok(v) => {
-                    let keys = std::mem::take(&mut keys[i]);
+                    let keys = std::mem::take(&mut self.keys[i]);
                     let last_height = app_last_height(env.ctx.apps, env.ctx.params, &tx);
                     let fee_less = fee_less_group(env.ctx.apps, env.ctx.params, &tx, v.fee.get());
                     let c = Candidate {
@@ -434,27 +620,18 @@ fn run_admission(
                         last_height,
                         fee_less,
                     };
-                    let placed = place(pool, cfg, env, c, recheck);
+                    let placed = place(pool, cfg, env, c, *recheck);
                     // Evictions may have taken what a later transaction of the generation spends.
-                    recheck |= placed.as_ref().is_ok_and(|a| !a.evicted.is_empty());
+                    *recheck |= placed.as_ref().is_ok_and(|a| !a.evicted.is_empty());
                     placed
                 }
             };
             if verdict.is_ok() {
-                admitted_wtxids.push(wtxid);
+                self.admitted_wtxids.push(wtxid);
             }
-            verdicts[i] = Some(verdict);
+            self.verdicts[i] = Some(verdict);
         }
-        pending = wait;
     }
-    cache.insert_many(admitted_wtxids);
-    let verdicts = verdicts
-        .into_iter()
-        .map(|v| {
-            v.expect("every transaction of the batch is judged: pending ones are judged before the loop ends")
-        })
-        .collect();
-    (verdicts, missing)
 }
 
 /// Holds `tx` (with its txid and size), refused with `err`, in the orphan pool if `err` is a
@@ -537,7 +714,7 @@ impl Mempool {
         let _s = profile::span("mempool.publish");
         w.version += 1;
         let snap = Snapshot {
-            entries: w.pool.entries().clone(),
+            entries: w.pool.publish_entries(),
             bytes: w.pool.bytes(),
             counters: w.counters.clone(),
             version: w.version,
@@ -947,7 +1124,7 @@ impl Mempool {
         let w = self.lock();
         w.pool.audit(&self.config)?;
         let s = self.published.load();
-        if !s.entries.ptr_eq(w.pool.entries()) || s.bytes != w.pool.bytes() || s.version != w.version {
+        if !w.pool.entries_published_as(&s.entries) || s.bytes != w.pool.bytes() || s.version != w.version {
             return Err("the published snapshot is not the writer's state".into());
         }
         Ok(())

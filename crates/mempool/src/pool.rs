@@ -1,6 +1,6 @@
 //! The writer's state: pooled transactions with their in-pool parents and children, the
-//! outputs they spend, the application keys they hold, descendant totals, the eviction order, and the persistent map that
-//! snapshots share.
+//! outputs they spend, the application keys they hold, descendant totals, the eviction order, and the map of entries
+//! that snapshots publish ([`Layered`]).
 //!
 //! Every graph walk is bounded by the pool's ancestor and descendant limits, so inserting or
 //! removing one transaction costs O(limits · log n), whatever the pool's size.
@@ -11,12 +11,12 @@ use std::sync::Arc;
 
 // Keys are hashes and outpoints: foldhash, seeded per process, instead of SipHash.
 use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
-use imbl::OrdMap;
 use scalechain_consensus::{Coin, UtxoView};
 use scalechain_types::{FeeRate, Hash, OutPoint, Tx};
 
 use crate::config::MempoolConfig;
 use crate::error::MempoolError;
+use crate::layers::{Layered, Runs};
 use crate::snapshot::PoolEntry;
 
 /// A pooled transaction with its place in the graph.
@@ -79,7 +79,7 @@ pub(crate) struct Pool {
     /// Transactions whose validity ends, by the last height a block may include them at.
     expiring: BTreeSet<(u64, Hash)>,
     by_score: BTreeSet<EvictKey>,
-    entries: OrdMap<Hash, Arc<PoolEntry>>,
+    entries: Layered<Hash, Arc<PoolEntry>>,
     bytes: u64,
     /// Bytes of the fee-less application transactions among them.
     fee_less_bytes: u64,
@@ -150,9 +150,14 @@ impl Pool {
         self.nodes.contains_key(txid)
     }
 
-    /// The map snapshots publish (cloning it is O(1)).
-    pub fn entries(&self) -> &OrdMap<Hash, Arc<PoolEntry>> {
-        &self.entries
+    /// The entries to publish: the changes since the last call sealed into the runs.
+    pub fn publish_entries(&mut self) -> Runs<Hash, Arc<PoolEntry>> {
+        self.entries.seal()
+    }
+
+    /// Are `runs` the entries as they are now (everything published)?
+    pub fn entries_published_as(&self, runs: &Runs<Hash, Arc<PoolEntry>>) -> bool {
+        self.entries.published_as(runs)
     }
 
     /// Entries in admission order.
@@ -407,7 +412,7 @@ impl Pool {
         let ancestors = self.ancestors_of(txid);
         let node = self.nodes.remove(txid)?;
         self.by_score.remove(&node.key());
-        self.entries.remove(txid);
+        self.entries.remove(*txid);
         self.bytes -= node.entry.size;
         if let Some(g) = node.entry.fee_less {
             self.fee_less_bytes -= node.entry.size;

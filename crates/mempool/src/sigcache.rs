@@ -11,10 +11,12 @@
 //! transaction's stay in the pool but not forever. Lookups take a shared lock (many verifier
 //! threads at once); only the pool's writer inserts, once per admitted batch.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{PoisonError, RwLock};
 
+// Keys are hashes: foldhash, seeded per process, as in the pool.
+use foldhash::HashSet;
 use scalechain_consensus::SigCache;
 use scalechain_types::Hash;
 

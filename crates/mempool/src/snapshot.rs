@@ -1,17 +1,18 @@
 //! What readers see: an immutable [`Snapshot`] of the pool (entries by txid, sizes, counters),
 //! and block [`Template`]s built from one.
 //!
-//! A snapshot is a persistent ordered map (`imbl::OrdMap`): the writer's copy and every
-//! published snapshot share their unchanged nodes, so publishing costs one root clone and
-//! an admitted transaction costs a copied path (O(log n)), never a copy of the pool. A reader
-//! may hold a snapshot as long as it likes; the writer never waits for it.
+//! A snapshot's entries are a stack of immutable sorted runs shared with the writer
+//! ([`crate::layers`]): publishing seals the changes since the last publication into a run and
+//! copies a few pointers, never the pool. A reader may hold a snapshot as long as it likes;
+//! the writer never waits for it.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::sync::Arc;
 
-use imbl::OrdMap;
 use scalechain_types::{Amount, FeeRate, Hash, Tx};
+
+use crate::layers::Runs;
 
 /// A pooled transaction and what admission learnt about it. Immutable once pooled.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -100,7 +101,7 @@ pub struct Stats {
 /// An immutable view of the pool at one moment.
 #[derive(Clone, Debug, Default)]
 pub struct Snapshot {
-    pub(crate) entries: OrdMap<Hash, Arc<PoolEntry>>,
+    pub(crate) entries: Runs<Hash, Arc<PoolEntry>>,
     pub(crate) bytes: u64,
     pub(crate) counters: Counters,
     pub(crate) version: u64,
@@ -147,12 +148,12 @@ impl Snapshot {
 
     /// Every entry, by txid.
     pub fn iter(&self) -> impl Iterator<Item = &Arc<PoolEntry>> + '_ {
-        self.entries.values()
+        self.entries.iter().map(|(_, e)| e)
     }
 
     /// Entries whose txid is `from` or after, by txid (for paging).
     pub fn iter_from(&self, from: &Hash) -> impl Iterator<Item = &Arc<PoolEntry>> + '_ {
-        self.entries.range(*from..).map(|(_, e)| e)
+        self.entries.iter_from(from).map(|(_, e)| e)
     }
 
     /// Running totals as of this snapshot.
@@ -258,7 +259,7 @@ struct Selector<'a> {
 
 impl<'a> Selector<'a> {
     fn new(snap: &'a Snapshot) -> Selector<'a> {
-        let list: Vec<&Arc<PoolEntry>> = snap.entries.values().collect();
+        let list: Vec<&Arc<PoolEntry>> = snap.iter().collect();
         let n = list.len();
         let index: HashMap<Hash, usize> = list.iter().enumerate().map(|(i, e)| (e.txid, i)).collect();
         let parents: Vec<Vec<usize>> = list
@@ -414,6 +415,7 @@ mod tests {
 
     fn snap(txs: &[(Tx, u64)]) -> (Snapshot, Vec<Hash>) {
         let mut s = Snapshot::default();
+        let mut entries = crate::layers::Layered::default();
         let mut ids = Vec::new();
         for (seq, (t, fee)) in txs.iter().enumerate() {
             let txid = t.txid(scalechain_types::HashKind::Sha256);
@@ -427,9 +429,10 @@ mod tests {
                 fee_less: None,
             };
             s.bytes += e.size;
-            s.entries.insert(txid, Arc::new(e));
+            entries.insert(txid, Arc::new(e));
             ids.push(txid);
         }
+        s.entries = entries.seal();
         (s, ids)
     }
 

@@ -591,6 +591,37 @@ fn admission_agrees_with_verify_txs_on_independent_transactions() {
 }
 
 #[test]
+fn a_generation_judged_in_overlapping_chunks_agrees_with_verify_txs() {
+    // 1,500 independent transactions: a generation long enough to be judged in chunks, the
+    // signatures of each chunk verified while the one before it is placed. Faults land in
+    // the first chunk, a middle one and the last.
+    let wl = Workload::new(1_500, 12);
+    let mut txs = wl.w.txs.clone();
+    for i in [3, 700, 1_499] {
+        txs[i].inputs[0].witness.signature[1] ^= 2;
+    }
+    txs[300].inputs[0].prev = OutPoint { txid: Hash([0xab; 32]), index: 0 };
+    txs[1_200].outputs[0].value = Amount::new(2_000_000).unwrap();
+    // Another key's witness (the signature fails, the key does not match the lock).
+    txs[900].inputs[0].witness.pubkey = txs[901].inputs[0].witness.pubkey;
+    let apps = Apps::none();
+    let ctx = ConnectCtx::new(&wl.net.p, &wl.net.chain_id, &apps, &wl.net.verify);
+    let tenv = TxEnv { ctx, view: &wl.w.utxos, app_state: &wl.app_state, height: 1, time: 0 };
+    let raw: Vec<&str> =
+        verify_txs(&tenv, &txs).iter().map(|r| r.as_ref().map_or_else(|e| e.rule(), |_| "ok")).collect();
+    assert_eq!(raw.iter().filter(|r| **r != "ok").count(), 6, "{raw:?}");
+    let pool = Mempool::new(wl.net.p.hash, cfg());
+    let v = pool.admit(&wl.env(), txs.clone());
+    assert_eq!(reasons(&v), raw);
+    assert_eq!(pool.len(), 1_494);
+    // Only what was admitted is vouched for afterwards.
+    for (tx, r) in txs.iter().zip(&raw) {
+        assert_eq!(pool.sig_cache().contains(&tx.wtxid(wl.net.p.hash)), *r == "ok");
+    }
+    pool.audit().unwrap();
+}
+
+#[test]
 fn utxo_helper_owns_premine() {
     let net = Net::new();
     let u: Utxo = net.premine[3];

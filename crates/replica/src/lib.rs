@@ -28,6 +28,7 @@
 mod accept;
 mod view;
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -173,6 +174,19 @@ impl<S: ChainStore> Replica<S> {
             let confirmed = |t: &Hash| c.tx_location(t).ok().flatten().is_some();
             self.mempool.offer(&c.next_block_env(now_ms), all, now_ms, &confirmed)
         };
+        // A transaction admitted here may have been evicted by a later one of the same call:
+        // only those still pooled are handed on for relay.
+        let evicted: HashSet<Hash> = offered
+            .verdicts
+            .iter()
+            .filter_map(|v| match v {
+                TxVerdict::Admitted(a) => Some(a),
+                _ => None,
+            })
+            .chain(&offered.released)
+            .flat_map(|a| a.evicted.iter().copied())
+            .collect();
+        let pooled = |a: &Admitted| (!evicted.contains(&a.txid)).then(|| a.tx.clone());
         let mut verdicts = offered.verdicts.into_iter();
         let batches = spans
             .into_iter()
@@ -181,21 +195,15 @@ impl<S: ChainStore> Replica<S> {
                 let admitted = verdicts
                     .iter()
                     .filter_map(|v| match v {
-                        TxVerdict::Admitted(a) => self.mempool.get(&a.txid),
+                        TxVerdict::Admitted(a) => pooled(a),
                         _ => None,
                     })
-                    .map(|e| e.tx.clone())
                     .collect();
                 let invalid = verdicts.iter().any(|v| v.refusal().is_some_and(punishable));
                 BatchOutcome { verdicts, admitted, invalid }
             })
             .collect();
-        Admission { batches, released: self.pooled(offered.released.iter().map(|a| &a.txid)) }
-    }
-
-    /// The pooled transactions among `txids`, in that order.
-    fn pooled<'a>(&self, txids: impl Iterator<Item = &'a Hash>) -> Vec<Arc<Tx>> {
-        txids.filter_map(|t| self.mempool.get(t)).map(|e| e.tx.clone()).collect()
+        Admission { batches, released: offered.released.iter().filter_map(pooled).collect() }
     }
 
     /// Orphans past their expiry at `now_ms` leave the orphan pool; returns how many.
