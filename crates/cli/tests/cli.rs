@@ -266,7 +266,7 @@ fn sigkill_during_import_recovers_and_resumes() {
 }
 
 /// `scalechain study all --quick` runs every experiment end to end in seconds (`propagation` on
-/// networks of 2 and 3 node processes, `load` on a devnet of 4) and writes, for
+/// networks of 2 and 3 node processes, `load` and `sync` on a devnet of 4) and writes, for
 /// each, a CSV with the documented columns, an SVG and a report section. Bad arguments are
 /// refused.
 #[test]
@@ -291,6 +291,7 @@ fn study_quick_smoke() {
         ("propagation", "series,placement,nodes,node,x_ms,count,p50_ms,p90_ms,p99_ms,max_ms,runs"),
         ("pipeline", "source,n,runs,median_s,tx_per_s,build,commit,seed"),
         ("load", "workload,controller,offered_tps,trial,send_tps,throughput_tps,lat_avg_ms"),
+        ("sync", "series,t_s,height,txs,tx_per_s,build,commit"),
     ] {
         let csv = std::fs::read_to_string(out.join(format!("{exp}.csv"))).unwrap();
         assert!(csv.starts_with(header), "{exp}: {}", csv.lines().next().unwrap_or(""));

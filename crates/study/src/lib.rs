@@ -84,11 +84,14 @@ pub enum Experiment {
     Signatures,
     /// Seed 003 §5.4 / Tables 6.1–6.2: lock contention in the mempool.
     Contention,
+    /// Initial sync: a new node catching up with a devnet's chain, against the parallel
+    /// verification bound.
+    Sync,
 }
 
 impl Experiment {
     /// Every experiment, in the order `all` runs them.
-    pub const ALL: [Experiment; 13] = [
+    pub const ALL: [Experiment; 14] = [
         Experiment::TxThroughput,
         Experiment::BlockValidation,
         Experiment::Speedup,
@@ -102,6 +105,7 @@ impl Experiment {
         Experiment::Backend,
         Experiment::Signatures,
         Experiment::Contention,
+        Experiment::Sync,
     ];
 
     /// The command-line name (also the file stem of its outputs).
@@ -120,6 +124,7 @@ impl Experiment {
             Experiment::Backend => "backend",
             Experiment::Signatures => "signatures",
             Experiment::Contention => "contention",
+            Experiment::Sync => "sync",
         }
     }
 }
@@ -265,6 +270,7 @@ pub fn run(exp: Experiment, opts: Opts) -> Result<Table, StudyError> {
         Experiment::Backend => exp::optimise::run_backend(&ctx),
         Experiment::Signatures => exp::optimise::run_signatures(&ctx),
         Experiment::Contention => exp::optimise::run_contention(&ctx),
+        Experiment::Sync => exp::sync::run(&ctx),
     }
 }
 
@@ -293,6 +299,7 @@ pub fn replot(exp: Experiment, dir: &std::path::Path) -> Result<bool, StudyError
         Experiment::Backend => exp::optimise::backend_charts(&table),
         Experiment::Signatures => exp::optimise::signatures_charts(&table),
         Experiment::Contention => exp::optimise::contention_charts(&table),
+        Experiment::Sync => exp::sync::charts(&table),
     };
     plot::write_svg(&dir.join(format!("{}.svg", exp.name())), &charts)?;
     Ok(true)

@@ -98,7 +98,20 @@ pub fn run_groups(
     exe: &Path,
     setting: &Setting,
     groups: &[(String, Vec<Round>)],
+    each: impl FnMut(&str, usize, &Round, &RoundResult),
+) -> Result<(), StudyError> {
+    run_groups_then(ctx, exe, setting, groups, each, |_, _| Ok(()))
+}
+
+/// [`run_groups`], then `after` with the devnet still up (to start more nodes on it) and the
+/// runtime the rounds ran on; the devnet stops after it, as after the rounds.
+pub fn run_groups_then(
+    ctx: &Ctx,
+    exe: &Path,
+    setting: &Setting,
+    groups: &[(String, Vec<Round>)],
     mut each: impl FnMut(&str, usize, &Round, &RoundResult),
+    after: impl FnOnce(&mut Launcher, &tokio::runtime::Runtime) -> Result<(), StudyError>,
 ) -> Result<(), StudyError> {
     let config = setting.config();
     let params = setting.params();
@@ -160,7 +173,7 @@ pub fn run_groups(
                 each(label, i, round, r);
             }
         }
-        Ok(())
+        after(&mut net, &rt)
     })();
     if let Err(e) = net.stop() {
         ctx.progress.println(format!("stopping the devnet: {e}"));
