@@ -118,17 +118,27 @@ fn fees_that_overflow_are_refused() {
     assert_eq!(e.rule(), "fee-overflow");
 }
 
+/// An environment over the fixture's coins at height 100.
+fn env_of<'a>(
+    f: &'a Fixture,
+    apps: &'a Apps,
+    verify: &'a VerifyConfig,
+    state: &'a BTreeMap<Vec<u8>, Vec<u8>>,
+) -> TxEnv<'a> {
+    TxEnv {
+        ctx: ConnectCtx::new(&f.p, &f.chain_id, apps, verify),
+        view: &f.utxos,
+        app_state: state,
+        height: 100,
+        time: 0,
+    }
+}
+
 /// The verdicts of `verify_txs` on `txs` against the fixture, in `mode`, as rule names.
 fn admit_in(f: &Fixture, mode: VerifyMode, txs: &[Tx]) -> Vec<Option<&'static str>> {
     let (apps, verify) = (Apps::none(), VerifyConfig::parallel([1; 32]).with_mode(mode));
     let state = BTreeMap::new();
-    let env = TxEnv {
-        ctx: ConnectCtx::new(&f.p, &f.chain_id, &apps, &verify),
-        view: &f.utxos,
-        app_state: &state,
-        height: 100,
-        time: 0,
-    };
+    let env = env_of(f, &apps, &verify, &state);
     verify_txs(&env, txs).iter().map(|v| v.as_ref().err().map(|e| e.rule())).collect()
 }
 
@@ -185,13 +195,7 @@ fn signatures_verified_ahead_vouch_for_exactly_the_transactions_verify_txs_would
     let (apps, state) = (Apps::none(), BTreeMap::new());
     for mode in VerifyMode::ALL {
         let verify = VerifyConfig::parallel([1; 32]).with_mode(mode);
-        let env = TxEnv {
-            ctx: ConnectCtx::new(&f.p, &f.chain_id, &apps, &verify),
-            view: &f.utxos,
-            app_state: &state,
-            height: 100,
-            time: 0,
-        };
+        let env = env_of(&f, &apps, &verify, &state);
         let ok = verify_signatures(&env.ctx, &txs, &ids);
         assert_eq!(ok, [true, false, true, false], "{mode:?}");
         assert_eq!(
