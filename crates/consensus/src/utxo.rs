@@ -116,6 +116,8 @@ pub struct UtxoSet {
     table: HashTable<u32>,
     slab: Vec<Packed>,
     hasher: RandomState,
+    /// Sum of the values held, kept as outputs come and go (so a commit reads it in O(1)).
+    total: u128,
 }
 
 impl UtxoSet {
@@ -152,9 +154,12 @@ impl UtxoSet {
         let packed = Packed::new(&op, &coin);
         let h = self.hash(&packed.op);
         if let Some(i) = self.find_hashed(h, &packed.op) {
+            self.total -= u128::from(u64::from_le_bytes(self.slab[i].value));
+            self.total += u128::from(coin.out.value.get());
             self.slab[i] = packed;
             return;
         }
+        self.total += u128::from(coin.out.value.get());
         if self.slab.len() == self.slab.capacity() {
             self.slab.reserve_exact((self.slab.len() / 4).max(64));
         }
@@ -171,6 +176,7 @@ impl UtxoSet {
         let slab = &self.slab;
         let (index, _) = self.table.find_entry(h, |&i| slab[i as usize].op == key).ok()?.remove();
         let removed = self.slab.swap_remove(index as usize);
+        self.total -= u128::from(u64::from_le_bytes(removed.value));
         if let Some(moved) = self.slab.get(index as usize) {
             // The former last entry now lives at `index`: re-point its table slot.
             let from = self.slab.len() as u32;
@@ -187,9 +193,9 @@ impl UtxoSet {
         self.slab.iter().map(|p| (p.outpoint(), p.coin()))
     }
 
-    /// Sum of all values, as u128 (cannot overflow).
+    /// Sum of all values, as u128 (cannot overflow): a running sum, read in O(1).
     pub fn total_value(&self) -> u128 {
-        self.slab.iter().map(|p| u128::from(u64::from_le_bytes(p.value))).sum()
+        self.total
     }
 
     /// Reserves room for `n` more outputs.
