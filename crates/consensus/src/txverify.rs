@@ -35,7 +35,7 @@ use crate::check::check_tx;
 use crate::connect::{check_spend, ConnectCtx};
 use crate::error::TxRule;
 use crate::utxo::UtxoView;
-use crate::verify::{batch_failures, parallel_chunk, SigJob, VerifyMode};
+use crate::verify::{batch_failures, parallel_chunk, SigJob, VerifyConfig, VerifyMode};
 
 /// A transaction that passed: its txid and the fee it pays.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,29 +85,36 @@ pub fn verify_txs_with_ids(env: &TxEnv<'_>, txs: &[Tx], ids: &[TxIds]) -> Vec<Re
 
 fn verify(env: &TxEnv<'_>, txs: &[Tx], ids: Option<&[TxIds]>) -> Vec<Result<TxVerdict, TxRule>> {
     let _s = profile::span("txverify.verify_txs");
-    let cfg = env.ctx.verify;
-    let ids_of = |at: usize, n: usize| ids.map(|i| &i[at..at + n]);
-    match cfg.mode {
-        VerifyMode::Sequential => {
-            let _s = profile::span("txverify.chunk");
-            txs.iter().enumerate().map(|(i, tx)| verify_one_sequential(env, tx, ids.map(|x| &x[i]))).collect()
-        }
-        VerifyMode::Batch => {
-            let per = cfg.batch_size.max(1);
-            txs.chunks(per)
-                .enumerate()
-                .flat_map(|(c, chunk)| verify_chunk(env, chunk, ids_of(c * per, chunk.len()), c as u64))
-                .collect()
-        }
-        VerifyMode::Parallel => {
-            let per = parallel_chunk(txs.len(), cfg.batch_size);
-            let parts: Vec<Vec<_>> = txs
-                .par_chunks(per)
-                .enumerate()
-                .map(|(c, chunk)| verify_chunk(env, chunk, ids_of(c * per, chunk.len()), c as u64))
-                .collect();
-            parts.into_iter().flatten().collect()
-        }
+    if env.ctx.verify.mode == VerifyMode::Sequential {
+        let _s = profile::span("txverify.chunk");
+        return txs
+            .iter()
+            .enumerate()
+            .map(|(i, tx)| verify_one_sequential(env, tx, ids.map(|x| &x[i])))
+            .collect();
+    }
+    by_chunks(env.ctx.verify, txs, ids, |c, chunk, ids| verify_chunk(env, chunk, ids, c))
+}
+
+/// `f(c, chunk, its ids)` over `txs` cut into the engine's chunks — `batch_size` each on this
+/// thread in `batch` mode, [`parallel_chunk`] each over the current rayon pool in `parallel`
+/// mode — the results concatenated in order. `c` numbers the chunks: the stream of their
+/// batch coefficients.
+fn by_chunks<T: Send>(
+    cfg: &VerifyConfig,
+    txs: &[Tx],
+    ids: Option<&[TxIds]>,
+    f: impl Fn(u64, &[Tx], Option<&[TxIds]>) -> Vec<T> + Sync,
+) -> Vec<T> {
+    let parallel = cfg.mode == VerifyMode::Parallel;
+    let per = if parallel { parallel_chunk(txs.len(), cfg.batch_size) } else { cfg.batch_size.max(1) };
+    let one =
+        |(c, chunk): (usize, &[Tx])| f(c as u64, chunk, ids.map(|i| &i[c * per..c * per + chunk.len()]));
+    if parallel {
+        let parts: Vec<Vec<T>> = txs.par_chunks(per).enumerate().map(one).collect();
+        parts.into_iter().flatten().collect()
+    } else {
+        txs.chunks(per).enumerate().flat_map(one).collect()
     }
 }
 
@@ -125,7 +132,7 @@ pub fn verify_signatures(ctx: &ConnectCtx<'_>, txs: &[Tx], ids: &[TxIds]) -> Vec
         return vec![false; txs.len()];
     }
     let cfg = ctx.verify;
-    let chunk = |c: usize, txs: &[Tx], ids: &[TxIds]| -> Vec<bool> {
+    let chunk = |c: u64, txs: &[Tx], ids: &[TxIds]| -> Vec<bool> {
         let mut ok: Vec<bool> = txs.iter().map(|tx| stateless_rules(ctx, tx).is_ok()).collect();
         let mut jobs = Vec::with_capacity(txs.len());
         for (ti, (tx, id)) in txs.iter().zip(ids).enumerate() {
@@ -140,29 +147,17 @@ pub fn verify_signatures(ctx: &ConnectCtx<'_>, txs: &[Tx], ids: &[TxIds]) -> Vec
                 }
             }
         } else {
-            for (j, _) in batch_failures(cfg, &jobs, c as u64) {
+            for (j, _) in batch_failures(cfg, &jobs, c) {
                 ok[jobs[j].tx] = false;
             }
         }
         ok
     };
-    match cfg.mode {
-        VerifyMode::Sequential => chunk(0, txs, ids),
-        VerifyMode::Batch => {
-            let per = cfg.batch_size.max(1);
-            txs.chunks(per).zip(ids.chunks(per)).enumerate().flat_map(|(c, (t, i))| chunk(c, t, i)).collect()
-        }
-        VerifyMode::Parallel => {
-            let per = parallel_chunk(txs.len(), cfg.batch_size);
-            let parts: Vec<Vec<bool>> = txs
-                .par_chunks(per)
-                .zip(ids.par_chunks(per))
-                .enumerate()
-                .map(|(c, (t, i))| chunk(c, t, i))
-                .collect();
-            parts.into_iter().flatten().collect()
-        }
+    if cfg.mode == VerifyMode::Sequential {
+        return chunk(0, txs, ids);
     }
+    // `by_chunks` hands each chunk its own ids: `ids` has `txs`'s length.
+    by_chunks(cfg, txs, Some(ids), |c, t, i| chunk(c, t, i.unwrap_or_default()))
 }
 
 /// The stateless rules of one transaction.

@@ -162,8 +162,9 @@ impl Writer {
 /// delays the writer and may keep a snapshot as long as it likes. The snapshot's map is a
 /// stack of immutable sorted runs shared with the writer's copy: a publication seals the
 /// changes since the last one into a run, and an admitted transaction costs a push and its
-/// share of the sorts and of the logarithmic merges, not a copy of the pool. With [`MempoolConfig::single_lock`] (the
-/// study's baseline) readers take the writers' mutex instead and read under it.
+/// share of the sorts and of the logarithmic merges, not a copy of the pool. With
+/// [`MempoolConfig::single_lock`] (the study's baseline) readers take the writers' mutex
+/// instead and read under it.
 pub struct Mempool {
     hash: HashKind,
     config: MempoolConfig,
@@ -429,7 +430,7 @@ fn run_admission(
         pool.reserve(ready.len(), ready.iter().map(|(_, t)| t.inputs.len()).sum());
         st.more_generations = !wait.is_empty();
         let chunks = chunks_of(ready, &st.meta);
-        if chunks.len() == 1 {
+        if chunks.len() <= 1 {
             // One stage: the ledger rules and the signatures together, in parallel batches.
             for c in chunks {
                 let results = st.verify(pool, env, &c, false);
@@ -465,7 +466,7 @@ struct Chunk {
 }
 
 /// `ready` (positions and transactions) in chunks: one below [`OVERLAP_MIN`], else chunks of
-/// [`OVERLAP_CHUNK`]. None if `ready` is empty.
+/// [`OVERLAP_CHUNK`]; none if `ready` is empty (every transaction of the generation conflicted).
 fn chunks_of(ready: Vec<(usize, Tx)>, meta: &[(Hash, Hash, u64)]) -> Vec<Chunk> {
     let per = if ready.len() < OVERLAP_MIN { ready.len().max(1) } else { OVERLAP_CHUNK };
     let mut chunks = Vec::with_capacity(ready.len().div_ceil(per));
@@ -1144,6 +1145,29 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+
+    /// A generation below [`OVERLAP_MIN`] is one chunk (one stage); a longer one is cut into
+    /// chunks of [`OVERLAP_CHUNK`] in order, each with its transactions' own ids.
+    #[test]
+    fn generations_are_chunked_for_two_stages_only_from_the_threshold() {
+        let tx = Tx { version: 1, kind: TxKind::TRANSFER, inputs: vec![], outputs: vec![], data: vec![] };
+        let meta: Vec<(Hash, Hash, u64)> =
+            (0..2_000u32).map(|i| (Hash([i as u8; 32]), Hash([(i >> 8) as u8; 32]), 1)).collect();
+        let ready = |n: usize| -> Vec<(usize, Tx)> { (0..n).map(|i| (i * 3 % 2_000, tx.clone())).collect() };
+        assert!(chunks_of(Vec::new(), &meta).is_empty());
+        let one = chunks_of(ready(OVERLAP_MIN - 1), &meta);
+        assert_eq!(one.iter().map(|c| c.txs.len()).collect::<Vec<_>>(), [OVERLAP_MIN - 1]);
+        let many = chunks_of(ready(1_500), &meta);
+        let sizes: Vec<usize> = many.iter().map(|c| c.idx.len()).collect();
+        assert_eq!(sizes, [256, 256, 256, 256, 256, 220]);
+        let idx: Vec<usize> = many.iter().flat_map(|c| c.idx.iter().copied()).collect();
+        assert_eq!(idx, ready(1_500).into_iter().map(|(i, _)| i).collect::<Vec<_>>(), "in order");
+        for c in &many {
+            for (i, id) in c.idx.iter().zip(&c.ids) {
+                assert_eq!((id.txid, id.wtxid), (meta[*i].0, meta[*i].1));
+            }
+        }
+    }
 
     /// Holds the writers' lock while a reader calls `len`: true if the reader finished while
     /// the lock was held.

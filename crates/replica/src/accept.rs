@@ -147,8 +147,7 @@ impl<S: ChainStore> Replica<S> {
             connected.iter().flat_map(|b| b.txs.iter().skip(1).map(|t| t.txid(self.params.hash))).collect();
         let confirmed = |t: &Hash| chain.tx_location(t).ok().flatten().is_some();
         let released = self.mempool.offer_orphans_of(&env, &confirmed_txids, now_ms, &confirmed);
-        let evicted: std::collections::HashSet<Hash> =
-            released.iter().flat_map(|a| a.evicted.iter().copied()).collect();
+        let evicted = crate::evicted_by(&released);
         out.released = released.into_iter().filter(|a| !evicted.contains(&a.txid)).map(|a| a.tx).collect();
         out.connected = connected.len();
         out.disconnected = left.len();

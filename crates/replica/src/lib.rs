@@ -174,18 +174,16 @@ impl<S: ChainStore> Replica<S> {
             let confirmed = |t: &Hash| c.tx_location(t).ok().flatten().is_some();
             self.mempool.offer(&c.next_block_env(now_ms), all, now_ms, &confirmed)
         };
-        // A transaction admitted here may have been evicted by a later one of the same call:
-        // only those still pooled are handed on for relay.
-        let evicted: HashSet<Hash> = offered
-            .verdicts
-            .iter()
-            .filter_map(|v| match v {
-                TxVerdict::Admitted(a) => Some(a),
-                _ => None,
-            })
-            .chain(&offered.released)
-            .flat_map(|a| a.evicted.iter().copied())
-            .collect();
+        let evicted = evicted_by(
+            offered
+                .verdicts
+                .iter()
+                .filter_map(|v| match v {
+                    TxVerdict::Admitted(a) => Some(a),
+                    _ => None,
+                })
+                .chain(&offered.released),
+        );
         let pooled = |a: &Admitted| (!evicted.contains(&a.txid)).then(|| a.tx.clone());
         let mut verdicts = offered.verdicts.into_iter();
         let batches = spans
@@ -243,6 +241,12 @@ impl<S: ChainStore> Replica<S> {
         };
         Block { header, txs }
     }
+}
+
+/// The txids the admissions `admitted` evicted. A transaction admitted earlier in the same call
+/// may be among them: it is no longer pooled, and is not handed on for relay.
+pub(crate) fn evicted_by<'a>(admitted: impl IntoIterator<Item = &'a Admitted>) -> HashSet<Hash> {
+    admitted.into_iter().flat_map(|a| a.evicted.iter().copied()).collect()
 }
 
 /// Hashes tried between checks of `stale`.

@@ -193,16 +193,12 @@ fn first(t: &Table, series: &str) -> Option<Vec<String>> {
     t.select("series", series).next().cloned()
 }
 
-fn num(t: &Table, row: &[String], col: &str) -> Option<f64> {
-    t.num(row, col)
-}
-
 pub(crate) fn charts(t: &Table) -> Vec<Chart> {
     let progress: Vec<(f64, f64)> =
         t.select("series", "progress").filter_map(|r| Some((t.num(r, "t_s")?, t.num(r, "txs")?))).collect();
     let end = progress.last().map_or(1.0, |p| p.0);
     let mut series = vec![Series::line("the new node: transactions connected", progress)];
-    if let Some(rate) = first(t, "bound").and_then(|r| num(t, &r, "tx_per_s")) {
+    if let Some(rate) = first(t, "bound").and_then(|r| t.num(&r, "tx_per_s")) {
         series.push(Series::line("parallel verification bound", vec![(0.0, 0.0), (end, rate * end)]));
         series.push(Series::line("0.8 × the bound (the target)", vec![(0.0, 0.0), (end, 0.8 * rate * end)]));
     }
@@ -226,13 +222,13 @@ fn section(t: &Table) -> String {
          that finds it at the devnet's tip. `bound` is `verify_txs` in parallel on the \
          `tx-throughput` workload in this process, in the same run.\n\n",
     );
-    let bound = first(t, "bound").and_then(|r| num(t, &r, "tx_per_s"));
+    let bound = first(t, "bound").and_then(|r| t.num(&r, "tx_per_s"));
     if let Some(r) = first(t, "sync") {
         let (secs, height, txs, rate) = (
-            num(t, &r, "t_s").unwrap_or(0.0),
-            num(t, &r, "height").unwrap_or(0.0),
-            num(t, &r, "txs").unwrap_or(0.0),
-            num(t, &r, "tx_per_s").unwrap_or(0.0),
+            t.num(&r, "t_s").unwrap_or(0.0),
+            t.num(&r, "height").unwrap_or(0.0),
+            t.num(&r, "txs").unwrap_or(0.0),
+            t.num(&r, "tx_per_s").unwrap_or(0.0),
         );
         s.push_str("| blocks | transactions | sync s | tx/s | bound tx/s | / bound | target |\n");
         s.push_str("|---:|---:|---:|---:|---:|---:|---:|\n");
