@@ -279,6 +279,7 @@ async fn drive(
         .loads
         .first()
         .and_then(|(txs, _)| scalechain_study::exp::signature_bound_us(params, &chain_id, txs));
+    let traffic_before = traffic(nodes).await;
     eprintln!("devnet: offering {} tx/s for {} s", a.tps, a.duration);
     let outcome = run::run(&bench, &env, prepared, stop, &|line| eprintln!("devnet: {line}")).await;
     let outcome = outcome.map_err(load_fail)?;
@@ -299,6 +300,14 @@ async fn drive(
     )
     .await
     .map_err(load_fail)?;
+    let traffic_after = traffic(nodes).await;
+    let traffic: Vec<(String, report::traffic::Traffic)> = traffic_after
+        .into_iter()
+        .map(|(name, after)| {
+            let before = traffic_before.iter().find(|(n, _)| *n == name).map(|(_, t)| *t).unwrap_or_default();
+            (name, before.until(&after))
+        })
+        .collect();
     // Every accepted transaction: confirmed, pooled where, removed why, or lost.
     let unconfirmed: HashSet<Hash> = r.unconfirmed.iter().copied().collect();
     let mut accounting = account(nodes, &unconfirmed, &HashSet::new())
@@ -339,7 +348,20 @@ async fn drive(
         accounting,
         memory: every(&r.memory, a.memory_every),
         sig_bound_us,
+        traffic,
     })
+}
+
+/// What each node has received from its peers so far (its `/metrics` counters); nodes whose
+/// metrics cannot be read are left out.
+async fn traffic(nodes: &[(String, Client)]) -> Vec<(String, report::traffic::Traffic)> {
+    let mut out = Vec::with_capacity(nodes.len());
+    for (name, c) in nodes {
+        if let Some(t) = c.metrics().await.ok().as_deref().and_then(report::traffic::parse) {
+            out.push((name.clone(), t));
+        }
+    }
+    out
 }
 
 /// The samples `every` seconds apart (the first, then the first at or after each multiple of

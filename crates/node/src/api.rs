@@ -794,6 +794,16 @@ pub(crate) fn metrics_text(sh: &Shared) -> String {
         use std::sync::atomic::Ordering::Relaxed;
         e.counter("gossip_in", "Gossip messages received.", n.gossip_in.load(Relaxed))
             .counter("gossip_in_bytes", "Gossip bytes received.", n.gossip_in_bytes.load(Relaxed))
+            .counter(
+                "gossip_in_block_bytes",
+                "Gossip bytes received on the block topics (whole and compact).",
+                n.gossip_in_block_bytes.load(Relaxed),
+            )
+            .counter(
+                "sync_in_bytes",
+                "Response bytes received for sync requests.",
+                n.sync_in_bytes.load(Relaxed),
+            )
             .counter("gossip_out", "Gossip messages published.", n.gossip_out.load(Relaxed))
             .counter("gossip_publish_failed", "Publishes that failed.", n.publish_failed.load(Relaxed))
             .counter("gossip_slow_peer", "Slow-peer reports.", n.slow_peer.load(Relaxed));

@@ -187,6 +187,10 @@ pub struct P2pSection {
     pub mempool_sync_txs: usize,
     /// Bytes of transactions fetched of a peer's mempool per sync, at most. Default 64 MiB.
     pub mempool_sync_bytes: usize,
+    /// Publish mined blocks in compact form (header, coinbase and txids: receivers rebuild
+    /// them from their mempools and fetch what they lack) rather than whole. Either form is
+    /// received and relayed regardless. Default on.
+    pub compact_blocks: bool,
 }
 
 /// HTTP API settings.
@@ -337,6 +341,7 @@ impl Default for P2pSection {
             max_txs_per_message: 2_000,
             requests_per_s: 50.0,
             mempool_sync_txs: 100_000,
+            compact_blocks: true,
             mempool_sync_bytes: 64 << 20,
         }
     }

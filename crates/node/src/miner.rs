@@ -14,9 +14,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use scalechain_p2p::msg::block_payload;
 use scalechain_p2p::protocol::{BlockOrigin, BlockVerdict};
 use scalechain_replica::solve;
-use scalechain_types::codec::Encode;
 use scalechain_types::{Hash, Lock};
 use tokio::sync::{mpsc, oneshot};
 
@@ -76,9 +76,9 @@ pub fn run(
             continue;
         }
         let (tx, rx) = oneshot::channel();
-        let encoded = block.encode();
-        let bytes = encoded.len();
-        let origin = BlockOrigin::Local { encoded };
+        let bytes = block.encoded_len();
+        let (topic, payload) = block_payload(&block, shared.params.hash, shared.cfg.p2p.compact_blocks);
+        let origin = BlockOrigin::Local { topic, payload };
         if jobs.blocking_send(BlockJob { block, origin, reply: Some(tx) }).is_err() {
             break;
         }

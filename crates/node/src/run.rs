@@ -20,8 +20,8 @@ use scalechain_consensus::{Apps, Params, VerifyConfig};
 use scalechain_p2p::msg::ProtocolNames;
 use scalechain_p2p::net::{self, Command, Multiaddr, NetConfig, NetEvent, NetLimits, PeerId};
 use scalechain_p2p::protocol::{
-    blocks_response, Config as ProtocolConfig, Event, Input, Output, Protocol, TxOrigin, TxsDone,
-    BLOCKS_RESPONSE_BYTES,
+    block_txs_response, blocks_response, Config as ProtocolConfig, Event, Input, Output, Protocol, TxOrigin,
+    TxsDone, BLOCKS_RESPONSE_BYTES,
 };
 use scalechain_replica::Replica;
 use scalechain_types::codec::Encode;
@@ -578,6 +578,20 @@ impl Reactor {
                         let _s = scalechain_types::profile::span("sync.serve_blocks");
                         let c = shared.chain.read();
                         blocks_response(&hashes, BLOCKS_RESPONSE_BYTES, |h| c.block(h).ok().flatten())
+                    };
+                    if let Ok(response) = tokio::task::spawn_blocking(load).await {
+                        let _ = net.send(Command::Respond { id, data: response.encode() }).await;
+                    }
+                });
+            }
+            Output::ServeBlockTxs { id, block, indexes } => {
+                // As for blocks: the store is read off the event loop.
+                let (shared, net) = (self.shared.clone(), self.net.clone());
+                tokio::spawn(async move {
+                    let load = move || {
+                        let _s = scalechain_types::profile::span("sync.serve_block_txs");
+                        let b = shared.chain.read().block(&block).ok().flatten();
+                        block_txs_response(b.as_ref(), &indexes, BLOCKS_RESPONSE_BYTES)
                     };
                     if let Ok(response) = tokio::task::spawn_blocking(load).await {
                         let _ = net.send(Command::Respond { id, data: response.encode() }).await;

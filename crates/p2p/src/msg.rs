@@ -9,6 +9,8 @@
 use scalechain_types::codec::{put_count, put_var_bytes, Decode, DecodeError, Encode, Reader};
 use scalechain_types::{Block, Hash, Header, Tx};
 
+use crate::protocol::Topic;
+
 /// The transaction batch encoding (PROTOCOL.md §13.2), shared with the API and its client.
 pub use scalechain_types::tx::{decode_tx_batch, encode_tx_batch};
 
@@ -32,14 +34,21 @@ pub const MAX_RESPONSE_BYTES: usize = 96 << 20;
 pub const MAX_AGENT: usize = 64;
 /// Longest refusal reason.
 pub const MAX_REASON: usize = 256;
+/// Most transactions a compact block names besides its coinbase (its gossip message is bounded
+/// by `p2p.max_message_bytes` besides).
+pub const MAX_COMPACT_TXS: usize = 1 << 20;
+/// Most transaction indexes in one `GetBlockTxs` (and transactions in its answer).
+pub const MAX_BLOCK_TXS_PER_REQUEST: usize = 65_536;
 
 /// The names every protocol of one chain uses: peers of another chain cannot even negotiate.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProtocolNames {
     /// Gossipsub topic for transaction batches.
     pub txs_topic: String,
-    /// Gossipsub topic for blocks.
+    /// Gossipsub topic for whole blocks.
     pub blocks_topic: String,
+    /// Gossipsub topic for compact blocks (header, coinbase and txids).
+    pub compact_blocks_topic: String,
     /// Request-response protocol.
     pub sync: String,
     /// Kademlia protocol (private: never shares routing tables with other networks).
@@ -55,6 +64,7 @@ impl ProtocolNames {
         ProtocolNames {
             txs_topic: format!("scalechain/{id}/txs/{PROTOCOL_VERSION}"),
             blocks_topic: format!("scalechain/{id}/blocks/{PROTOCOL_VERSION}"),
+            compact_blocks_topic: format!("scalechain/{id}/cblocks/{PROTOCOL_VERSION}"),
             sync: format!("/scalechain/{id}/sync/{PROTOCOL_VERSION}"),
             kad: format!("/scalechain/{id}/kad/{PROTOCOL_VERSION}"),
             identify: format!("/scalechain/{id}/{PROTOCOL_VERSION}"),
@@ -204,6 +214,14 @@ pub enum Request {
         /// Most txids wanted.
         max: u32,
     },
+    /// Transactions of a stored block by position: what a compact block named and the
+    /// requester's mempool lacked.
+    GetBlockTxs {
+        /// The block.
+        block: Hash,
+        /// Positions in the block, strictly ascending (at most [`MAX_BLOCK_TXS_PER_REQUEST`]).
+        indexes: Vec<u32>,
+    },
 }
 
 /// A response of the sync protocol.
@@ -221,6 +239,8 @@ pub enum Response {
     PoolTxids(Vec<Hash>),
     /// The request was refused (wrong chain, rate limit, malformed).
     Refused(String),
+    /// The transactions of a block at the positions asked, in that order.
+    BlockTxs(Vec<Tx>),
 }
 
 impl Encode for Request {
@@ -248,6 +268,14 @@ impl Encode for Request {
                 from.encode_to(out);
                 out.extend_from_slice(&max.to_le_bytes());
             }
+            Request::GetBlockTxs { block, indexes } => {
+                out.push(5);
+                block.encode_to(out);
+                put_count(out, indexes.len());
+                for i in indexes {
+                    out.extend_from_slice(&i.to_le_bytes());
+                }
+            }
         }
     }
 }
@@ -268,6 +296,23 @@ impl Decode for Request {
                 let from = r.hash("get_pool_txids.from")?;
                 let max = r.u32("get_pool_txids.max")?;
                 Request::GetPoolTxids { from, max }
+            }
+            5 => {
+                let block = r.hash("get_block_txs.block")?;
+                let n = r.count("get_block_txs.indexes", 4)?;
+                if n > MAX_BLOCK_TXS_PER_REQUEST {
+                    let why = format!("{n} items, at most {MAX_BLOCK_TXS_PER_REQUEST}");
+                    return Err(r.invalid("get_block_txs.indexes", why));
+                }
+                let mut indexes = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let i = r.u32("get_block_txs.indexes")?;
+                    if indexes.last().is_some_and(|last| *last >= i) {
+                        return Err(r.invalid("get_block_txs.indexes", "not strictly ascending"));
+                    }
+                    indexes.push(i);
+                }
+                Request::GetBlockTxs { block, indexes }
             }
             n => return Err(r.invalid("request.tag", format!("unknown request {n}"))),
         })
@@ -301,6 +346,10 @@ impl Encode for Response {
                 out.push(5);
                 put_vec(out, h);
             }
+            Response::BlockTxs(t) => {
+                out.push(6);
+                put_vec(out, t);
+            }
         }
     }
 }
@@ -315,8 +364,105 @@ impl Decode for Response {
             3 => Response::Txs(bounded_vec(r, "txs", MAX_TXS_PER_REQUEST)?),
             4 => Response::Refused(string(r, "refused.reason", MAX_REASON)?),
             5 => Response::PoolTxids(bounded_vec(r, "pool_txids", MAX_POOL_TXIDS)?),
+            6 => Response::BlockTxs(bounded_vec(r, "block_txs", MAX_BLOCK_TXS_PER_REQUEST)?),
             n => return Err(r.invalid("response.tag", format!("unknown response {n}"))),
         })
+    }
+}
+
+/// A transaction as a compact block names it: its txid (the mempool's key) and its wtxid (the
+/// hash of its whole encoding, witnesses included, which the header's Merkle root commits to).
+/// A pooled transaction with the txid but another witness is not the block's: it is fetched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TxRef {
+    /// `Tx::txid`.
+    pub txid: Hash,
+    /// `Tx::wtxid`.
+    pub wtxid: Hash,
+}
+
+impl TxRef {
+    /// The reference of a transaction.
+    pub fn of(tx: &Tx, kind: scalechain_types::HashKind) -> TxRef {
+        TxRef { txid: tx.txid(kind), wtxid: tx.wtxid(kind) }
+    }
+}
+
+impl Encode for TxRef {
+    fn encode_to(&self, out: &mut Vec<u8>) {
+        self.txid.encode_to(out);
+        self.wtxid.encode_to(out);
+    }
+}
+
+impl Decode for TxRef {
+    const MIN_LEN: usize = 64;
+    fn decode_from(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        Ok(TxRef { txid: r.hash("tx_ref.txid")?, wtxid: r.hash("tx_ref.wtxid")? })
+    }
+}
+
+/// A block as the compact-blocks topic carries it: the header, the coinbase, and a reference
+/// to each other transaction in block order. The receiver takes those from its mempool and asks
+/// the sender for what it lacks (`GetBlockTxs`). A rebuilt block is byte for byte the sender's
+/// (txid and wtxid both match), so one whose Merkle root is wrong was relayed wrong, and its
+/// sender is penalised like the sender of any invalid block.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompactBlock {
+    /// The header.
+    pub header: Header,
+    /// The first transaction (the coinbase: no other node can have it).
+    pub coinbase: Tx,
+    /// The other transactions, in block order.
+    pub txs: Vec<TxRef>,
+}
+
+impl CompactBlock {
+    /// The compact form of a block; `None` for a block without transactions.
+    pub fn of(block: &Block, kind: scalechain_types::HashKind) -> Option<CompactBlock> {
+        let (coinbase, rest) = block.txs.split_first()?;
+        Some(CompactBlock {
+            header: block.header,
+            coinbase: coinbase.clone(),
+            txs: rest.iter().map(|t| TxRef::of(t, kind)).collect(),
+        })
+    }
+
+    /// Transactions in the block.
+    pub fn len(&self) -> usize {
+        self.txs.len() + 1
+    }
+
+    /// Never true: a compact block holds its coinbase.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+}
+
+impl Encode for CompactBlock {
+    fn encode_to(&self, out: &mut Vec<u8>) {
+        self.header.encode_to(out);
+        self.coinbase.encode_to(out);
+        put_vec(out, &self.txs);
+    }
+}
+
+impl Decode for CompactBlock {
+    const MIN_LEN: usize = scalechain_types::block::HEADER_LEN + Tx::MIN_LEN + 4;
+    fn decode_from(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        let header = Header::decode_from(r)?;
+        let coinbase = Tx::decode_from(r)?;
+        let txs = bounded_vec(r, "compact_block.txs", MAX_COMPACT_TXS)?;
+        Ok(CompactBlock { header, coinbase, txs })
+    }
+}
+
+/// The payload and topic a node publishes its own block with: the compact form when
+/// `compact` (and the block has a coinbase), else the whole block.
+pub fn block_payload(block: &Block, kind: scalechain_types::HashKind, compact: bool) -> (Topic, Vec<u8>) {
+    match CompactBlock::of(block, kind).filter(|_| compact) {
+        Some(c) => (Topic::CompactBlocks, c.encode()),
+        None => (Topic::Blocks, block.encode()),
     }
 }
 

@@ -235,6 +235,10 @@ pub struct NetStats {
     pub gossip_in: AtomicU64,
     /// Gossip payload bytes received.
     pub gossip_in_bytes: AtomicU64,
+    /// Of those, on the block topics (whole and compact).
+    pub gossip_in_block_bytes: AtomicU64,
+    /// Response bodies received for this node's sync requests, bytes.
+    pub sync_in_bytes: AtomicU64,
     /// Gossip messages published.
     pub gossip_out: AtomicU64,
     /// Publishes that failed (all queues full, no peers, too large).
@@ -435,8 +439,9 @@ pub async fn start_with(cfg: NetConfig, net_limits: NetLimits) -> Result<Net, Ne
         .build();
     let txs = IdentTopic::new(cfg.names.txs_topic.clone());
     let blocks = IdentTopic::new(cfg.names.blocks_topic.clone());
+    let compact_blocks = IdentTopic::new(cfg.names.compact_blocks_topic.clone());
     if cfg.gossip {
-        for t in [&txs, &blocks] {
+        for t in [&txs, &blocks, &compact_blocks] {
             swarm.behaviour_mut().gossipsub.subscribe(t).map_err(|e| NetError::Config(e.to_string()))?;
         }
     }
@@ -458,6 +463,7 @@ pub async fn start_with(cfg: NetConfig, net_limits: NetLimits) -> Result<Net, Ne
         swarm,
         txs,
         blocks,
+        compact_blocks,
         events: evt_tx,
         stats: stats.clone(),
         inbound: HashMap::new(),
@@ -507,6 +513,7 @@ struct Task {
     swarm: libp2p::Swarm<Behaviour>,
     txs: IdentTopic,
     blocks: IdentTopic,
+    compact_blocks: IdentTopic,
     events: mpsc::Sender<NetEvent>,
     stats: Arc<NetStats>,
     /// Inbound requests waiting for the node's answer, with their peer.
@@ -581,6 +588,7 @@ impl Task {
                 let t = match topic {
                     Topic::Txs => self.txs.clone(),
                     Topic::Blocks => self.blocks.clone(),
+                    Topic::CompactBlocks => self.compact_blocks.clone(),
                 };
                 match b.gossipsub.publish(t, data) {
                     Ok(_) | Err(gossipsub::PublishError::Duplicate) => {
@@ -708,6 +716,8 @@ impl Task {
                     Topic::Txs
                 } else if message.topic == self.blocks.hash() {
                     Topic::Blocks
+                } else if message.topic == self.compact_blocks.hash() {
+                    Topic::CompactBlocks
                 } else {
                     self.swarm.behaviour_mut().gossipsub.report_message_validation_result(
                         &message_id,
@@ -716,6 +726,9 @@ impl Task {
                     );
                     return true;
                 };
+                if topic != Topic::Txs {
+                    self.stats.gossip_in_block_bytes.fetch_add(message.data.len() as u64, Ordering::Relaxed);
+                }
                 let Some(id) = MsgId::from_slice(&message_id.0) else {
                     // Ids come from `message_id` (20 bytes); anything else is not ours.
                     self.swarm.behaviour_mut().gossipsub.report_message_validation_result(
@@ -749,6 +762,7 @@ impl Task {
                     self.emit(NetEvent::Request { peer, id, data: request }).await
                 }
                 request_response::Message::Response { request_id, response } => {
+                    self.stats.sync_in_bytes.fetch_add(response.len() as u64, Ordering::Relaxed);
                     let Some(tag) = self.outbound.remove(&request_id) else { return true };
                     self.emit(NetEvent::Response { peer, tag, data: response }).await
                 }

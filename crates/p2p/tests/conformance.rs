@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use scalechain_consensus::params::{devnet_premine_key, SigMode};
 use scalechain_consensus::{genesis_block, Params};
 use scalechain_p2p::msg::{
-    message_id, Hello, ProtocolNames, Request, Response, Role, TxBatch, PROTOCOL_VERSION,
+    message_id, CompactBlock, Hello, ProtocolNames, Request, Response, Role, TxBatch, PROTOCOL_VERSION,
 };
 use scalechain_types::codec::{Decode, Encode};
 use scalechain_types::{
@@ -119,6 +119,7 @@ fn requests() -> Vec<(&'static str, Request)> {
         ("request-get-blocks", Request::GetBlocks(vec![chain_id])),
         ("request-get-txs", Request::GetTxs(vec![txid])),
         ("request-get-pool-txids", Request::GetPoolTxids { from: Hash([0; 32]), max: 4_096 }),
+        ("request-get-block-txs", Request::GetBlockTxs { block: Hash([0xaa; 32]), indexes: vec![1, 3] }),
     ]
 }
 
@@ -133,6 +134,7 @@ fn responses() -> Vec<(&'static str, Response)> {
         ("response-txs", Response::Txs(vec![tx.clone()])),
         ("response-refused", Response::Refused("rate limit".into())),
         ("response-pool-txids", Response::PoolTxids(vec![tx.txid(p.hash)])),
+        ("response-block-txs", Response::BlockTxs(vec![tx.clone()])),
     ]
 }
 
@@ -153,7 +155,15 @@ fn code_vectors() -> BTreeMap<String, Vec<u8>> {
     v.insert("gossip-message-id".into(), message_id(&batch).0.to_vec());
     v.insert("gossip-txs".into(), batch);
     v.insert("gossip-block".into(), small_block().encode());
+    v.insert("gossip-compact-block".into(), compact_block().encode());
     v
+}
+
+/// The small block with Appendix A.2's transfer after its coinbase, in compact form.
+fn compact_block() -> CompactBlock {
+    let mut b = small_block();
+    b.txs.push(transfer());
+    CompactBlock::of(&b, HashKind::Sha256).unwrap()
 }
 
 #[test]
@@ -181,6 +191,12 @@ fn the_documents_vectors_are_what_the_code_encodes_and_decodes() {
     }
     assert_eq!(TxBatch::decode(&doc["gossip-txs"]).unwrap(), TxBatch(vec![transfer()]));
     assert_eq!(Block::decode(&doc["gossip-block"]).unwrap(), small_block());
+    assert_eq!(CompactBlock::decode(&doc["gossip-compact-block"]).unwrap(), compact_block());
+    assert_eq!(
+        transfer().wtxid(HashKind::Sha256),
+        HashKind::Sha256.hash(&transfer().encode()),
+        "a wtxid is the hash of the whole encoding"
+    );
     // The transfer is Appendix A.2's.
     assert_eq!(
         transfer().txid(HashKind::Sha256).to_string(),
@@ -192,7 +208,14 @@ fn the_documents_vectors_are_what_the_code_encodes_and_decodes() {
 fn the_documents_protocol_names_and_role_bytes_are_the_codes() {
     let doc = document();
     let names = ProtocolNames::for_chain(&devnet().1);
-    for name in [&names.txs_topic, &names.blocks_topic, &names.sync, &names.kad, &names.identify] {
+    for name in [
+        &names.txs_topic,
+        &names.blocks_topic,
+        &names.compact_blocks_topic,
+        &names.sync,
+        &names.kad,
+        &names.identify,
+    ] {
         assert!(doc.contains(&format!("`{name}`")), "{name} is not in §13");
     }
     for (role, byte) in [(Role::Bootstrap, 0u8), (Role::Peer, 1), (Role::Miner, 2)] {

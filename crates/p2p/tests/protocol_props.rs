@@ -45,6 +45,9 @@ impl ChainView for Genesis {
     fn pool_txids(&self, _: &Hash, _: usize) -> Vec<Hash> {
         Vec::new()
     }
+    fn pooled_for_block(&self, refs: &[scalechain_p2p::msg::TxRef]) -> Vec<Option<Tx>> {
+        vec![None; refs.len()]
+    }
 }
 
 /// A structurally valid block claiming height `h`.
@@ -151,7 +154,7 @@ proptest! {
             p.step(now, input, &Genesis);
             for o in p.drain() {
                 match o {
-                    Output::Respond { id, .. } | Output::ServeBlocks { id, .. } => {
+                    Output::Respond { id, .. } | Output::ServeBlocks { id, .. } | Output::ServeBlockTxs { id, .. } => {
                         *answers.get_mut(&id).unwrap() += 1;
                     }
                     Output::Request { peer, tag, .. } => {

@@ -1,7 +1,7 @@
 //! The peer protocol reads the chain and the mempool through [`ChainView`].
 
 use scalechain_chain::ChainStore;
-use scalechain_p2p::msg::MAX_TXS_PER_REQUEST;
+use scalechain_p2p::msg::{TxRef, MAX_TXS_PER_REQUEST};
 use scalechain_p2p::sync::{fork_point, locator};
 use scalechain_types::{Hash, HashKind, Header, Tx};
 
@@ -58,6 +58,13 @@ impl<S: ChainStore> ChainView for Replica<S> {
 
     fn has_tx(&self, txid: &Hash) -> bool {
         self.mempool.contains(txid)
+    }
+
+    fn pooled_for_block(&self, refs: &[TxRef]) -> Vec<Option<Tx>> {
+        let pool = self.mempool.snapshot();
+        refs.iter()
+            .map(|r| pool.get(&r.txid).filter(|e| e.wtxid == r.wtxid).map(|e| (*e.tx).clone()))
+            .collect()
     }
 
     fn pool_txids(&self, from: &Hash, max: usize) -> Vec<Hash> {

@@ -61,6 +61,8 @@ pub struct SimConfig {
     pub tick_ms: u64,
     /// Mempool settings of every node.
     pub mempool: MempoolConfig,
+    /// Miners publish their blocks in compact form (the node's `p2p.compact_blocks`).
+    pub compact_blocks: bool,
 }
 
 impl SimConfig {
@@ -76,6 +78,7 @@ impl SimConfig {
             work_ms: 1,
             tick_ms: 250,
             mempool: MempoolConfig::default(),
+            compact_blocks: true,
         }
     }
 }
@@ -135,6 +138,7 @@ impl Sim {
         let replica = Replica::new(chain, mempool);
         let mut n = Honest::new(id, role, incarnation, Protocol::new(pc), replica);
         n.work_ms = self.cfg.work_ms;
+        n.compact_blocks = self.cfg.compact_blocks;
         if role == Role::Miner {
             let pubkey_hash = self.cfg.params.hash.hash(format!("simnet miner {id}").as_bytes());
             n.reward = Some(Lock { scheme: Scheme::Ed25519, pubkey_hash });

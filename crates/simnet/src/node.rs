@@ -6,10 +6,10 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::atomic::AtomicBool;
 
 use scalechain_chain::MemStore;
-use scalechain_p2p::msg::{message_id, MsgId, Role};
+use scalechain_p2p::msg::{block_payload, message_id, MsgId, Role};
 use scalechain_p2p::protocol::{
-    blocks_response, BlockOrigin, Event, Input, Output, Protocol, Topic, TxOrigin, TxsDone, Verdict,
-    BLOCKS_RESPONSE_BYTES,
+    block_txs_response, blocks_response, BlockOrigin, Event, Input, Output, Protocol, Topic, TxOrigin,
+    TxsDone, Verdict, BLOCKS_RESPONSE_BYTES,
 };
 use scalechain_replica::{solve, Replica};
 use scalechain_types::codec::Encode;
@@ -31,6 +31,8 @@ pub(crate) struct Honest {
     pub reward: Option<Lock>,
     pub mining: bool,
     pub max_block_txs: usize,
+    /// Publish mined blocks in compact form (`p2p.compact_blocks`).
+    pub compact_blocks: bool,
     pub work_ms: u64,
     seen: BTreeSet<MsgId>,
     seen_order: VecDeque<MsgId>,
@@ -62,6 +64,7 @@ impl Honest {
             reward: None,
             mining: false,
             max_block_txs: 10_000,
+            compact_blocks: true,
             work_ms: 1,
             seen: BTreeSet::new(),
             seen_order: VecDeque::new(),
@@ -145,6 +148,14 @@ impl Honest {
                 let response = {
                     let c = self.replica.chain.read();
                     blocks_response(&hashes, BLOCKS_RESPONSE_BYTES, |h| c.block(h).ok().flatten())
+                };
+                self.answer(id, response.encode(), w);
+            }
+            Output::ServeBlockTxs { id, block, indexes } => {
+                let response = {
+                    let c = self.replica.chain.read();
+                    let b = c.block(&block).ok().flatten();
+                    block_txs_response(b.as_ref(), &indexes, BLOCKS_RESPONSE_BYTES)
                 };
                 self.answer(id, response.encode(), w);
             }
@@ -283,8 +294,8 @@ impl Honest {
             return;
         }
         w.log(format!("{} mined {} with {} txs", self.id, block.header.height, block.txs.len() - 1));
-        let encoded = block.encode();
-        self.carry(Output::SubmitBlock { block, origin: BlockOrigin::Local { encoded } }, w);
+        let (topic, payload) = block_payload(&block, self.replica.params.hash, self.compact_blocks);
+        self.carry(Output::SubmitBlock { block, origin: BlockOrigin::Local { topic, payload } }, w);
     }
 }
 

@@ -88,6 +88,9 @@ fn three_peers_and_a_miner_converge_and_confirm_every_accepted_transaction() {
     // reached p2, only because the peers between forwarded what they accepted.
     assert!(!sim.linked(all[3], all[1]) && !sim.linked(all[3], all[2]));
     assert!(sim.trace().iter().any(|l| l.contains(&format!(" {}->{} gossip Txs", all[1], all[0]))));
+    // Blocks travelled as compact blocks, rebuilt from the mempools.
+    assert!(sim.trace().iter().any(|l| l.contains(" gossip CompactBlocks ")));
+    assert!(!sim.trace().iter().any(|l| l.contains(" gossip Blocks ")));
     // The bootstrap node answers handshakes but holds no chain.
     assert_eq!(sim.tip(boot).unwrap().0, 0);
     assert!(sim.penalties().is_empty(), "{:?}", sim.penalties());
@@ -125,9 +128,13 @@ fn a_late_node_syncs_headers_first_and_a_restarted_node_catches_up() {
     assert_eq!(requests_from(&sim, boot, 1), 0);
 }
 
-#[test]
-fn two_miners_fork_and_settle_on_one_chain_without_losing_transactions() {
-    let mut sim = Sim::new(SimConfig::devnet(31));
+/// Two miners 900 ms apart fork under load; then the gap closes, one miner stops, and the
+/// network must settle on one chain holding every accepted transaction, nobody penalised.
+/// `compact`: blocks travel as compact blocks (the default) or whole.
+fn fork_and_settle(compact: bool) -> (Sim, [NodeId; 4]) {
+    let mut cfg = SimConfig::devnet(31);
+    cfg.compact_blocks = compact;
+    let mut sim = Sim::new(cfg);
     let (m1, p1) = (sim.add_node(Role::Miner), sim.add_node(Role::Peer));
     let (m2, p2) = (sim.add_node(Role::Miner), sim.add_node(Role::Peer));
     // Two sides 900 ms apart: blocks found within that time of each other fork, and the
@@ -140,7 +147,6 @@ fn two_miners_fork_and_settle_on_one_chain_without_losing_transactions() {
     let mut load = Load::new(&sim.config().params, sim.config().sig, 31);
     drive_load(&mut sim, &mut load, &[p2], 20, 30);
     assert!(sim.disconnected_blocks() > 0, "no reorganisation: the miners never forked");
-    assert!(sim.readmitted() > 0, "the lost blocks' transactions went back to the mempools");
     // Close the gap and leave one miner: the network settles on one chain.
     for (a, b) in [(m1, m2), (m1, p2), (p1, m2), (p1, p2)] {
         sim.set_latency(a, b, 20);
@@ -150,6 +156,20 @@ fn two_miners_fork_and_settle_on_one_chain_without_losing_transactions() {
     assert!(sim.run_until(20_000, |s| settled(s, &all)), "not settled:\n{}", sim.state());
     assert_eq!(sim.accepted().len(), 600);
     assert!(sim.penalties().is_empty(), "{:?}", sim.penalties());
+    (sim, all)
+}
+
+#[test]
+fn two_miners_fork_and_settle_on_one_chain_without_losing_transactions() {
+    // Whole blocks: the lost blocks' transactions went back to the mempools.
+    let (sim, _) = fork_and_settle(false);
+    assert!(sim.readmitted() > 0, "the lost blocks' transactions went back to the mempools");
+    // Compact blocks: a block of the other branch names transactions this side has in its own
+    // branch (out of its mempool) or has not received yet: they are fetched from the sender.
+    let (sim, all) = fork_and_settle(true);
+    for n in all {
+        assert!(requests_from(&sim, n, 5) > 0, "{n} never fetched a compact block's transactions");
+    }
 }
 
 #[test]

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 use scalechain_types::codec::Decode;
-use scalechain_types::{Block, Hash, Tx};
+use scalechain_types::{Block, Hash, Header, Tx};
 
 use super::pool::{Next as PoolNext, PoolSync};
 use super::{
@@ -12,8 +12,8 @@ use super::{
     Verdict, BLOCKS_RESPONSE_BYTES,
 };
 use crate::msg::{
-    decode_tx_batch, encode_tx_batch, group_for_batches, refused, Hello, Request, Response, Role,
-    MAX_HEADERS, MAX_POOL_TXIDS, PROTOCOL_VERSION,
+    decode_tx_batch, encode_tx_batch, group_for_batches, refused, CompactBlock, Hello, Request, Response,
+    Role, TxRef, MAX_BLOCK_TXS_PER_REQUEST, MAX_HEADERS, MAX_POOL_TXIDS, PROTOCOL_VERSION,
 };
 use crate::score::{Offence, PeerBook, RateLimit, Standing};
 use crate::sync::{Action, SyncState};
@@ -59,6 +59,28 @@ enum Asked {
     },
     /// Transactions of the peer's mempool.
     Txs(Vec<Hash>),
+    /// What a compact block's rebuild lacks, from the block the peer relayed.
+    BlockTxs(Hash),
+}
+
+/// Most compact blocks being rebuilt at once (each waits for one `GetBlockTxs`); past it a
+/// compact block that needs fetching is ignored and sync fetches the whole block.
+pub const MAX_REBUILDS: usize = 16;
+
+/// A compact block waiting for the transactions this node's mempool lacked.
+#[derive(Clone, Debug)]
+struct Rebuild<K> {
+    /// The peer that relayed it (and is asked for the rest).
+    source: K,
+    /// Its gossip message.
+    id: MsgId,
+    header: Header,
+    /// Its transactions in block order (the coinbase first); `None` where fetched.
+    txs: Vec<Option<Tx>>,
+    /// Each position's reference (position 0, the coinbase, included).
+    refs: Vec<TxRef>,
+    /// The positions asked for.
+    missing: Vec<u32>,
 }
 
 /// The peer protocol of one node (see the module documentation).
@@ -73,6 +95,8 @@ pub struct Protocol<K> {
     outbox: VecDeque<Output<K>>,
     /// Txids asked of some peer by mempool sync and not answered yet.
     pool_inflight: BTreeSet<Hash>,
+    /// Compact blocks waiting for transactions, by block hash.
+    rebuilds: BTreeMap<Hash, Rebuild<K>>,
     /// The tip when transactions from peers were first refused for want of room since the
     /// last mempool sync: once the tip moves (a block took pooled transactions out), the
     /// peers' mempools are fetched again.
@@ -93,6 +117,7 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
             next_tag: 1,
             outbox: VecDeque::new(),
             pool_inflight: BTreeSet::new(),
+            rebuilds: BTreeMap::new(),
             crowded_at: None,
         }
     }
@@ -107,7 +132,7 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
         match input {
             Input::Connected { peer, addr, inbound } => self.connected(now_ms, peer, addr, inbound, chain),
             Input::Disconnected { peer } => self.disconnected(peer),
-            Input::Gossip { topic, id, source, data } => self.gossip(now_ms, topic, id, source, &data),
+            Input::Gossip { topic, id, source, data } => self.gossip(now_ms, topic, id, source, &data, chain),
             Input::Request { peer, id, data } => self.serve(now_ms, peer, id, &data, chain),
             Input::Response { peer, tag, data } => self.answer(now_ms, peer, tag, &data, chain),
             Input::RequestFailed { peer, tag, error } => self.failed(peer, tag, &error),
@@ -143,6 +168,11 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
     /// its score (see [`PeerBook::restore`]).
     pub fn restore_peer(&mut self, peer: &K, score: i32, banned_until_ms: Option<u64>, now_ms: u64) {
         self.book.restore(peer, score, banned_until_ms, now_ms);
+    }
+
+    /// Compact blocks waiting for the transactions this node's mempool lacked.
+    pub fn rebuilding(&self) -> usize {
+        self.rebuilds.len()
     }
 
     /// Blocks that sync is fetching or has queued.
@@ -264,16 +294,20 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
     fn disconnected(&mut self, peer: K) {
         self.sync.peer_gone(&peer);
         // Answers from a peer that left never come: forget what we asked it.
-        for (p, a) in self.asked.values() {
-            if *p == peer {
-                if let Asked::Txs(hashes) = a {
+        let gone: Vec<Asked> =
+            self.asked.values().filter(|(p, _)| *p == peer).map(|(_, a)| a.clone()).collect();
+        self.asked.retain(|_, (p, _)| *p != peer);
+        for a in &gone {
+            match a {
+                Asked::Txs(hashes) => {
                     for h in hashes {
                         self.pool_inflight.remove(h);
                     }
                 }
+                Asked::BlockTxs(hash) => self.rebuild_failed(hash),
+                _ => {}
             }
         }
-        self.asked.retain(|_, (p, _)| *p != peer);
         if self.peers.remove(&peer).is_some() {
             self.event(Event::Disconnected { peer });
         }
@@ -364,7 +398,15 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
         h.version == PROTOCOL_VERSION && h.chain_id == chain.chain_id()
     }
 
-    fn gossip(&mut self, now_ms: u64, topic: Topic, id: MsgId, source: K, data: &[u8]) {
+    fn gossip(
+        &mut self,
+        now_ms: u64,
+        topic: Topic,
+        id: MsgId,
+        source: K,
+        data: &[u8],
+        chain: &impl ChainView,
+    ) {
         if self.book.is_banned(&source, now_ms) {
             self.push(Output::Validate { id, source, verdict: Verdict::Ignore });
             return;
@@ -389,6 +431,7 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
                     }
                 }
             }
+            Topic::CompactBlocks => self.compact_block(now_ms, id, source, data, chain),
             Topic::Blocks => {
                 let decoded = if data.len() > max_bytes {
                     Err(format!("{} bytes, at most {max_bytes}", data.len()))
@@ -410,6 +453,113 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
                     }
                 }
             }
+        }
+    }
+
+    /// A compact block from gossip: rebuilt from the mempool and submitted when the mempool
+    /// holds every transaction it names (txid and wtxid); otherwise, once its header is found
+    /// to meet its own target, the missing ones are asked of the peer that relayed it (which
+    /// stored the block before relaying it). What cannot be fetched so is left to sync, which
+    /// fetches the whole block from the peer claiming it. The rebuilt block is the sender's
+    /// byte for byte, so the block worker's verdict on it is a verdict on the sender.
+    fn compact_block(&mut self, now_ms: u64, id: MsgId, source: K, data: &[u8], chain: &impl ChainView) {
+        let max_bytes = self.cfg.max_message_bytes;
+        let decoded = if data.len() > max_bytes {
+            Err(format!("{} bytes, at most {max_bytes}", data.len()))
+        } else {
+            CompactBlock::decode(data).map_err(|e| e.to_string())
+        };
+        let CompactBlock { header, coinbase, txs: refs } = match decoded {
+            Ok(cb) => cb,
+            Err(e) => {
+                tracing::debug!("malformed compact block from {source:?}: {e}");
+                self.push(Output::Validate { id, source: source.clone(), verdict: Verdict::Reject });
+                return self.penalise(now_ms, &source, Offence::Malformed);
+            }
+        };
+        if self.peers.contains_key(&source) {
+            self.sync.peer_tip(source.clone(), header.height);
+        }
+        let kind = chain.hash_kind();
+        let hash = header.hash(kind);
+        if chain.has_block(&hash) || self.rebuilds.contains_key(&hash) {
+            return self.push(Output::Validate { id, source, verdict: Verdict::Ignore });
+        }
+        let found = chain.pooled_for_block(&refs);
+        let missing: Vec<u32> = found
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.is_none())
+            .filter_map(|(i, _)| u32::try_from(i + 1).ok())
+            .collect();
+        if missing.is_empty() {
+            let mut txs = Vec::with_capacity(found.len() + 1);
+            txs.push(coinbase);
+            txs.extend(found.into_iter().flatten());
+            let block = Block { header, txs };
+            return self.push(Output::SubmitBlock { block, origin: BlockOrigin::Gossip { source, id } });
+        }
+        if !header.target.is_met_by(&hash) {
+            // No honest node relays it: every node checks a block before it forwards its message.
+            tracing::debug!("compact block {hash} from {source:?} misses its own target");
+            self.push(Output::Validate { id, source: source.clone(), verdict: Verdict::Reject });
+            return self.penalise(now_ms, &source, Offence::InvalidBlock);
+        }
+        if missing.len() > MAX_BLOCK_TXS_PER_REQUEST || self.rebuilds.len() >= MAX_REBUILDS {
+            return self.push(Output::Validate { id, source, verdict: Verdict::Ignore });
+        }
+        let mut all = Vec::with_capacity(refs.len() + 1);
+        all.push(TxRef::of(&coinbase, kind));
+        all.extend(refs);
+        let mut txs = Vec::with_capacity(found.len() + 1);
+        txs.push(Some(coinbase));
+        txs.extend(found);
+        let request = Request::GetBlockTxs { block: hash, indexes: missing.clone() };
+        self.request(source.clone(), request, Asked::BlockTxs(hash));
+        self.rebuilds.insert(hash, Rebuild { source, id, header, txs, refs: all, missing });
+    }
+
+    /// The transactions a rebuild asked for came: the block goes to the block worker, or,
+    /// if the answer is short (cut at the response bound), sync fetches the whole block. An
+    /// answer with a transaction that was not asked for (txid or wtxid) costs `malformed`.
+    fn rebuild_answered(
+        &mut self,
+        now_ms: u64,
+        peer: &K,
+        hash: &Hash,
+        got: Vec<Tx>,
+        kind: scalechain_types::HashKind,
+    ) {
+        let Some(mut rb) = self.rebuilds.remove(hash) else { return };
+        if got.len() > rb.missing.len() {
+            self.push(Output::Validate { id: rb.id, source: rb.source, verdict: Verdict::Ignore });
+            return self.penalise(now_ms, peer, Offence::Malformed);
+        }
+        let complete = got.len() == rb.missing.len();
+        for (tx, &i) in got.into_iter().zip(&rb.missing) {
+            let Some(slot) = usize::try_from(i).ok().filter(|i| *i < rb.txs.len()) else { continue };
+            if TxRef::of(&tx, kind) != rb.refs[slot] {
+                self.push(Output::Validate { id: rb.id, source: rb.source, verdict: Verdict::Ignore });
+                return self.penalise(now_ms, peer, Offence::Malformed);
+            }
+            rb.txs[slot] = Some(tx);
+        }
+        if !complete {
+            return self.push(Output::Validate { id: rb.id, source: rb.source, verdict: Verdict::Ignore });
+        }
+        let txs: Vec<Tx> = rb.txs.into_iter().flatten().collect();
+        let block = Block { header: rb.header, txs };
+        self.push(Output::SubmitBlock {
+            block,
+            origin: BlockOrigin::Gossip { source: rb.source, id: rb.id },
+        });
+    }
+
+    /// A rebuild's request was refused or failed, or its peer left: its message is dropped
+    /// and sync fetches the block (the peer's claim to it stands until it fails to deliver).
+    fn rebuild_failed(&mut self, hash: &Hash) {
+        if let Some(rb) = self.rebuilds.remove(hash) {
+            self.push(Output::Validate { id: rb.id, source: rb.source, verdict: Verdict::Ignore });
         }
     }
 
@@ -457,6 +607,9 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
             Request::GetPoolTxids { from, max } => {
                 let n = usize::try_from(max).unwrap_or(usize::MAX).min(MAX_POOL_TXIDS);
                 self.respond(id, Response::PoolTxids(chain.pool_txids(&from, n)));
+            }
+            Request::GetBlockTxs { block, indexes } => {
+                self.push(Output::ServeBlockTxs { id, block, indexes })
             }
         }
     }
@@ -552,6 +705,9 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
                     self.pool_step(now_ms, &peer, chain);
                 }
             }
+            (Asked::BlockTxs(hash), Response::BlockTxs(txs)) => {
+                self.rebuild_answered(now_ms, &peer, &hash, txs, chain.hash_kind())
+            }
             (asked, Response::Refused(why)) => {
                 tracing::debug!("{peer:?} refused: {why}");
                 self.abandon(&peer, &asked);
@@ -580,6 +736,7 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
                 }
                 self.pool_stop(peer);
             }
+            Asked::BlockTxs(hash) => self.rebuild_failed(hash),
         }
     }
 
@@ -625,9 +782,9 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
                     self.penalise(now_ms, &peer, Offence::InvalidBlock);
                 }
             }
-            BlockOrigin::Local { encoded } => {
+            BlockOrigin::Local { topic, payload } => {
                 if v == BlockVerdict::Connected {
-                    self.push(Output::Publish { topic: Topic::Blocks, data: encoded });
+                    self.push(Output::Publish { topic, data: payload });
                 }
             }
         }

@@ -28,7 +28,9 @@ use std::sync::Arc;
 use scalechain_types::{Block, Hash, HashKind, Header, Tx};
 
 pub use crate::msg::MsgId;
-use crate::msg::{Request, Response, Role, MAX_BLOCKS_PER_REQUEST, MAX_RESPONSE_BYTES};
+use crate::msg::{
+    Request, Response, Role, TxRef, MAX_BLOCKS_PER_REQUEST, MAX_BLOCK_TXS_PER_REQUEST, MAX_RESPONSE_BYTES,
+};
 use crate::score::Offence;
 use crate::sync::SyncConfig;
 pub use machine::{Peer, Protocol};
@@ -39,8 +41,10 @@ pub use pool::{successor, PoolSyncConfig};
 pub enum Topic {
     /// Transaction batches.
     Txs,
-    /// Blocks.
+    /// Whole blocks.
     Blocks,
+    /// Compact blocks (`msg::CompactBlock`): rebuilt from the mempool, what it lacks fetched.
+    CompactBlocks,
 }
 
 /// The verdict on a gossip message (gossipsub's validation result).
@@ -123,6 +127,9 @@ pub trait ChainView {
     fn has_tx(&self, txid: &Hash) -> bool;
     /// At most `max` pooled txids from `from` on (inclusive), ascending.
     fn pool_txids(&self, from: &Hash, max: usize) -> Vec<Hash>;
+    /// The pooled transaction of each reference (its txid and its wtxid both), `None` where
+    /// the mempool lacks it (one snapshot of the mempool for the whole list).
+    fn pooled_for_block(&self, refs: &[TxRef]) -> Vec<Option<Tx>>;
 }
 
 /// Where a block submitted to the block worker came from.
@@ -137,10 +144,13 @@ pub enum BlockOrigin<K> {
     },
     /// A sync response from this peer.
     Sync(K),
-    /// This node's miner, with the block's encoding (published once it connects).
+    /// This node's miner, with the payload to publish once it connects
+    /// (`msg::block_payload`: the compact form, or the whole block).
     Local {
-        /// The block's canonical encoding.
-        encoded: Vec<u8>,
+        /// The topic.
+        topic: Topic,
+        /// The payload.
+        payload: Vec<u8>,
     },
 }
 
@@ -309,6 +319,16 @@ pub enum Output<K> {
         /// The blocks asked for, at most `msg::MAX_BLOCKS_PER_REQUEST`.
         hashes: Vec<Hash>,
     },
+    /// Load this block (off the event loop), answer request `id` with
+    /// [`block_txs_response`] of it.
+    ServeBlockTxs {
+        /// The id of [`Input::Request`].
+        id: u64,
+        /// The block.
+        block: Hash,
+        /// The positions asked for, strictly ascending.
+        indexes: Vec<u32>,
+    },
     /// The verdict on a gossip message.
     Validate {
         /// Its id.
@@ -438,4 +458,28 @@ pub fn blocks_response(
         }
     }
     Response::Blocks(out)
+}
+
+/// The answer to `GetBlockTxs(indexes)` of `block` (`None`: not stored here): its
+/// transactions at those positions, in that order, stopping before their encodings pass
+/// `max_bytes`; `Refused` for a block not stored or a position past its end. Both reactors
+/// answer [`Output::ServeBlockTxs`] with it.
+pub fn block_txs_response(block: Option<&Block>, indexes: &[u32], max_bytes: usize) -> Response {
+    let Some(block) = block else { return crate::msg::refused("unknown block") };
+    let mut out = Vec::with_capacity(indexes.len().min(MAX_BLOCK_TXS_PER_REQUEST));
+    let mut bytes = 0usize;
+    for &i in indexes.iter().take(MAX_BLOCK_TXS_PER_REQUEST) {
+        let Some(tx) = usize::try_from(i).ok().and_then(|i| block.txs.get(i)) else {
+            return crate::msg::refused(format!(
+                "position {i} past the block's {} transactions",
+                block.txs.len()
+            ));
+        };
+        bytes = bytes.saturating_add(tx.encoded_len());
+        if bytes > max_bytes {
+            break;
+        }
+        out.push(tx.clone());
+    }
+    Response::BlockTxs(out)
 }

@@ -7,7 +7,8 @@ use scalechain_types::{Block, Hash, HashKind, Header, Tx};
 
 use super::*;
 use crate::msg::{
-    message_id, Hello, Request, Response, Role, TxBatch, MAX_BLOCKS_PER_REQUEST, MAX_REASON, PROTOCOL_VERSION,
+    message_id, refused, CompactBlock, Hello, Request, Response, Role, TxBatch, TxRef,
+    MAX_BLOCKS_PER_REQUEST, MAX_REASON, PROTOCOL_VERSION,
 };
 use crate::score::{Offence, BAN_MS};
 use crate::sync::{fork_point, locator};
@@ -62,6 +63,11 @@ impl ChainView for Fake {
     }
     fn has_tx(&self, txid: &Hash) -> bool {
         self.pool.iter().any(|t| t.txid(HashKind::Sha256) == *txid)
+    }
+    fn pooled_for_block(&self, refs: &[TxRef]) -> Vec<Option<Tx>> {
+        refs.iter()
+            .map(|r| self.pool.iter().find(|t| TxRef::of(t, HashKind::Sha256) == *r).cloned())
+            .collect()
     }
     fn pool_txids(&self, from: &Hash, max: usize) -> Vec<Hash> {
         let mut ids: Vec<Hash> =
@@ -450,18 +456,242 @@ fn the_local_miners_block_is_published_once_connected() {
     let chain = Fake::new(0);
     let mut p = machine(Role::Miner);
     let b = Block { header: mined(1).0[0], txs: vec![Tx::coinbase(1, vec![])] };
-    let encoded = b.encode();
     let hash = b.header.hash(HashKind::Sha256);
-    let done = |verdict| Input::BlockDone {
-        hash,
-        height: 1,
-        origin: BlockOrigin::Local { encoded: encoded.clone() },
-        verdict,
+    for compact in [false, true] {
+        let (topic, payload) = crate::msg::block_payload(&b, HashKind::Sha256, compact);
+        assert_eq!(topic, if compact { Topic::CompactBlocks } else { Topic::Blocks });
+        let expected =
+            if compact { CompactBlock::of(&b, HashKind::Sha256).unwrap().encode() } else { b.encode() };
+        assert_eq!(payload, expected);
+        let done = |verdict| Input::BlockDone {
+            hash,
+            height: 1,
+            origin: BlockOrigin::Local { topic, payload: payload.clone() },
+            verdict,
+        };
+        p.step(0, done(BlockVerdict::SideBranch), &chain);
+        assert!(out(&mut p).is_empty());
+        p.step(0, done(BlockVerdict::Connected), &chain);
+        assert_eq!(out(&mut p), vec![Output::Publish { topic, data: payload.clone() }]);
+    }
+}
+
+/// A block at height 1 of the fake chain holding a coinbase and `n` other transactions, its
+/// Merkle root right and its header mined.
+fn block_of(n: u64) -> Block {
+    let kind = HashKind::Sha256;
+    let txs: Vec<Tx> = (0..=n).map(|i| Tx::coinbase(1000 + i, vec![])).collect();
+    let mut header = mined(1).0[0];
+    header.merkle_root = scalechain_types::merkle::root_of_txs(kind, &txs);
+    while !header.target.is_met_by(&header.hash(kind)) {
+        header.nonce += 1;
+    }
+    Block { header, txs }
+}
+
+fn gossip_compact(
+    p: &mut Protocol<u32>,
+    chain: &Fake,
+    k: u32,
+    cb: &CompactBlock,
+) -> (MsgId, Vec<Output<u32>>) {
+    let data = cb.encode();
+    let id = message_id(&data);
+    p.step(0, Input::Gossip { topic: Topic::CompactBlocks, id, source: k, data }, chain);
+    (id, out(p))
+}
+
+#[test]
+fn a_compact_block_is_rebuilt_from_the_mempool_and_what_it_lacks_is_fetched_from_its_sender() {
+    let kind = HashKind::Sha256;
+    let b = block_of(5);
+    let cb = CompactBlock::of(&b, kind).unwrap();
+    assert_eq!(CompactBlock::decode(&cb.encode()).unwrap(), cb);
+    assert_eq!(cb.encode().len(), 124 + b.txs[0].encoded_len() + 4 + 64 * 5);
+    // Everything pooled: the block goes straight to the block worker, whole.
+    let mut chain = Fake::new(0);
+    chain.pool = b.txs[1..].to_vec();
+    let mut p = machine(Role::Peer);
+    connect(&mut p, &chain, 1, Some(hello(CHAIN, 0, Role::Peer)));
+    out(&mut p);
+    let (id, o) = gossip_compact(&mut p, &chain, 1, &cb);
+    assert_eq!(
+        o,
+        vec![Output::SubmitBlock { block: b.clone(), origin: BlockOrigin::Gossip { source: 1, id } }]
+    );
+    // Two missing (positions 2 and 5): asked of the sender by position, nothing submitted yet.
+    chain.pool = vec![b.txs[1].clone(), b.txs[3].clone(), b.txs[4].clone()];
+    let mut p = machine(Role::Peer);
+    connect(&mut p, &chain, 1, Some(hello(CHAIN, 0, Role::Peer)));
+    out(&mut p);
+    let (id, o) = gossip_compact(&mut p, &chain, 1, &cb);
+    let hash = b.header.hash(kind);
+    let [(1, tag, Request::GetBlockTxs { block, indexes })] = &requests(&o)[..] else { panic!("{o:?}") };
+    assert_eq!((*block, indexes.clone()), (hash, vec![2, 5]));
+    assert_eq!(o.len(), 1);
+    assert_eq!(p.rebuilding(), 1);
+    // The same block again (from another relay) while it is being rebuilt: dropped.
+    let (id2, o) = gossip_compact(&mut p, &chain, 1, &cb);
+    assert_eq!(o, vec![Output::Validate { id: id2, source: 1, verdict: Verdict::Ignore }]);
+    // The answer completes it: the whole block goes to the worker, its verdict to gossip.
+    let answer = Response::BlockTxs(vec![b.txs[2].clone(), b.txs[5].clone()]).encode();
+    p.step(1, Input::Response { peer: 1, tag: *tag, data: answer }, &chain);
+    assert_eq!(
+        out(&mut p),
+        vec![Output::SubmitBlock { block: b.clone(), origin: BlockOrigin::Gossip { source: 1, id } }]
+    );
+    assert_eq!(p.rebuilding(), 0);
+}
+
+#[test]
+fn a_pooled_transaction_with_the_txid_but_another_witness_is_fetched() {
+    use scalechain_types::keys::{Scheme, SecretKey};
+    use scalechain_types::{OutPoint, TxIn, Witness};
+    let kind = HashKind::Sha256;
+    let key = SecretKey::from_seed(Scheme::Ed25519, [5; 32]);
+    let spend = Tx {
+        version: 1,
+        kind: scalechain_types::TxKind::TRANSFER,
+        inputs: vec![TxIn {
+            prev: OutPoint { txid: Hash([3; 32]), index: 0 },
+            witness: Witness { pubkey: key.public(), signature: [1; 64] },
+        }],
+        outputs: vec![],
+        data: vec![],
     };
-    p.step(0, done(BlockVerdict::SideBranch), &chain);
-    assert!(out(&mut p).is_empty());
-    p.step(0, done(BlockVerdict::Connected), &chain);
-    assert_eq!(out(&mut p), vec![Output::Publish { topic: Topic::Blocks, data: encoded.clone() }]);
+    let mut other = spend.clone();
+    other.inputs[0].witness.signature = [2; 64];
+    assert_eq!(other.txid(kind), spend.txid(kind));
+    let txs = vec![Tx::coinbase(1, vec![]), spend.clone()];
+    let mut header = mined(1).0[0];
+    header.merkle_root = scalechain_types::merkle::root_of_txs(kind, &txs);
+    while !header.target.is_met_by(&header.hash(kind)) {
+        header.nonce += 1;
+    }
+    let b = Block { header, txs };
+    let mut chain = Fake::new(0);
+    chain.pool = vec![other];
+    let mut p = machine(Role::Peer);
+    connect(&mut p, &chain, 1, Some(hello(CHAIN, 0, Role::Peer)));
+    out(&mut p);
+    let (id, o) = gossip_compact(&mut p, &chain, 1, &CompactBlock::of(&b, kind).unwrap());
+    let [(1, tag, Request::GetBlockTxs { indexes, .. })] = &requests(&o)[..] else { panic!("{o:?}") };
+    assert_eq!(indexes, &vec![1]);
+    // The pooled variant is no answer either: it is not the transaction asked for.
+    let pooled = Response::BlockTxs(chain.pool.clone()).encode();
+    p.step(1, Input::Response { peer: 1, tag: *tag, data: pooled }, &chain);
+    let o = out(&mut p);
+    assert_eq!(o[0], Output::Validate { id, source: 1, verdict: Verdict::Ignore });
+    assert_eq!(penalties(&o), vec![(Offence::Malformed, -50)]);
+}
+
+#[test]
+fn compact_blocks_that_lie_or_answers_that_do_not_fit_are_punished_and_failures_fall_back_to_sync() {
+    let kind = HashKind::Sha256;
+    let b = block_of(4);
+    let cb = CompactBlock::of(&b, kind).unwrap();
+    let chain = Fake::new(0);
+    let fresh = || {
+        let mut p = machine(Role::Peer);
+        connect(&mut p, &chain, 1, Some(hello(CHAIN, 0, Role::Peer)));
+        connect(&mut p, &chain, 2, Some(hello(CHAIN, 0, Role::Peer)));
+        out(&mut p);
+        p
+    };
+    // A header that misses its own target: rejected before anything is fetched.
+    let mut p = fresh();
+    let mut liar = cb.clone();
+    while liar.header.target.is_met_by(&liar.header.hash(kind)) {
+        liar.header.nonce += 1;
+    }
+    let (id, o) = gossip_compact(&mut p, &chain, 1, &liar);
+    assert_eq!(o[0], Output::Validate { id, source: 1, verdict: Verdict::Reject });
+    assert_eq!(penalties(&o), vec![(Offence::InvalidBlock, -100)]);
+    assert!(requests(&o).is_empty());
+    // Undecodable bytes on the compact topic: malformed.
+    let junk = vec![1, 2, 3];
+    let jid = message_id(&junk);
+    p.step(0, Input::Gossip { topic: Topic::CompactBlocks, id: jid, source: 2, data: junk }, &chain);
+    let o = out(&mut p);
+    assert_eq!(o[0], Output::Validate { id: jid, source: 2, verdict: Verdict::Reject });
+    assert_eq!(penalties(&o), vec![(Offence::Malformed, -50)]);
+    // An answer carrying a transaction that was not asked for: malformed, message dropped.
+    let mut p = fresh();
+    let (id, o) = gossip_compact(&mut p, &chain, 2, &cb);
+    let [(2, tag, _)] = requests(&o)[..] else { panic!("{o:?}") };
+    let wrong = Response::BlockTxs(vec![Tx::coinbase(77, vec![]); 4]).encode();
+    p.step(1, Input::Response { peer: 2, tag, data: wrong }, &chain);
+    let o = out(&mut p);
+    assert_eq!(o[0], Output::Validate { id, source: 2, verdict: Verdict::Ignore });
+    assert_eq!(penalties(&o), vec![(Offence::Malformed, -50)]);
+    assert_eq!(p.rebuilding(), 0);
+    // A short answer (cut at the response bound): dropped without penalty, left to sync,
+    // which asks the sender for the whole block at the next tick.
+    let mut p = fresh();
+    let (id, o) = gossip_compact(&mut p, &chain, 2, &cb);
+    let [(2, tag, _)] = requests(&o)[..] else { panic!("{o:?}") };
+    let short = Response::BlockTxs(b.txs[1..3].to_vec()).encode();
+    p.step(1, Input::Response { peer: 2, tag, data: short }, &chain);
+    assert_eq!(out(&mut p), vec![Output::Validate { id, source: 2, verdict: Verdict::Ignore }]);
+    p.step(300, Input::Tick, &chain);
+    let o = out(&mut p);
+    assert!(matches!(&requests(&o)[..], [(2, _, Request::GetHeaders { .. })]), "{o:?}");
+    // A refusal and a peer that leaves: dropped, nobody punished.
+    for leave in [false, true] {
+        let mut p = fresh();
+        let (id, o) = gossip_compact(&mut p, &chain, 2, &cb);
+        let [(2, tag, _)] = requests(&o)[..] else { panic!("{o:?}") };
+        if leave {
+            p.step(1, Input::Disconnected { peer: 2 }, &chain);
+        } else {
+            p.step(1, Input::Response { peer: 2, tag, data: refused("unknown block").encode() }, &chain);
+        }
+        let o = out(&mut p);
+        assert_eq!(o[0], Output::Validate { id, source: 2, verdict: Verdict::Ignore });
+        assert!(penalties(&o).is_empty());
+        assert_eq!(p.rebuilding(), 0);
+    }
+    // A compact block of a block already stored: dropped unseen.
+    let mut chain = Fake::new(0);
+    chain.hashes.push(b.header.hash(kind));
+    let mut p = machine(Role::Peer);
+    connect(&mut p, &chain, 1, Some(hello(CHAIN, 0, Role::Peer)));
+    out(&mut p);
+    let (id, o) = gossip_compact(&mut p, &chain, 1, &cb);
+    assert_eq!(o, vec![Output::Validate { id, source: 1, verdict: Verdict::Ignore }]);
+}
+
+#[test]
+fn block_transactions_are_served_by_position() {
+    let chain = Fake::new(0);
+    let mut p = machine(Role::Peer);
+    connect(&mut p, &chain, 1, None);
+    let req = Request::GetBlockTxs { block: Hash([9; 32]), indexes: vec![1, 3] };
+    p.step(0, Input::Request { peer: 1, id: 4, data: req.encode() }, &chain);
+    assert_eq!(out(&mut p), vec![Output::ServeBlockTxs { id: 4, block: Hash([9; 32]), indexes: vec![1, 3] }]);
+    // Positions out of order do not decode: malformed.
+    let mut bad = Request::GetBlockTxs { block: Hash([9; 32]), indexes: vec![3, 1] }.encode();
+    p.step(0, Input::Request { peer: 1, id: 5, data: bad.clone() }, &chain);
+    let o = out(&mut p);
+    assert!(refusal(&o[0]).unwrap().contains("not strictly ascending"), "{o:?}");
+    assert_eq!(penalties(&o), vec![(Offence::Malformed, -50)]);
+    bad.truncate(bad.len() - 1);
+    assert!(Request::decode(&bad).is_err());
+    // The answer: the transactions at those positions, in order; refused for a block not
+    // stored or a position past its end; cut before the byte bound.
+    let b = block_of(4);
+    assert_eq!(
+        block_txs_response(Some(&b), &[0, 2, 4], usize::MAX),
+        Response::BlockTxs(vec![b.txs[0].clone(), b.txs[2].clone(), b.txs[4].clone()])
+    );
+    assert!(
+        matches!(block_txs_response(None, &[1], usize::MAX), Response::Refused(s) if s == "unknown block")
+    );
+    assert!(
+        matches!(block_txs_response(Some(&b), &[1, 5], usize::MAX), Response::Refused(s) if s.contains("position 5"))
+    );
+    let one = b.txs[1].encoded_len();
+    assert_eq!(block_txs_response(Some(&b), &[1, 2, 3], 2 * one), Response::BlockTxs(b.txs[1..3].to_vec()));
 }
 
 #[test]

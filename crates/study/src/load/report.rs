@@ -45,6 +45,58 @@ pub struct Confirmed {
     pub latency: Latency,
 }
 
+/// What each node received from its peers: gossip payloads by topic and sync answers, read
+/// from its `/metrics` before and after the load.
+pub mod traffic {
+    /// Bytes a node received, by kind.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct Traffic {
+        /// Gossip payloads on the transactions topic.
+        pub gossip_txs: u64,
+        /// Gossip payloads on the block topics (whole and compact).
+        pub gossip_blocks: u64,
+        /// Answers to its sync requests (blocks, mempool transactions, compact-block fetches).
+        pub sync: u64,
+    }
+
+    impl Traffic {
+        /// All of it.
+        pub fn total(&self) -> u64 {
+            self.gossip_txs + self.gossip_blocks + self.sync
+        }
+
+        /// What `later` received beyond `self` (a counter that went back, a restarted node,
+        /// counts from zero).
+        pub fn until(&self, later: &Traffic) -> Traffic {
+            let d = |a: u64, b: u64| if b >= a { b - a } else { b };
+            Traffic {
+                gossip_txs: d(self.gossip_txs, later.gossip_txs),
+                gossip_blocks: d(self.gossip_blocks, later.gossip_blocks),
+                sync: d(self.sync, later.sync),
+            }
+        }
+    }
+
+    /// The counters of one `/metrics` exposition (`scalechain_gossip_in_bytes_total`,
+    /// `scalechain_gossip_in_block_bytes_total`, `scalechain_sync_in_bytes_total`); `None` if
+    /// the gossip counters are missing (a node without a network).
+    pub fn parse(metrics: &str) -> Option<Traffic> {
+        let value = |name: &str| -> Option<u64> {
+            metrics.lines().find_map(|l| {
+                let mut it = l.split_whitespace();
+                if it.next() != Some(name) {
+                    return None;
+                }
+                it.next().and_then(|v| v.parse::<f64>().ok()).map(|v| v as u64)
+            })
+        };
+        let all = value("scalechain_gossip_in_bytes_total")?;
+        let blocks = value("scalechain_gossip_in_block_bytes_total")?;
+        let sync = value("scalechain_sync_in_bytes_total")?;
+        Some(Traffic { gossip_txs: all.saturating_sub(blocks), gossip_blocks: blocks, sync })
+    }
+}
+
 /// Resident memory of processes over a run, from `/proc` (Linux; elsewhere nothing).
 pub mod memory {
     use std::fmt::Write as _;
@@ -234,6 +286,8 @@ pub struct Summary {
     /// The signature bound measured in the same run: µs per batched Ed25519 check on one core
     /// (`exp::signature_bound_us`), if the load signs with Ed25519.
     pub sig_bound_us: Option<f64>,
+    /// What each validating node received from its peers over the load, by node.
+    pub traffic: Vec<(String, traffic::Traffic)>,
 }
 
 /// `x` rounded to `1 / per` (`per` = 10: one decimal).
@@ -256,6 +310,18 @@ impl Summary {
             return None;
         }
         Some(validators.iter().sum::<f64>() * 1e6 / self.confirmed.count as f64 / validators.len() as f64)
+    }
+
+    /// Bytes a validating node received per confirmed transaction, on average over the nodes
+    /// that report traffic: (gossip transactions, gossip blocks, sync answers).
+    pub fn bytes_per_tx(&self) -> Option<(f64, f64, f64)> {
+        if self.traffic.is_empty() || self.confirmed.count == 0 {
+            return None;
+        }
+        let n = (self.traffic.len() * self.confirmed.count) as f64;
+        let sum =
+            |f: fn(&traffic::Traffic) -> u64| self.traffic.iter().map(|(_, t)| f(t)).sum::<u64>() as f64 / n;
+        Some((sum(|t| t.gossip_txs), sum(|t| t.gossip_blocks), sum(|t| t.sync)))
     }
 
     /// The text devnet prints on standard error.
@@ -295,6 +361,13 @@ impl Summary {
                 "  signature bound {bound:.1} µs per batched Ed25519 check (one core, this build: {}); each validating node {per:.1} µs per tx = {:.2}× the bound",
                 scalechain_types::keys::ed25519_backend(),
                 per / bound
+            );
+        }
+        if let Some((txs, blocks, sync)) = self.bytes_per_tx() {
+            let _ = writeln!(
+                t,
+                "  received per confirmed tx by each validating node: {:.0} B ({txs:.0} B gossip transactions, {blocks:.0} B gossip blocks, {sync:.0} B sync answers)",
+                txs + blocks + sync
             );
         }
         let _ = writeln!(t, "  {}", self.accounting.line());
@@ -358,6 +431,12 @@ impl Summary {
             }).collect::<Vec<_>>(),
             "offered_tps": self.offered_tps,
             "duration_s": self.duration_s,
+            "received_bytes_per_tx": self.bytes_per_tx().map(|(txs, blocks, sync)| json!({
+                "gossip_txs": round_to(txs, 10.0),
+                "gossip_blocks": round_to(blocks, 10.0),
+                "sync": round_to(sync, 10.0),
+                "total": round_to(txs + blocks + sync, 10.0),
+            })),
             "refused": self.refused,
             "cpu": {
                 "window_s": round_to(self.window_s, 10.0),
@@ -464,7 +543,28 @@ mod tests {
                 memory::Sample { t_s: 5.2, rss: vec![("peer0".into(), 31 << 19)] },
             ],
             sig_bound_us: Some(40.0),
+            traffic: vec![
+                ("peer0".into(), traffic::Traffic { gossip_txs: 120_000, gossip_blocks: 30_000, sync: 600 }),
+                ("miner0".into(), traffic::Traffic { gossip_txs: 114_000, gossip_blocks: 0, sync: 0 }),
+            ],
         }
+    }
+
+    #[test]
+    fn traffic_comes_from_the_metrics_counters_and_counts_what_the_load_added() {
+        let text = "# HELP scalechain_gossip_in_bytes Gossip bytes received.\n\
+                    # TYPE scalechain_gossip_in_bytes counter\n\
+                    scalechain_gossip_in_bytes_total 1500\n\
+                    scalechain_gossip_in_block_bytes_total 500\n\
+                    scalechain_sync_in_bytes_total 70\n\
+                    scalechain_gossip_in_bytes_totally 9\n";
+        let t = traffic::parse(text).unwrap();
+        assert_eq!(t, traffic::Traffic { gossip_txs: 1000, gossip_blocks: 500, sync: 70 });
+        assert_eq!(t.total(), 1570);
+        assert_eq!(traffic::parse("scalechain_sync_in_bytes_total 70\n"), None);
+        let before = traffic::Traffic { gossip_txs: 100, gossip_blocks: 600, sync: 10 };
+        // A counter below its first reading (the node restarted) counts from zero.
+        assert_eq!(before.until(&t), traffic::Traffic { gossip_txs: 900, gossip_blocks: 500, sync: 60 });
     }
 
     #[test]
@@ -483,6 +583,7 @@ mod tests {
                  \x20 latency ms  p50 812  p95 1491  p99 1602\n\
                  \x20 CPU over 5.0 s: 0.61 cores busy, 5132 µs per confirmed tx (bootstrap 0.1 s, peer0 2.5 s, devnet 0.5 s)\n\
                  \x20 signature bound 40.0 µs per batched Ed25519 check (one core, this build: {ed}); each validating node 4093.3 µs per tx = 102.33× the bound\n\
+                 \x20 received per confirmed tx by each validating node: 220 B (195 B gossip transactions, 25 B gossip blocks, 0 B sync answers)\n\
                  \x20 accepted 600: confirmed 599, pooled 0, removed 1 (evicted 1), lost 0\n\
                  \x20 resident MiB at 0 s: peer0 20; at 5 s: peer0 16\n\
                  \x20 converged: true\n"
@@ -502,6 +603,7 @@ mod tests {
                 "memory_mib",
                 "nodes",
                 "offered_tps",
+                "received_bytes_per_tx",
                 "refused",
                 "sent",
                 "tps"
@@ -532,6 +634,11 @@ mod tests {
             !unsigned.text().contains("signature bound")
                 && unsigned.json()["cpu"]["ratio_to_bound"].is_null()
         );
+        assert_eq!(
+            j["received_bytes_per_tx"],
+            json!({"gossip_txs": 195.0, "gossip_blocks": 25.0, "sync": 0.5, "total": 220.5})
+        );
+        assert!(Summary { traffic: vec![], ..summary() }.json()["received_bytes_per_tx"].is_null());
         assert_eq!(j["accounting"]["removed"], json!({"evicted": 1}));
         assert_eq!(j["memory_mib"][1], json!({"t_s": 5.0, "peer0": 15.5}));
         assert_eq!(
