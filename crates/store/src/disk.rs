@@ -40,6 +40,10 @@
 //! A store holds a chain exactly when `meta` holds `chain_id`; `init` writes it together with
 //! everything else in one batch.
 //!
+//! `blocks`, `undo` and `utxos` are created with key-value separation: values over 1 KiB live in
+//! uncompressed blob files, written once and never rewritten by compaction (see
+//! [`keyspace_options`]); the engine runs one background worker ([`engine_builder`]).
+//!
 //! Durability: `init` and `commit` are each one write batch committed with
 //! [`PersistMode::SyncData`], so they are atomic and on disk when they return. `put_block` is a
 //! batch without a sync: it reaches the OS but may be lost in a crash. That is safe because
@@ -53,7 +57,10 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use fjall::{Database, Keyspace, KeyspaceCreateOptions, OwnedWriteBatch, PersistMode, Readable};
+use fjall::{
+    CompressionType, Database, Keyspace, KeyspaceCreateOptions, KvSeparationOptions, OwnedWriteBatch,
+    PersistMode, Readable,
+};
 use scalechain_consensus::{BlockUndo, Coin, UtxoSet};
 use scalechain_types::codec::{put_count, Decode, DecodeError, Encode, Reader};
 use scalechain_types::{Block, Hash, Header, OutPoint};
@@ -231,6 +238,31 @@ pub struct DiskStore {
     snapshot_every: Option<u64>,
 }
 
+/// The engine's settings: the block cache, and one background worker. With more, fjall's first
+/// worker hands every compaction request back to the queue for another worker and takes the
+/// next message at once, so while another worker compacts it spins on the same request: on two
+/// cores, 6.6% of a syncing node's CPU (`docs/BENCHMARKS.md`). One worker flushes and compacts
+/// in turn.
+fn engine_builder(dir: &Path, mem: StoreMemory) -> fjall::DatabaseBuilder<Database> {
+    Database::builder(dir).cache_size(mem.cache_bytes).worker_threads(1)
+}
+
+/// How a keyspace is created. The keyspaces of large values written once (block bodies, undo
+/// data, the UTXO log's records: a block's worth each) keep their values out of the LSM tree,
+/// in blob files written once at flush and never again by compaction, and uncompressed (their
+/// hashes, keys and signatures do not compress, and LZ4 cost CPU on every flush and read).
+/// The engine records a keyspace's options when it creates it; a directory created before
+/// keeps its own.
+fn keyspace_options(name: &str) -> KeyspaceCreateOptions {
+    let opts = KeyspaceCreateOptions::default();
+    if [ks::BLOCKS, ks::UNDO, ks::UTXOS].contains(&name) {
+        let blobs = KvSeparationOptions::default().compression(CompressionType::None);
+        opts.with_kv_separation(Some(blobs))
+    } else {
+        opts
+    }
+}
+
 /// UTXO changes after which a snapshot is due by default: with the rule "and at least half the
 /// set", a snapshot costs at most two sequential entry writes per change, and opening replays
 /// at most this many changes (or half the set).
@@ -335,8 +367,8 @@ impl DiskStore {
             path: dir.to_path_buf(),
             detail: format!("{}: {}", b.path.display(), b.why),
         })?;
-        let db = Database::builder(dir).cache_size(mem.cache_bytes).open().map_err(&engine)?;
-        let open = |name: &str| db.keyspace(name, KeyspaceCreateOptions::default).map_err(&engine);
+        let db = engine_builder(dir, mem).open().map_err(&engine)?;
+        let open = |name: &str| db.keyspace(name, || keyspace_options(name)).map_err(&engine);
         let mut store = DiskStore {
             path: dir.to_path_buf(),
             meta: open(ks::META)?,
@@ -505,9 +537,9 @@ impl DiskStore {
         std::fs::create_dir_all(&staging).map_err(|e| fail("creating", &staging, e))?;
         {
             let engine = engine_at(&staging);
-            let db = Database::builder(&staging).cache_size(mem.cache_bytes).open().map_err(&engine)?;
+            let db = engine_builder(&staging, mem).open().map_err(&engine)?;
             for name in ks::ALL {
-                db.keyspace(name, KeyspaceCreateOptions::default).map_err(&engine)?;
+                db.keyspace(name, || keyspace_options(name)).map_err(&engine)?;
             }
             db.persist(PersistMode::SyncAll).map_err(&engine)?;
         }
