@@ -41,19 +41,22 @@ fn header(height: u64, prev: Hash) -> Header {
     }
 }
 
-/// A fresh store holding genesis and the `N` coins the block spends.
-fn store(dir: &std::path::Path) -> (DiskStore, Hash) {
+/// The `N` coins the block spends.
+fn spent() -> Vec<(OutPoint, Coin)> {
+    (0..N).map(|i| (OutPoint { txid: hash_of(1, i), index: 0 }, coin(i, 0))).collect()
+}
+
+/// A fresh store holding genesis and the coins the block spends.
+fn store(dir: &std::path::Path) -> DiskStore {
     let g = Block { header: header(0, Hash::ZERO), txs: vec![Tx::coinbase(0, vec![])] };
     let gid = g.hash(HashKind::Sha256);
-    let spent: Vec<(OutPoint, Coin)> =
-        (0..N).map(|i| (OutPoint { txid: hash_of(1, i), index: 0 }, coin(i, 0))).collect();
     let first = Commit {
         tip: gid,
         tip_height: 0,
         main_chain: vec![(0, gid)],
         undo: vec![],
         utxo_remove: vec![],
-        utxo_add: spent,
+        utxo_add: spent(),
         app: vec![],
         txids_remove: vec![],
         txids_add: vec![],
@@ -62,15 +65,14 @@ fn store(dir: &std::path::Path) -> (DiskStore, Hash) {
     };
     let mut s = DiskStore::open(dir).expect("a temporary directory opens");
     s.init(b"bench-params", &g, gid, &first).expect("init");
-    (s, gid)
+    s
 }
 
 /// The block's commit: `N` coins spent, `N` created, their undo, their txid entries.
-fn commit(gid: Hash, txids: bool, undo: bool, utxos: bool) -> (Hash, Commit) {
+fn commit(txids: bool, undo: bool, utxos: bool) -> Commit {
     let hash = hash_of(7, 1);
-    let spent: Vec<(OutPoint, Coin)> =
-        (0..N).map(|i| (OutPoint { txid: hash_of(1, i), index: 0 }, coin(i, 0))).collect();
-    let c = Commit {
+    let spent = spent();
+    Commit {
         tip: hash,
         tip_height: 1,
         main_chain: vec![(1, hash)],
@@ -90,9 +92,7 @@ fn commit(gid: Hash, txids: bool, undo: bool, utxos: bool) -> (Hash, Commit) {
         },
         utxo_count: u64::from(N),
         total_value: 0,
-    };
-    let _ = gid;
-    (hash, c)
+    }
 }
 
 fn bench(c: &mut Criterion) {
@@ -110,8 +110,8 @@ fn bench(c: &mut Criterion) {
                 let mut total = Duration::ZERO;
                 for _ in 0..iters {
                     let dir = tempfile::tempdir().expect("a temporary directory");
-                    let (mut s, gid) = store(dir.path());
-                    let (_, c) = commit(gid, txids, undo, utxos);
+                    let mut s = store(dir.path());
+                    let c = commit(txids, undo, utxos);
                     let t = Instant::now();
                     s.commit(&c).expect("commit");
                     total += t.elapsed();
