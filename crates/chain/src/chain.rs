@@ -393,6 +393,12 @@ impl<S: ChainStore> Chain<S> {
         scalechain_consensus::pow::next_target(&self.params, &tip, &self.tree.branch(self.tip()))
     }
 
+    /// The target a child of `parent` must carry; `None` if `parent` is not a known block.
+    pub fn target_after(&self, parent: &Hash) -> Option<scalechain_types::Target> {
+        let header = self.tree.get(parent)?.header;
+        Some(scalechain_consensus::pow::next_target(&self.params, &header, &self.tree.branch(*parent)))
+    }
+
     /// The median time past at the tip (the next block's time must exceed it).
     pub fn median_time_past(&self) -> u64 {
         let tip = self.tip_header();

@@ -458,9 +458,11 @@ impl Decode for CompactBlock {
 }
 
 /// The payload and topic a node publishes its own block with: the compact form when
-/// `compact` (and the block has a coinbase), else the whole block.
+/// `compact` (and the block has a coinbase and at most [`MAX_COMPACT_TXS`] other
+/// transactions, which a receiver decodes), else the whole block.
 pub fn block_payload(block: &Block, kind: scalechain_types::HashKind, compact: bool) -> (Topic, Vec<u8>) {
-    match CompactBlock::of(block, kind).filter(|_| compact) {
+    let fits = block.txs.len() <= MAX_COMPACT_TXS.saturating_add(1);
+    match CompactBlock::of(block, kind).filter(|_| compact && fits) {
         Some(c) => (Topic::CompactBlocks, c.encode()),
         None => (Topic::Blocks, block.encode()),
     }

@@ -1,13 +1,16 @@
 //! Property tests of the protocol machine: whatever bytes peers send (requests, responses,
 //! gossip) and in whatever order, the machine never panics, answers every inbound request
-//! exactly once, bans only peers it penalised, and asks only connected peers.
+//! exactly once, bans only peers it penalised, asks only connected peers, and keeps its compact
+//! block rebuilds bounded and none past the last peer's departure.
 #![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
-use scalechain_p2p::msg::{message_id, Hello, Request, Response, Role, TxBatch, PROTOCOL_VERSION};
-use scalechain_p2p::protocol::{ChainView, Config, Event, Input, Output, Protocol, Topic};
+use scalechain_p2p::msg::{
+    message_id, CompactBlock, Hello, Request, Response, Role, TxBatch, PROTOCOL_VERSION,
+};
+use scalechain_p2p::protocol::{ChainView, Config, Event, Input, Output, Protocol, Topic, MAX_REBUILDS};
 use scalechain_types::codec::Encode;
 use scalechain_types::{Block, Hash, HashKind, Header, Target, Tx};
 
@@ -45,6 +48,9 @@ impl ChainView for Genesis {
     fn pool_txids(&self, _: &Hash, _: usize) -> Vec<Hash> {
         Vec::new()
     }
+    fn target_after(&self, parent: &Hash) -> Option<scalechain_types::Target> {
+        (*parent == GENESIS).then(|| scalechain_types::Target::from_bits(250))
+    }
     fn pooled_for_block(&self, refs: &[scalechain_p2p::msg::TxRef]) -> Vec<Option<Tx>> {
         vec![None; refs.len()]
     }
@@ -62,6 +68,19 @@ fn block(h: u64) -> Block {
         nonce: 0,
     };
     Block { header, txs: vec![Tx::coinbase(h, vec![])] }
+}
+
+/// A compact block on genesis naming two transactions nobody pools (so it is fetched), mined
+/// on the target `target_after` gives.
+fn compact(h: u64) -> CompactBlock {
+    let mut b = block(h);
+    b.header.target = Target::from_bits(250);
+    b.txs.push(Tx::coinbase(h + 1000, vec![]));
+    b.txs.push(Tx::coinbase(h + 2000, vec![]));
+    while !b.header.target.is_met_by(&b.header.hash(HashKind::Sha256)) {
+        b.header.nonce += 1;
+    }
+    CompactBlock::of(&b, HashKind::Sha256).unwrap()
 }
 
 /// Bytes that are sometimes valid messages and sometimes junk.
@@ -88,6 +107,9 @@ fn body() -> impl Strategy<Value = Vec<u8>> {
         Just(Response::Txs(vec![Tx::coinbase(1, vec![])]).encode()),
         Just(TxBatch(vec![Tx::coinbase(1, vec![])]).encode()),
         (1u64..100).prop_map(|h| block(h).encode()),
+        (1u64..100).prop_map(|h| compact(h).encode()),
+        Just(Request::GetBlockTxs { block: GENESIS, indexes: vec![1, 2] }.encode()),
+        Just(Response::BlockTxs(vec![Tx::coinbase(7, vec![])]).encode()),
     ]
 }
 
@@ -95,7 +117,7 @@ fn body() -> impl Strategy<Value = Vec<u8>> {
 enum Step {
     Connect(u8),
     Disconnect(u8),
-    Gossip(u8, bool, Vec<u8>),
+    Gossip(u8, u8, Vec<u8>),
     Request(u8, Vec<u8>),
     /// An answer to the n-th request we sent (if any).
     Response(usize, Vec<u8>),
@@ -107,7 +129,7 @@ fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
         (0u8..4).prop_map(Step::Connect),
         (0u8..4).prop_map(Step::Disconnect),
-        (0u8..4, any::<bool>(), body()).prop_map(|(p, t, b)| Step::Gossip(p, t, b)),
+        (0u8..4, 0u8..3, body()).prop_map(|(p, t, b)| Step::Gossip(p, t, b)),
         (0u8..4, body()).prop_map(|(p, b)| Step::Request(p, b)),
         (0usize..8, body()).prop_map(|(n, b)| Step::Response(n, b)),
         (0usize..8).prop_map(Step::Failed),
@@ -132,8 +154,8 @@ proptest! {
             let input = match s {
                 Step::Connect(k) => { connected.insert(k); Input::Connected { peer: k, addr: String::new(), inbound: k % 2 == 0 } }
                 Step::Disconnect(k) => { connected.remove(&k); Input::Disconnected { peer: k } }
-                Step::Gossip(k, blocks, data) => {
-                    let topic = if blocks { Topic::Blocks } else { Topic::Txs };
+                Step::Gossip(k, t, data) => {
+                    let topic = [Topic::Txs, Topic::Blocks, Topic::CompactBlocks][usize::from(t)];
                     Input::Gossip { topic, id: message_id(&data), source: k, data }
                 }
                 Step::Request(k, data) => {
@@ -167,7 +189,12 @@ proptest! {
                     _ => {}
                 }
             }
+            prop_assert!(p.rebuilding() <= MAX_REBUILDS);
         }
         prop_assert!(answers.values().all(|n| *n == 1), "{answers:?}");
+        for k in 0..4u8 {
+            p.step(now, Input::Disconnected { peer: k }, &Genesis);
+        }
+        prop_assert_eq!(p.rebuilding(), 0, "rebuilds outlived their peers");
     }
 }

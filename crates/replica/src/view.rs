@@ -3,7 +3,7 @@
 use scalechain_chain::ChainStore;
 use scalechain_p2p::msg::{TxRef, MAX_TXS_PER_REQUEST};
 use scalechain_p2p::sync::{fork_point, locator};
-use scalechain_types::{Hash, HashKind, Header, Tx};
+use scalechain_types::{Hash, HashKind, Header, Target, Tx};
 
 use crate::{ChainView, Replica};
 
@@ -58,6 +58,10 @@ impl<S: ChainStore> ChainView for Replica<S> {
 
     fn has_tx(&self, txid: &Hash) -> bool {
         self.mempool.contains(txid)
+    }
+
+    fn target_after(&self, parent: &Hash) -> Option<Target> {
+        self.chain.read().target_after(parent)
     }
 
     fn pooled_for_block(&self, refs: &[TxRef]) -> Vec<Option<Tx>> {

@@ -146,7 +146,7 @@ fn fork_and_settle(compact: bool) -> (Sim, [NodeId; 4]) {
     sim.connect_all();
     let mut load = Load::new(&sim.config().params, sim.config().sig, 31);
     drive_load(&mut sim, &mut load, &[p2], 20, 30);
-    assert!(sim.disconnected_blocks() > 0, "no reorganisation: the miners never forked");
+    assert!(sim.disconnected_blocks() > 0, "no reorganisation: the miners never forked (compact {compact})");
     // Close the gap and leave one miner: the network settles on one chain.
     for (a, b) in [(m1, m2), (m1, p2), (p1, m2), (p1, p2)] {
         sim.set_latency(a, b, 20);

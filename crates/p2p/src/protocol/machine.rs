@@ -59,13 +59,20 @@ enum Asked {
     },
     /// Transactions of the peer's mempool.
     Txs(Vec<Hash>),
-    /// What a compact block's rebuild lacks, from the block the peer relayed.
-    BlockTxs(Hash),
+    /// What the rebuild of a compact block (by its message) lacks, from the block the peer
+    /// relayed.
+    BlockTxs(MsgId),
 }
 
 /// Most compact blocks being rebuilt at once (each waits for one `GetBlockTxs`); past it a
 /// compact block that needs fetching is ignored and sync fetches the whole block.
 pub const MAX_REBUILDS: usize = 16;
+/// Most of those relayed by one peer.
+pub const MAX_REBUILDS_PER_PEER: usize = 2;
+/// A rebuild whose transactions have not come this long after the compact block is dropped
+/// (sync fetches the block), ms. Gossipsub forgets a message waiting for its verdict after
+/// about 3.5 s (5 heartbeats of 700 ms), so a later verdict could not forward it anyway.
+pub const REBUILD_TIMEOUT_MS: u64 = 3_000;
 
 /// A compact block waiting for the transactions this node's mempool lacked.
 #[derive(Clone, Debug)]
@@ -74,6 +81,8 @@ struct Rebuild<K> {
     source: K,
     /// Its gossip message.
     id: MsgId,
+    /// The block's hash.
+    hash: Hash,
     header: Header,
     /// Its transactions in block order (the coinbase first); `None` where fetched.
     txs: Vec<Option<Tx>>,
@@ -81,6 +90,8 @@ struct Rebuild<K> {
     refs: Vec<TxRef>,
     /// The positions asked for.
     missing: Vec<u32>,
+    /// The caller's clock when it came.
+    since_ms: u64,
 }
 
 /// The peer protocol of one node (see the module documentation).
@@ -95,8 +106,10 @@ pub struct Protocol<K> {
     outbox: VecDeque<Output<K>>,
     /// Txids asked of some peer by mempool sync and not answered yet.
     pool_inflight: BTreeSet<Hash>,
-    /// Compact blocks waiting for transactions, by block hash.
-    rebuilds: BTreeMap<Hash, Rebuild<K>>,
+    /// Compact blocks waiting for transactions, by gossip message: two messages claiming one
+    /// block are rebuilt apart, so a peer relaying a copy with wrong references first cannot
+    /// hold the block up.
+    rebuilds: BTreeMap<MsgId, Rebuild<K>>,
     /// The tip when transactions from peers were first refused for want of room since the
     /// last mempool sync: once the tip moves (a block took pooled transactions out), the
     /// peers' mempools are fetched again.
@@ -304,7 +317,7 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
                         self.pool_inflight.remove(h);
                     }
                 }
-                Asked::BlockTxs(hash) => self.rebuild_failed(hash),
+                Asked::BlockTxs(id) => self.rebuild_failed(id),
                 _ => {}
             }
         }
@@ -457,11 +470,12 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
     }
 
     /// A compact block from gossip: rebuilt from the mempool and submitted when the mempool
-    /// holds every transaction it names (txid and wtxid); otherwise, once its header is found
-    /// to meet its own target, the missing ones are asked of the peer that relayed it (which
-    /// stored the block before relaying it). What cannot be fetched so is left to sync, which
-    /// fetches the whole block from the peer claiming it. The rebuilt block is the sender's
-    /// byte for byte, so the block worker's verdict on it is a verdict on the sender.
+    /// holds every transaction it names (txid and wtxid); otherwise, once its parent is known
+    /// here and its header carries the target consensus requires after it and meets it, the
+    /// missing ones are asked of the peer that relayed it (which stored the block before
+    /// relaying it). What cannot be fetched so is left to sync, which fetches the whole block
+    /// from the peer claiming it. The rebuilt block is the sender's byte for byte, so the block
+    /// worker's verdict on it is a verdict on the sender.
     fn compact_block(&mut self, now_ms: u64, id: MsgId, source: K, data: &[u8], chain: &impl ChainView) {
         let max_bytes = self.cfg.max_message_bytes;
         let decoded = if data.len() > max_bytes {
@@ -482,7 +496,7 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
         }
         let kind = chain.hash_kind();
         let hash = header.hash(kind);
-        if chain.has_block(&hash) || self.rebuilds.contains_key(&hash) {
+        if chain.has_block(&hash) || self.rebuilds.contains_key(&id) {
             return self.push(Output::Validate { id, source, verdict: Verdict::Ignore });
         }
         let found = chain.pooled_for_block(&refs);
@@ -499,13 +513,30 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
             let block = Block { header, txs };
             return self.push(Output::SubmitBlock { block, origin: BlockOrigin::Gossip { source, id } });
         }
-        if !header.target.is_met_by(&hash) {
-            // No honest node relays it: every node checks a block before it forwards its message.
-            tracing::debug!("compact block {hash} from {source:?} misses its own target");
-            self.push(Output::Validate { id, source: source.clone(), verdict: Verdict::Reject });
-            return self.penalise(now_ms, &source, Offence::InvalidBlock);
+        // The target consensus requires after a stored parent. A parent being rebuilt itself
+        // (a chain of compact blocks over a slow link) passes its target on, as it does
+        // between retargets; a child whose target differs (a retarget) waits for sync.
+        if let Some(target) = chain.target_after(&header.prev_hash) {
+            if header.target != target || !target.is_met_by(&hash) {
+                // No honest node relays it: every node checks a block before it forwards it.
+                tracing::debug!("compact block {hash} from {source:?} lacks the work consensus requires");
+                self.push(Output::Validate { id, source: source.clone(), verdict: Verdict::Reject });
+                return self.penalise(now_ms, &source, Offence::InvalidBlock);
+            }
+        } else {
+            let parent = self.rebuilds.values().find(|r| r.hash == header.prev_hash);
+            if !parent.is_some_and(|r| r.header.target == header.target && header.target.is_met_by(&hash)) {
+                // Its parent is unknown here, or the work cannot be judged yet: sync fetches.
+                return self.push(Output::Validate { id, source, verdict: Verdict::Ignore });
+            }
         }
-        if missing.len() > MAX_BLOCK_TXS_PER_REQUEST || self.rebuilds.len() >= MAX_REBUILDS {
+        let from_source = self.rebuilds.values().filter(|r| r.source == source).count();
+        let askable = self.peers.get(&source).is_some_and(|p| !p.closing);
+        if !askable
+            || missing.len() > MAX_BLOCK_TXS_PER_REQUEST
+            || self.rebuilds.len() >= MAX_REBUILDS
+            || from_source >= MAX_REBUILDS_PER_PEER
+        {
             return self.push(Output::Validate { id, source, verdict: Verdict::Ignore });
         }
         let mut all = Vec::with_capacity(refs.len() + 1);
@@ -515,8 +546,9 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
         txs.push(Some(coinbase));
         txs.extend(found);
         let request = Request::GetBlockTxs { block: hash, indexes: missing.clone() };
-        self.request(source.clone(), request, Asked::BlockTxs(hash));
-        self.rebuilds.insert(hash, Rebuild { source, id, header, txs, refs: all, missing });
+        self.request(source.clone(), request, Asked::BlockTxs(id));
+        self.rebuilds
+            .insert(id, Rebuild { source, id, hash, header, txs, refs: all, missing, since_ms: now_ms });
     }
 
     /// The transactions a rebuild asked for came: the block goes to the block worker, or,
@@ -526,28 +558,30 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
         &mut self,
         now_ms: u64,
         peer: &K,
-        hash: &Hash,
+        id: &MsgId,
         got: Vec<Tx>,
         kind: scalechain_types::HashKind,
     ) {
-        let Some(mut rb) = self.rebuilds.remove(hash) else { return };
+        let Some(mut rb) = self.rebuilds.remove(id) else { return };
+        let malformed = |p: &mut Self, rb: Rebuild<K>| {
+            p.push(Output::Validate { id: rb.id, source: rb.source, verdict: Verdict::Ignore });
+            p.penalise(now_ms, peer, Offence::Malformed);
+        };
         if got.len() > rb.missing.len() {
-            self.push(Output::Validate { id: rb.id, source: rb.source, verdict: Verdict::Ignore });
-            return self.penalise(now_ms, peer, Offence::Malformed);
+            return malformed(self, rb);
         }
         let complete = got.len() == rb.missing.len();
         for (tx, &i) in got.into_iter().zip(&rb.missing) {
-            let Some(slot) = usize::try_from(i).ok().filter(|i| *i < rb.txs.len()) else { continue };
-            if TxRef::of(&tx, kind) != rb.refs[slot] {
-                self.push(Output::Validate { id: rb.id, source: rb.source, verdict: Verdict::Ignore });
-                return self.penalise(now_ms, peer, Offence::Malformed);
+            let slot = usize::try_from(i).ok().filter(|i| *i < rb.txs.len());
+            match slot {
+                Some(slot) if TxRef::of(&tx, kind) == rb.refs[slot] => rb.txs[slot] = Some(tx),
+                _ => return malformed(self, rb),
             }
-            rb.txs[slot] = Some(tx);
         }
-        if !complete {
+        let txs = rb.txs.into_iter().collect::<Option<Vec<Tx>>>().filter(|_| complete);
+        let Some(txs) = txs else {
             return self.push(Output::Validate { id: rb.id, source: rb.source, verdict: Verdict::Ignore });
-        }
-        let txs: Vec<Tx> = rb.txs.into_iter().flatten().collect();
+        };
         let block = Block { header: rb.header, txs };
         self.push(Output::SubmitBlock {
             block,
@@ -557,8 +591,8 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
 
     /// A rebuild's request was refused or failed, or its peer left: its message is dropped
     /// and sync fetches the block (the peer's claim to it stands until it fails to deliver).
-    fn rebuild_failed(&mut self, hash: &Hash) {
-        if let Some(rb) = self.rebuilds.remove(hash) {
+    fn rebuild_failed(&mut self, id: &MsgId) {
+        if let Some(rb) = self.rebuilds.remove(id) {
             self.push(Output::Validate { id: rb.id, source: rb.source, verdict: Verdict::Ignore });
         }
     }
@@ -705,8 +739,8 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
                     self.pool_step(now_ms, &peer, chain);
                 }
             }
-            (Asked::BlockTxs(hash), Response::BlockTxs(txs)) => {
-                self.rebuild_answered(now_ms, &peer, &hash, txs, chain.hash_kind())
+            (Asked::BlockTxs(id), Response::BlockTxs(txs)) => {
+                self.rebuild_answered(now_ms, &peer, &id, txs, chain.hash_kind())
             }
             (asked, Response::Refused(why)) => {
                 tracing::debug!("{peer:?} refused: {why}");
@@ -736,7 +770,7 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
                 }
                 self.pool_stop(peer);
             }
-            Asked::BlockTxs(hash) => self.rebuild_failed(hash),
+            Asked::BlockTxs(id) => self.rebuild_failed(id),
         }
     }
 
@@ -847,6 +881,16 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
     fn tick(&mut self, now_ms: u64, chain: &impl ChainView) {
         for peer in self.book.expire(now_ms) {
             self.push(Output::Unban { peer });
+        }
+        // Rebuilds whose transactions are late: their messages are dropped, sync fetches.
+        let late: Vec<MsgId> = self
+            .rebuilds
+            .iter()
+            .filter(|(_, r)| now_ms.saturating_sub(r.since_ms) >= REBUILD_TIMEOUT_MS)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in &late {
+            self.rebuild_failed(id);
         }
         // Connections that never completed the handshake are closed.
         let timeout = self.cfg.hello_timeout_ms;

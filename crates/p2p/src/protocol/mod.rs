@@ -25,7 +25,7 @@ mod tests;
 
 use std::sync::Arc;
 
-use scalechain_types::{Block, Hash, HashKind, Header, Tx};
+use scalechain_types::{Block, Hash, HashKind, Header, Target, Tx};
 
 pub use crate::msg::MsgId;
 use crate::msg::{
@@ -33,7 +33,7 @@ use crate::msg::{
 };
 use crate::score::Offence;
 use crate::sync::SyncConfig;
-pub use machine::{Peer, Protocol};
+pub use machine::{Peer, Protocol, MAX_REBUILDS, MAX_REBUILDS_PER_PEER, REBUILD_TIMEOUT_MS};
 pub use pool::{successor, PoolSyncConfig};
 
 /// A gossip topic.
@@ -127,6 +127,9 @@ pub trait ChainView {
     fn has_tx(&self, txid: &Hash) -> bool;
     /// At most `max` pooled txids from `from` on (inclusive), ascending.
     fn pool_txids(&self, from: &Hash, max: usize) -> Vec<Hash>;
+    /// The target a child of `parent` must carry (consensus retargeting), `None` if `parent`
+    /// is not a known block.
+    fn target_after(&self, parent: &Hash) -> Option<Target>;
     /// The pooled transaction of each reference (its txid and its wtxid both), `None` where
     /// the mempool lacks it (one snapshot of the mempool for the whole list).
     fn pooled_for_block(&self, refs: &[TxRef]) -> Vec<Option<Tx>>;
@@ -466,17 +469,21 @@ pub fn blocks_response(
 /// answer [`Output::ServeBlockTxs`] with it.
 pub fn block_txs_response(block: Option<&Block>, indexes: &[u32], max_bytes: usize) -> Response {
     let Some(block) = block else { return crate::msg::refused("unknown block") };
-    let mut out = Vec::with_capacity(indexes.len().min(MAX_BLOCK_TXS_PER_REQUEST));
-    let mut bytes = 0usize;
-    for &i in indexes.iter().take(MAX_BLOCK_TXS_PER_REQUEST) {
-        let Some(tx) = usize::try_from(i).ok().and_then(|i| block.txs.get(i)) else {
+    // The positions ascend, so the last is the largest: a position past the end is refused
+    // whatever the byte bound would have cut.
+    if let Some(&last) = indexes.last() {
+        if usize::try_from(last).map_or(true, |i| i >= block.txs.len()) {
             return crate::msg::refused(format!(
-                "position {i} past the block's {} transactions",
+                "position {last} past the block's {} transactions",
                 block.txs.len()
             ));
-        };
+        }
+    }
+    let mut out = Vec::with_capacity(indexes.len().min(MAX_BLOCK_TXS_PER_REQUEST));
+    let mut bytes = 0usize;
+    for tx in indexes.iter().filter_map(|&i| usize::try_from(i).ok().and_then(|i| block.txs.get(i))) {
         bytes = bytes.saturating_add(tx.encoded_len());
-        if bytes > max_bytes {
+        if bytes > max_bytes || out.len() == MAX_BLOCK_TXS_PER_REQUEST {
             break;
         }
         out.push(tx.clone());

@@ -64,6 +64,11 @@ impl ChainView for Fake {
     fn has_tx(&self, txid: &Hash) -> bool {
         self.pool.iter().any(|t| t.txid(HashKind::Sha256) == *txid)
     }
+    fn target_after(&self, parent: &Hash) -> Option<scalechain_types::Target> {
+        self.headers.iter().find(|h| h.hash(HashKind::Sha256) == *parent).map(|h| h.target).or_else(|| {
+            (self.hashes.first() == Some(parent)).then(|| scalechain_types::Target::from_bits(250))
+        })
+    }
     fn pooled_for_block(&self, refs: &[TxRef]) -> Vec<Option<Tx>> {
         refs.iter()
             .map(|r| self.pool.iter().find(|t| TxRef::of(t, HashKind::Sha256) == *r).cloned())
@@ -662,6 +667,103 @@ fn compact_blocks_that_lie_or_answers_that_do_not_fit_are_punished_and_failures_
 }
 
 #[test]
+fn rebuilds_need_a_known_parent_and_the_required_target_are_bounded_per_peer_and_expire() {
+    let kind = HashKind::Sha256;
+    let chain = Fake::new(0);
+    let fresh = || {
+        let mut p = machine(Role::Peer);
+        connect(&mut p, &chain, 1, Some(hello(CHAIN, 0, Role::Peer)));
+        connect(&mut p, &chain, 2, Some(hello(CHAIN, 0, Role::Peer)));
+        out(&mut p);
+        p
+    };
+    let mut p = fresh();
+    // A parent unknown here: dropped, nothing fetched (sync fetches the branch).
+    let mut orphan = CompactBlock::of(&block_of(3), kind).unwrap();
+    orphan.header.prev_hash = Hash([0x77; 32]);
+    let (id, o) = gossip_compact(&mut p, &chain, 1, &orphan);
+    assert_eq!(o, vec![Output::Validate { id, source: 1, verdict: Verdict::Ignore }]);
+    // A header with an easier target than consensus requires after its parent: rejected.
+    let mut easy = CompactBlock::of(&block_of(3), kind).unwrap();
+    easy.header.target = scalechain_types::Target(Hash([0xff; 32]));
+    let (id, o) = gossip_compact(&mut p, &chain, 1, &easy);
+    assert_eq!(o[0], Output::Validate { id, source: 1, verdict: Verdict::Reject });
+    assert_eq!(penalties(&o), vec![(Offence::InvalidBlock, -100)]);
+    // Two rebuilds wait for peer 2; a third from it is dropped, one from peer 1 is not.
+    let mut p = fresh();
+    let ids: Vec<MsgId> = (4..7)
+        .map(|n| gossip_compact(&mut p, &chain, 2, &CompactBlock::of(&block_of(n), kind).unwrap()))
+        .map(|(id, o)| {
+            assert!(o.len() == 1, "{o:?}");
+            id
+        })
+        .collect();
+    assert_eq!(p.rebuilding(), MAX_REBUILDS_PER_PEER);
+    let o = p.drain().collect::<Vec<_>>();
+    assert!(o.is_empty());
+    let (_, o) = gossip_compact(&mut p, &chain, 1, &CompactBlock::of(&block_of(7), kind).unwrap());
+    assert!(matches!(&requests(&o)[..], [(1, _, Request::GetBlockTxs { .. })]), "{o:?}");
+    assert_eq!(p.rebuilding(), 3);
+    // Late answers: past the time-out the rebuilds go, their messages dropped.
+    p.step(REBUILD_TIMEOUT_MS - 1, Input::Tick, &chain);
+    assert_eq!(p.rebuilding(), 3);
+    p.step(REBUILD_TIMEOUT_MS, Input::Tick, &chain);
+    assert_eq!(p.rebuilding(), 0);
+    let dropped: Vec<MsgId> = out(&mut p)
+        .into_iter()
+        .filter_map(|o| match o {
+            Output::Validate { id, verdict: Verdict::Ignore, .. } => Some(id),
+            _ => None,
+        })
+        .collect();
+    assert!(ids[..2].iter().all(|id| dropped.contains(id)) && dropped.len() == 3, "{dropped:?}");
+}
+
+#[test]
+fn a_child_of_a_block_being_rebuilt_is_rebuilt_too() {
+    let kind = HashKind::Sha256;
+    let chain = Fake::new(0);
+    let mut p = machine(Role::Peer);
+    connect(&mut p, &chain, 1, Some(hello(CHAIN, 0, Role::Peer)));
+    out(&mut p);
+    let parent = block_of(3);
+    let (_, o) = gossip_compact(&mut p, &chain, 1, &CompactBlock::of(&parent, kind).unwrap());
+    assert_eq!(requests(&o).len(), 1);
+    let mut child = block_of(2);
+    child.header.height = 2;
+    child.header.prev_hash = parent.header.hash(kind);
+    while !child.header.target.is_met_by(&child.header.hash(kind)) {
+        child.header.nonce += 1;
+    }
+    let (_, o) = gossip_compact(&mut p, &chain, 1, &CompactBlock::of(&child, kind).unwrap());
+    assert!(matches!(&requests(&o)[..], [(1, _, Request::GetBlockTxs { .. })]), "{o:?}");
+    // With another target than its parent's, it waits for sync instead.
+    let mut other = child.clone();
+    other.header.target = scalechain_types::Target::from_bits(251);
+    while !other.header.target.is_met_by(&other.header.hash(kind)) {
+        other.header.nonce += 1;
+    }
+    let (id, o) = gossip_compact(&mut p, &chain, 1, &CompactBlock::of(&other, kind).unwrap());
+    assert_eq!(o, vec![Output::Validate { id, source: 1, verdict: Verdict::Ignore }]);
+}
+
+#[test]
+fn a_rebuild_answered_with_the_wrong_kind_is_malformed_and_dropped() {
+    let kind = HashKind::Sha256;
+    let chain = Fake::new(0);
+    let mut p = machine(Role::Peer);
+    connect(&mut p, &chain, 1, Some(hello(CHAIN, 0, Role::Peer)));
+    out(&mut p);
+    let (id, o) = gossip_compact(&mut p, &chain, 1, &CompactBlock::of(&block_of(2), kind).unwrap());
+    let [(1, tag, _)] = requests(&o)[..] else { panic!("{o:?}") };
+    p.step(1, Input::Response { peer: 1, tag, data: Response::Txs(vec![]).encode() }, &chain);
+    let o = out(&mut p);
+    assert_eq!(o[0], Output::Validate { id, source: 1, verdict: Verdict::Ignore });
+    assert_eq!(penalties(&o), vec![(Offence::Malformed, -50)]);
+    assert_eq!(p.rebuilding(), 0);
+}
+
+#[test]
 fn block_transactions_are_served_by_position() {
     let chain = Fake::new(0);
     let mut p = machine(Role::Peer);
@@ -692,6 +794,22 @@ fn block_transactions_are_served_by_position() {
     );
     let one = b.txs[1].encoded_len();
     assert_eq!(block_txs_response(Some(&b), &[1, 2, 3], 2 * one), Response::BlockTxs(b.txs[1..3].to_vec()));
+    assert!(
+        matches!(block_txs_response(Some(&b), &[1, 2, 9], one), Response::Refused(s) if s.contains("position 9"))
+    );
+    // The decoder's bounds: at most 65,536 positions, and no more than the bytes hold.
+    let mut big = vec![5u8];
+    big.extend_from_slice(&[0xaa; 32]);
+    big.extend_from_slice(&(MAX_BLOCK_TXS_PER_REQUEST as u32 + 1).to_le_bytes());
+    for i in 0..=MAX_BLOCK_TXS_PER_REQUEST as u32 {
+        big.extend_from_slice(&i.to_le_bytes());
+    }
+    assert!(Request::decode(&big).unwrap_err().to_string().contains("at most 65536"));
+    let mut short = vec![5u8];
+    short.extend_from_slice(&[0xaa; 32]);
+    short.extend_from_slice(&3u32.to_le_bytes());
+    short.extend_from_slice(&1u32.to_le_bytes());
+    assert!(Request::decode(&short).is_err());
 }
 
 #[test]
