@@ -590,19 +590,22 @@ fn a_pooled_transaction_with_the_txid_but_another_witness_is_fetched() {
     assert_eq!(penalties(&o), vec![(Offence::Malformed, -50)]);
 }
 
+/// A peer machine with peers 1 and 2 connected and through their handshakes.
+fn two_peers(chain: &Fake) -> Protocol<u32> {
+    let mut p = machine(Role::Peer);
+    connect(&mut p, chain, 1, Some(hello(CHAIN, 0, Role::Peer)));
+    connect(&mut p, chain, 2, Some(hello(CHAIN, 0, Role::Peer)));
+    out(&mut p);
+    p
+}
+
 #[test]
 fn compact_blocks_that_lie_or_answers_that_do_not_fit_are_punished_and_failures_fall_back_to_sync() {
     let kind = HashKind::Sha256;
     let b = block_of(4);
     let cb = CompactBlock::of(&b, kind).unwrap();
     let chain = Fake::new(0);
-    let fresh = || {
-        let mut p = machine(Role::Peer);
-        connect(&mut p, &chain, 1, Some(hello(CHAIN, 0, Role::Peer)));
-        connect(&mut p, &chain, 2, Some(hello(CHAIN, 0, Role::Peer)));
-        out(&mut p);
-        p
-    };
+    let fresh = || two_peers(&chain);
     // A header that misses its own target: rejected before anything is fetched.
     let mut p = fresh();
     let mut liar = cb.clone();
@@ -670,13 +673,7 @@ fn compact_blocks_that_lie_or_answers_that_do_not_fit_are_punished_and_failures_
 fn rebuilds_need_a_known_parent_and_the_required_target_are_bounded_per_peer_and_expire() {
     let kind = HashKind::Sha256;
     let chain = Fake::new(0);
-    let fresh = || {
-        let mut p = machine(Role::Peer);
-        connect(&mut p, &chain, 1, Some(hello(CHAIN, 0, Role::Peer)));
-        connect(&mut p, &chain, 2, Some(hello(CHAIN, 0, Role::Peer)));
-        out(&mut p);
-        p
-    };
+    let fresh = || two_peers(&chain);
     let mut p = fresh();
     // A parent unknown here: dropped, nothing fetched (sync fetches the branch).
     let mut orphan = CompactBlock::of(&block_of(3), kind).unwrap();
