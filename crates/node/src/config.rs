@@ -187,8 +187,9 @@ pub struct P2pSection {
     pub mempool_sync_txs: usize,
     /// Bytes of transactions fetched of a peer's mempool per sync, at most. Default 64 MiB.
     pub mempool_sync_bytes: usize,
-    /// Publish mined blocks in compact form (header, coinbase and txids: receivers rebuild
-    /// them from their mempools and fetch what they lack) rather than whole. Either form is
+    /// Publish mined blocks in compact form (header, coinbase, and each other transaction's
+    /// txid and wtxid: receivers rebuild them from their mempools and fetch what they lack)
+    /// rather than whole. Either form is
     /// received and relayed regardless. Default on.
     pub compact_blocks: bool,
 }

@@ -562,6 +562,26 @@ impl Reactor {
         }
     }
 
+    /// Answers inbound request `id` with what `answer` reads of the chain's store: off the
+    /// event loop (a blocking task), sent when done.
+    fn serve_from_store(
+        &self,
+        id: u64,
+        span: &'static str,
+        answer: impl FnOnce(&Chain<DiskStore>) -> scalechain_p2p::msg::Response + Send + 'static,
+    ) {
+        let (shared, net) = (self.shared.clone(), self.net.clone());
+        tokio::spawn(async move {
+            let load = move || {
+                let _s = scalechain_types::profile::span(span);
+                answer(&shared.chain.read())
+            };
+            if let Ok(response) = tokio::task::spawn_blocking(load).await {
+                let _ = net.send(Command::Respond { id, data: response.encode() }).await;
+            }
+        });
+    }
+
     async fn carry(&mut self, o: Output<PeerId>) {
         match o {
             Output::Request { peer, tag, request } => {
@@ -570,33 +590,14 @@ impl Reactor {
             Output::Respond { id, response } => {
                 self.send(Command::Respond { id, data: response.encode() }).await
             }
-            Output::ServeBlocks { id, hashes } => {
-                // Loading blocks reads the store: off the event loop, answered when done.
-                let (shared, net) = (self.shared.clone(), self.net.clone());
-                tokio::spawn(async move {
-                    let load = move || {
-                        let _s = scalechain_types::profile::span("sync.serve_blocks");
-                        let c = shared.chain.read();
-                        blocks_response(&hashes, BLOCKS_RESPONSE_BYTES, |h| c.block(h).ok().flatten())
-                    };
-                    if let Ok(response) = tokio::task::spawn_blocking(load).await {
-                        let _ = net.send(Command::Respond { id, data: response.encode() }).await;
-                    }
-                });
-            }
+            Output::ServeBlocks { id, hashes } => self.serve_from_store(id, "sync.serve_blocks", move |c| {
+                blocks_response(&hashes, BLOCKS_RESPONSE_BYTES, |h| c.block(h).ok().flatten())
+            }),
             Output::ServeBlockTxs { id, block, indexes } => {
-                // As for blocks: the store is read off the event loop.
-                let (shared, net) = (self.shared.clone(), self.net.clone());
-                tokio::spawn(async move {
-                    let load = move || {
-                        let _s = scalechain_types::profile::span("sync.serve_block_txs");
-                        let b = shared.chain.read().block(&block).ok().flatten();
-                        block_txs_response(b.as_ref(), &indexes, BLOCKS_RESPONSE_BYTES)
-                    };
-                    if let Ok(response) = tokio::task::spawn_blocking(load).await {
-                        let _ = net.send(Command::Respond { id, data: response.encode() }).await;
-                    }
-                });
+                self.serve_from_store(id, "sync.serve_block_txs", move |c| {
+                    let b = c.block(&block).ok().flatten();
+                    block_txs_response(b.as_ref(), &indexes, BLOCKS_RESPONSE_BYTES)
+                })
             }
             Output::Validate { id, source, verdict } => {
                 self.send(Command::Validate { id, source, verdict }).await

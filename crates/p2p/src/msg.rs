@@ -47,7 +47,8 @@ pub struct ProtocolNames {
     pub txs_topic: String,
     /// Gossipsub topic for whole blocks.
     pub blocks_topic: String,
-    /// Gossipsub topic for compact blocks (header, coinbase and txids).
+    /// Gossipsub topic for compact blocks (header, coinbase, and each other transaction's txid
+    /// and wtxid).
     pub compact_blocks_topic: String,
     /// Request-response protocol.
     pub sync: String,
@@ -426,16 +427,6 @@ impl CompactBlock {
             coinbase: coinbase.clone(),
             txs: rest.iter().map(|t| TxRef::of(t, kind)).collect(),
         })
-    }
-
-    /// Transactions in the block.
-    pub fn len(&self) -> usize {
-        self.txs.len() + 1
-    }
-
-    /// Never true: a compact block holds its coinbase.
-    pub fn is_empty(&self) -> bool {
-        false
     }
 }
 

@@ -424,47 +424,62 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
             self.push(Output::Validate { id, source, verdict: Verdict::Ignore });
             return;
         }
-        let max_bytes = self.cfg.max_message_bytes;
         match topic {
             Topic::Txs => {
-                let decoded = if data.len() > max_bytes {
-                    Err(format!("{} bytes, at most {max_bytes}", data.len()))
-                } else {
-                    decode_tx_batch(data, self.cfg.max_txs_per_message).map_err(|e| e.to_string())
-                };
+                let max_txs = self.cfg.max_txs_per_message;
+                let decoded = self.decode_gossip(now_ms, id, &source, "tx batch", data, |d| {
+                    decode_tx_batch(d, max_txs).map_err(|e| e.to_string())
+                });
                 match decoded {
-                    Ok(txs) if txs.is_empty() => {
+                    Some(txs) if txs.is_empty() => {
                         self.push(Output::Validate { id, source, verdict: Verdict::Ignore })
                     }
-                    Ok(txs) => self.push(Output::SubmitTxs { txs, origin: TxOrigin::Gossip { source, id } }),
-                    Err(e) => {
-                        tracing::debug!("malformed tx batch from {source:?}: {e}");
-                        self.push(Output::Validate { id, source: source.clone(), verdict: Verdict::Reject });
-                        self.penalise(now_ms, &source, Offence::Malformed);
+                    Some(txs) => {
+                        self.push(Output::SubmitTxs { txs, origin: TxOrigin::Gossip { source, id } })
                     }
+                    None => {}
                 }
             }
             Topic::CompactBlocks => self.compact_block(now_ms, id, source, data, chain),
             Topic::Blocks => {
-                let decoded = if data.len() > max_bytes {
-                    Err(format!("{} bytes, at most {max_bytes}", data.len()))
-                } else {
-                    Block::decode(data).map_err(|e| e.to_string())
-                };
-                match decoded {
-                    Ok(block) => {
-                        // Only a connected peer's claim counts: sync asks whoever claims most.
-                        if self.peers.contains_key(&source) {
-                            self.sync.peer_tip(source.clone(), block.header.height);
-                        }
-                        self.push(Output::SubmitBlock { block, origin: BlockOrigin::Gossip { source, id } });
+                let decoded = self.decode_gossip(now_ms, id, &source, "block", data, |d| {
+                    Block::decode(d).map_err(|e| e.to_string())
+                });
+                if let Some(block) = decoded {
+                    // Only a connected peer's claim counts: sync asks whoever claims most.
+                    if self.peers.contains_key(&source) {
+                        self.sync.peer_tip(source.clone(), block.header.height);
                     }
-                    Err(e) => {
-                        tracing::debug!("malformed block from {source:?}: {e}");
-                        self.push(Output::Validate { id, source: source.clone(), verdict: Verdict::Reject });
-                        self.penalise(now_ms, &source, Offence::Malformed);
-                    }
+                    self.push(Output::SubmitBlock { block, origin: BlockOrigin::Gossip { source, id } });
                 }
+            }
+        }
+    }
+
+    /// A gossip payload within the message bound, decoded; `None` (the message rejected and
+    /// its sender penalised `malformed`) for one too large or that does not decode.
+    fn decode_gossip<T>(
+        &mut self,
+        now_ms: u64,
+        id: MsgId,
+        source: &K,
+        what: &str,
+        data: &[u8],
+        decode: impl FnOnce(&[u8]) -> Result<T, String>,
+    ) -> Option<T> {
+        let max_bytes = self.cfg.max_message_bytes;
+        let decoded = if data.len() > max_bytes {
+            Err(format!("{} bytes, at most {max_bytes}", data.len()))
+        } else {
+            decode(data)
+        };
+        match decoded {
+            Ok(v) => Some(v),
+            Err(e) => {
+                tracing::debug!("malformed {what} from {source:?}: {e}");
+                self.push(Output::Validate { id, source: source.clone(), verdict: Verdict::Reject });
+                self.penalise(now_ms, source, Offence::Malformed);
+                None
             }
         }
     }
@@ -477,20 +492,10 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
     /// from the peer claiming it. The rebuilt block is the sender's byte for byte, so the block
     /// worker's verdict on it is a verdict on the sender.
     fn compact_block(&mut self, now_ms: u64, id: MsgId, source: K, data: &[u8], chain: &impl ChainView) {
-        let max_bytes = self.cfg.max_message_bytes;
-        let decoded = if data.len() > max_bytes {
-            Err(format!("{} bytes, at most {max_bytes}", data.len()))
-        } else {
-            CompactBlock::decode(data).map_err(|e| e.to_string())
-        };
-        let CompactBlock { header, coinbase, txs: refs } = match decoded {
-            Ok(cb) => cb,
-            Err(e) => {
-                tracing::debug!("malformed compact block from {source:?}: {e}");
-                self.push(Output::Validate { id, source: source.clone(), verdict: Verdict::Reject });
-                return self.penalise(now_ms, &source, Offence::Malformed);
-            }
-        };
+        let decoded = self.decode_gossip(now_ms, id, &source, "compact block", data, |d| {
+            CompactBlock::decode(d).map_err(|e| e.to_string())
+        });
+        let Some(CompactBlock { header, coinbase, txs: refs }) = decoded else { return };
         if self.peers.contains_key(&source) {
             self.sync.peer_tip(source.clone(), header.height);
         }

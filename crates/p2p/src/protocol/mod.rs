@@ -449,18 +449,8 @@ pub fn blocks_response(
     max_bytes: usize,
     mut load: impl FnMut(&Hash) -> Option<Block>,
 ) -> Response {
-    let mut out = Vec::new();
-    let mut bytes = 0usize;
-    for h in hashes.iter().take(MAX_BLOCKS_PER_REQUEST) {
-        if let Some(b) = load(h) {
-            bytes = bytes.saturating_add(b.encoded_len());
-            if bytes > max_bytes {
-                break;
-            }
-            out.push(b);
-        }
-    }
-    Response::Blocks(out)
+    let found = hashes.iter().take(MAX_BLOCKS_PER_REQUEST).filter_map(&mut load);
+    Response::Blocks(within_bytes(found, max_bytes, Block::encoded_len))
 }
 
 /// The answer to `GetBlockTxs(indexes)` of `block` (`None`: not stored here): its
@@ -479,14 +469,20 @@ pub fn block_txs_response(block: Option<&Block>, indexes: &[u32], max_bytes: usi
             ));
         }
     }
-    let mut out = Vec::with_capacity(indexes.len().min(MAX_BLOCK_TXS_PER_REQUEST));
+    let asked = indexes
+        .iter()
+        .filter_map(|&i| usize::try_from(i).ok().and_then(|i| block.txs.get(i)))
+        .take(MAX_BLOCK_TXS_PER_REQUEST);
+    Response::BlockTxs(within_bytes(asked, max_bytes, |t| t.encoded_len()).into_iter().cloned().collect())
+}
+
+/// The leading `items` whose encodings (`len`) together stay within `max_bytes`.
+fn within_bytes<T>(items: impl Iterator<Item = T>, max_bytes: usize, len: impl Fn(&T) -> usize) -> Vec<T> {
     let mut bytes = 0usize;
-    for tx in indexes.iter().filter_map(|&i| usize::try_from(i).ok().and_then(|i| block.txs.get(i))) {
-        bytes = bytes.saturating_add(tx.encoded_len());
-        if bytes > max_bytes || out.len() == MAX_BLOCK_TXS_PER_REQUEST {
-            break;
-        }
-        out.push(tx.clone());
-    }
-    Response::BlockTxs(out)
+    items
+        .take_while(|t| {
+            bytes = bytes.saturating_add(len(t));
+            bytes <= max_bytes
+        })
+        .collect()
 }
