@@ -17,11 +17,16 @@ pub fn mined(n: usize) -> (Vec<Header>, Vec<Hash>) {
             target: Target::from_bits(250),
             nonce: 0,
         };
-        while !h.target.is_met_by(&h.hash(HashKind::Sha256)) {
-            h.nonce += 1;
-        }
+        mine(&mut h);
         hashes.push(h.hash(HashKind::Sha256));
         headers.push(h);
     }
     (headers, hashes)
+}
+
+/// Raises the header's nonce until its `sha256` hash meets its own target.
+pub fn mine(h: &mut Header) {
+    while !h.target.is_met_by(&h.hash(HashKind::Sha256)) {
+        h.nonce += 1;
+    }
 }

@@ -12,7 +12,7 @@ use crate::msg::{
 };
 use crate::score::{Offence, BAN_MS};
 use crate::sync::{fork_point, locator};
-use crate::testing::mined;
+use crate::testing::{mine, mined};
 
 const CHAIN: Hash = Hash([7; 32]);
 
@@ -335,9 +335,7 @@ fn gossip_block(p: &mut Protocol<u32>, chain: &Fake, k: u32, height: u64) -> (Ms
 #[test]
 fn block_verdicts_forward_drop_or_punish_and_only_permanent_failures_are_punished() {
     let chain = Fake::new(0);
-    let mut p = machine(Role::Peer);
-    connect(&mut p, &chain, 1, Some(hello(CHAIN, 0, Role::Peer)));
-    out(&mut p);
+    let mut p = one_peer(&chain);
     let done = |p: &mut Protocol<u32>, id: MsgId, b: &Block, verdict: BlockVerdict| {
         let hash = b.header.hash(HashKind::Sha256);
         let origin = BlockOrigin::Gossip { source: 1, id };
@@ -488,9 +486,7 @@ fn block_of(n: u64) -> Block {
     let txs: Vec<Tx> = (0..=n).map(|i| Tx::coinbase(1000 + i, vec![])).collect();
     let mut header = mined(1).0[0];
     header.merkle_root = scalechain_types::merkle::root_of_txs(kind, &txs);
-    while !header.target.is_met_by(&header.hash(kind)) {
-        header.nonce += 1;
-    }
+    mine(&mut header);
     Block { header, txs }
 }
 
@@ -516,9 +512,7 @@ fn a_compact_block_is_rebuilt_from_the_mempool_and_what_it_lacks_is_fetched_from
     // Everything pooled: the block goes straight to the block worker, whole.
     let mut chain = Fake::new(0);
     chain.pool = b.txs[1..].to_vec();
-    let mut p = machine(Role::Peer);
-    connect(&mut p, &chain, 1, Some(hello(CHAIN, 0, Role::Peer)));
-    out(&mut p);
+    let mut p = one_peer(&chain);
     let (id, o) = gossip_compact(&mut p, &chain, 1, &cb);
     assert_eq!(
         o,
@@ -526,9 +520,7 @@ fn a_compact_block_is_rebuilt_from_the_mempool_and_what_it_lacks_is_fetched_from
     );
     // Two missing (positions 2 and 5): asked of the sender by position, nothing submitted yet.
     chain.pool = vec![b.txs[1].clone(), b.txs[3].clone(), b.txs[4].clone()];
-    let mut p = machine(Role::Peer);
-    connect(&mut p, &chain, 1, Some(hello(CHAIN, 0, Role::Peer)));
-    out(&mut p);
+    let mut p = one_peer(&chain);
     let (id, o) = gossip_compact(&mut p, &chain, 1, &cb);
     let hash = b.header.hash(kind);
     let [(1, tag, Request::GetBlockTxs { block, indexes })] = &requests(&o)[..] else { panic!("{o:?}") };
@@ -570,15 +562,11 @@ fn a_pooled_transaction_with_the_txid_but_another_witness_is_fetched() {
     let txs = vec![Tx::coinbase(1, vec![]), spend.clone()];
     let mut header = mined(1).0[0];
     header.merkle_root = scalechain_types::merkle::root_of_txs(kind, &txs);
-    while !header.target.is_met_by(&header.hash(kind)) {
-        header.nonce += 1;
-    }
+    mine(&mut header);
     let b = Block { header, txs };
     let mut chain = Fake::new(0);
     chain.pool = vec![other];
-    let mut p = machine(Role::Peer);
-    connect(&mut p, &chain, 1, Some(hello(CHAIN, 0, Role::Peer)));
-    out(&mut p);
+    let mut p = one_peer(&chain);
     let (id, o) = gossip_compact(&mut p, &chain, 1, &CompactBlock::of(&b, kind).unwrap());
     let [(1, tag, Request::GetBlockTxs { indexes, .. })] = &requests(&o)[..] else { panic!("{o:?}") };
     assert_eq!(indexes, &vec![1]);
@@ -590,10 +578,17 @@ fn a_pooled_transaction_with_the_txid_but_another_witness_is_fetched() {
     assert_eq!(penalties(&o), vec![(Offence::Malformed, -50)]);
 }
 
-/// A peer machine with peers 1 and 2 connected and through their handshakes.
-fn two_peers(chain: &Fake) -> Protocol<u32> {
+/// A peer machine with peer 1 connected and through its handshake.
+fn one_peer(chain: &Fake) -> Protocol<u32> {
     let mut p = machine(Role::Peer);
     connect(&mut p, chain, 1, Some(hello(CHAIN, 0, Role::Peer)));
+    out(&mut p);
+    p
+}
+
+/// A peer machine with peers 1 and 2 connected and through their handshakes.
+fn two_peers(chain: &Fake) -> Protocol<u32> {
+    let mut p = one_peer(chain);
     connect(&mut p, chain, 2, Some(hello(CHAIN, 0, Role::Peer)));
     out(&mut p);
     p
@@ -662,9 +657,7 @@ fn compact_blocks_that_lie_or_answers_that_do_not_fit_are_punished_and_failures_
     // A compact block of a block already stored: dropped unseen.
     let mut chain = Fake::new(0);
     chain.hashes.push(b.header.hash(kind));
-    let mut p = machine(Role::Peer);
-    connect(&mut p, &chain, 1, Some(hello(CHAIN, 0, Role::Peer)));
-    out(&mut p);
+    let mut p = one_peer(&chain);
     let (id, o) = gossip_compact(&mut p, &chain, 1, &cb);
     assert_eq!(o, vec![Output::Validate { id, source: 1, verdict: Verdict::Ignore }]);
 }
@@ -720,26 +713,20 @@ fn rebuilds_need_a_known_parent_and_the_required_target_are_bounded_per_peer_and
 fn a_child_of_a_block_being_rebuilt_is_rebuilt_too() {
     let kind = HashKind::Sha256;
     let chain = Fake::new(0);
-    let mut p = machine(Role::Peer);
-    connect(&mut p, &chain, 1, Some(hello(CHAIN, 0, Role::Peer)));
-    out(&mut p);
+    let mut p = one_peer(&chain);
     let parent = block_of(3);
     let (_, o) = gossip_compact(&mut p, &chain, 1, &CompactBlock::of(&parent, kind).unwrap());
     assert_eq!(requests(&o).len(), 1);
     let mut child = block_of(2);
     child.header.height = 2;
     child.header.prev_hash = parent.header.hash(kind);
-    while !child.header.target.is_met_by(&child.header.hash(kind)) {
-        child.header.nonce += 1;
-    }
+    mine(&mut child.header);
     let (_, o) = gossip_compact(&mut p, &chain, 1, &CompactBlock::of(&child, kind).unwrap());
     assert!(matches!(&requests(&o)[..], [(1, _, Request::GetBlockTxs { .. })]), "{o:?}");
     // With another target than its parent's, it waits for sync instead.
     let mut other = child.clone();
     other.header.target = scalechain_types::Target::from_bits(251);
-    while !other.header.target.is_met_by(&other.header.hash(kind)) {
-        other.header.nonce += 1;
-    }
+    mine(&mut other.header);
     let (id, o) = gossip_compact(&mut p, &chain, 1, &CompactBlock::of(&other, kind).unwrap());
     assert_eq!(o, vec![Output::Validate { id, source: 1, verdict: Verdict::Ignore }]);
 }
@@ -748,9 +735,7 @@ fn a_child_of_a_block_being_rebuilt_is_rebuilt_too() {
 fn a_rebuild_answered_with_the_wrong_kind_is_malformed_and_dropped() {
     let kind = HashKind::Sha256;
     let chain = Fake::new(0);
-    let mut p = machine(Role::Peer);
-    connect(&mut p, &chain, 1, Some(hello(CHAIN, 0, Role::Peer)));
-    out(&mut p);
+    let mut p = one_peer(&chain);
     let (id, o) = gossip_compact(&mut p, &chain, 1, &CompactBlock::of(&block_of(2), kind).unwrap());
     let [(1, tag, _)] = requests(&o)[..] else { panic!("{o:?}") };
     p.step(1, Input::Response { peer: 1, tag, data: Response::Txs(vec![]).encode() }, &chain);
@@ -941,9 +926,7 @@ fn the_same_inputs_give_the_same_outputs() {
 #[test]
 fn released_orphans_are_published_with_the_parents_gossip_brought_in_the_same_round() {
     let chain = Fake::new(0);
-    let mut p = machine(Role::Peer);
-    connect(&mut p, &chain, 1, Some(hello(CHAIN, 0, Role::Peer)));
-    out(&mut p);
+    let mut p = one_peer(&chain);
     let parent = Tx::coinbase(1, vec![]);
     let unrelated = Tx::coinbase(2, vec![]);
     let mut child = Tx::coinbase(3, vec![]);
