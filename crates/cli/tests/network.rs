@@ -79,6 +79,12 @@ fn three_peers_and_a_miner_converge_and_confirm_everything() {
         config_s,
     ]);
     check_converged(&v, 4);
+    // Each node's traffic, from its counters: blocks travel compact (64 bytes per transaction
+    // against the transaction itself, which gossip already brought), so block gossip costs
+    // less per transaction than transaction gossip.
+    let bytes = &v["received_bytes_per_tx"];
+    let (txs, blocks) = (bytes["gossip_txs"].as_f64().unwrap(), bytes["gossip_blocks"].as_f64().unwrap());
+    assert!(txs > 0.0 && blocks > 0.0 && blocks < txs, "{bytes}");
     for node in ["peer0", "peer1", "peer2", "miner0"] {
         let text = std::fs::read_to_string(data.join(node).join("profile.json"))
             .unwrap_or_else(|e| panic!("{node} kept no profile: {e}"));
