@@ -35,6 +35,8 @@ pub use connect::{connect_block, disconnect_block, BlockDiff, BlockUndo};
 pub use error::{BlockError, BlockRejection, TxRule};
 pub use params::{genesis_block, Params, SigMode};
 pub use tree::{BlockTree, TreeError};
-pub use txverify::{verify_signatures, verify_txs, verify_txs_with_ids, TxEnv, TxIds, TxVerdict};
+pub use txverify::{
+    verify_signatures, verify_txs, verify_txs_with_ids, SignatureWork, TxEnv, TxIds, TxVerdict,
+};
 pub use utxo::{Coin, UtxoSet, UtxoView};
 pub use verify::{SigCache, VerifyConfig, VerifyMode};

@@ -133,31 +133,73 @@ pub fn verify_signatures(ctx: &ConnectCtx<'_>, txs: &[Tx], ids: &[TxIds]) -> Vec
     }
     let cfg = ctx.verify;
     let chunk = |c: u64, txs: &[Tx], ids: &[TxIds]| -> Vec<bool> {
-        let mut ok: Vec<bool> = txs.iter().map(|tx| stateless_rules(ctx, tx).is_ok()).collect();
-        let mut jobs = Vec::with_capacity(txs.len());
-        for (ti, (tx, id)) in txs.iter().zip(ids).enumerate() {
-            if ok[ti] {
-                jobs_of(ctx, ti, tx, &id.txid, Some(&id.wtxid), &mut jobs);
-            }
+        let mut work = SignatureWork::default();
+        for (tx, id) in txs.iter().zip(ids) {
+            work.push(ctx, tx, id);
         }
-        if cfg.mode == VerifyMode::Sequential {
-            for job in &jobs {
-                if ok[job.tx] && scalechain_types::keys::verify(&job.pubkey, &job.msg, &job.sig).is_err() {
-                    ok[job.tx] = false;
-                }
-            }
-        } else {
-            for (j, _) in batch_failures(cfg, &jobs, c) {
-                ok[jobs[j].tx] = false;
-            }
-        }
-        ok
+        work.verify(cfg, c)
     };
     if cfg.mode == VerifyMode::Sequential {
         return chunk(0, txs, ids);
     }
     // `by_chunks` hands each chunk its own ids: `ids` has `txs`'s length.
     by_chunks(cfg, txs, Some(ids), |c, t, i| chunk(c, t, i.unwrap_or_default()))
+}
+
+/// [`verify_signatures`] in two steps, for a caller that verifies the signatures of
+/// transactions apart from them (on another thread, while it goes on using the transactions):
+/// [`SignatureWork::push`] takes from each transaction what checking its signatures needs
+/// (the stateless rules are applied then), and [`SignatureWork::verify`] checks it.
+#[derive(Clone, Debug, Default)]
+pub struct SignatureWork {
+    /// Per transaction pushed: did it pass the stateless rules?
+    passed: Vec<bool>,
+    /// The signature jobs of those that did, unless the context's cache vouched for them.
+    jobs: Vec<SigJob>,
+}
+
+impl SignatureWork {
+    /// Adds `tx`, `ids` being its own: its stateless rules are applied now, and its
+    /// signatures are taken (with the sighash they sign) unless `ctx`'s signature cache
+    /// vouches for it or the chain skips signatures.
+    pub fn push(&mut self, ctx: &ConnectCtx<'_>, tx: &Tx, ids: &TxIds) {
+        let ti = self.passed.len();
+        let passed = stateless_rules(ctx, tx).is_ok();
+        self.passed.push(passed);
+        if passed {
+            jobs_of(ctx, ti, tx, &ids.txid, Some(&ids.wtxid), &mut self.jobs);
+        }
+    }
+
+    /// Transactions pushed.
+    pub fn len(&self) -> usize {
+        self.passed.len()
+    }
+
+    /// Were none pushed?
+    pub fn is_empty(&self) -> bool {
+        self.passed.is_empty()
+    }
+
+    /// Verifies the signatures on this thread — singly in `sequential` mode, else in ZIP-215
+    /// batches of `cfg.batch_size` — and answers, per transaction in the order pushed, whether
+    /// it passed the stateless rules and every signature of it verified. `stream` keeps the
+    /// batch coefficients of calls sharing `cfg.seed` independent (see [`batch_failures`]).
+    pub fn verify(self, cfg: &VerifyConfig, stream: u64) -> Vec<bool> {
+        let mut ok = self.passed;
+        if cfg.mode == VerifyMode::Sequential {
+            for job in &self.jobs {
+                if ok[job.tx] && scalechain_types::keys::verify(&job.pubkey, &job.msg, &job.sig).is_err() {
+                    ok[job.tx] = false;
+                }
+            }
+        } else {
+            for (j, _) in batch_failures(cfg, &self.jobs, stream) {
+                ok[self.jobs[j].tx] = false;
+            }
+        }
+        ok
+    }
 }
 
 /// The stateless rules of one transaction.

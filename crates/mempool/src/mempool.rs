@@ -9,7 +9,7 @@ use arc_swap::ArcSwap;
 use rayon::prelude::*;
 use scalechain_consensus::connect::ConnectCtx;
 use scalechain_consensus::{
-    verify_signatures, verify_txs_with_ids, AppModule, Apps, Coin, Params, SigCache, TxEnv, TxIds, TxRule,
+    verify_txs_with_ids, AppModule, Apps, Coin, Params, SigCache, SignatureWork, TxEnv, TxIds, TxRule,
     UtxoView, VerifyConfig, VerifyMode,
 };
 use scalechain_types::{profile, Amount, Block, FeeRate, Hash, HashKind, OutPoint, Tx, TxKind};
@@ -128,6 +128,9 @@ pub struct HeldOrphan {
 pub struct Offered {
     /// One verdict per transaction offered, in order.
     pub verdicts: Vec<TxVerdict>,
+    /// The txid of each transaction offered, in order (hashed once, for the pool's keys:
+    /// callers need not hash again).
+    pub txids: Vec<Hash>,
     /// Orphans admitted because a transaction admitted here was their parent (children after
     /// their parents).
     pub released: Vec<Admitted>,
@@ -342,13 +345,14 @@ type MissingInputs = Vec<(usize, Tx)>;
 /// failed, is judged in turn; likewise for two claiming one application key. Verdicts come back
 /// in input order.
 ///
-/// A generation of at least [`OVERLAP_MIN`] transactions is judged in chunks, in two stages
-/// ([`Judging::two_stages`]): the rayon pool verifies the chunks' signatures
-/// (`verify_signatures`, no look at the pool) while the calling thread takes each chunk whose
-/// signatures are done through the ledger rules against the pool and places it. So
-/// placement, which only one thread can do, runs beside signature checks instead of after
-/// them all. The verdicts are those of the one-stage order: signatures that verified ahead are
-/// the ones `verify_txs` would have verified, and the rest it verifies itself.
+/// A batch of at least [`OVERLAP_MIN`] transactions is judged in two stages: the rayon pool
+/// verifies its signatures from the start, in chunks of [`OVERLAP_CHUNK`] in batch order
+/// ([`SignatureWork`]: no look at the pool), while the calling thread sorts the batch into
+/// generations and takes each generation, chunk by chunk, through the ledger rules against the
+/// pool, waits for the chunk's signatures and places it. So the work only one thread can do
+/// runs beside signature checks instead of before or after them. The verdicts are those of the
+/// one-stage order: a transaction whose signatures the first stage did not vouch for is
+/// verified again in full, which names what failed.
 ///
 /// Transactions that failed for a missing input (`TxRule::MissingInput`) come back beside the
 /// verdicts, by position, for the orphan pool.
@@ -360,12 +364,62 @@ fn run_admission(
     items: Vec<Prepared>,
 ) -> (Vec<Result<Admitted, MempoolError>>, MissingInputs) {
     let _s = profile::span("mempool.judge");
+    // Signatures the node's cache holds are not verified again.
+    let ctx = ConnectCtx { sig_cache: Some(cache as &dyn SigCache), ..env.ctx };
+    let env = &TxEnv { ctx, ..*env };
+    let keys_of = |p: &Prepared| app_keys(env.ctx.apps, env.ctx.params, &p.tx);
+    if items.len() < 64 {
+        let keys = items.iter().map(keys_of).collect();
+        return judge(pool, cfg, cache, env, items, keys, None);
+    }
+    let keys: Vec<Vec<AppKey>> = items.par_iter().map(keys_of).collect();
+    if items.len() < OVERLAP_MIN {
+        return judge(pool, cfg, cache, env, items, keys, None);
+    }
+    // Everything the second stage would hand the pool is done before the first stage takes
+    // it: a parallel call from here queues behind the signature tasks.
+    let work: Vec<SignatureWork> = items
+        .par_chunks(OVERLAP_CHUNK)
+        .map(|c| {
+            let mut w = SignatureWork::default();
+            for p in c {
+                w.push(&ctx, &p.tx, &TxIds { txid: p.txid, wtxid: p.wtxid });
+            }
+            w
+        })
+        .collect();
+    // Each chunk one batch on one thread: the stage's parallelism is its chunks.
+    let engine = VerifyConfig { mode: VerifyMode::Batch, ..*env.ctx.verify };
+    let (tx, rx) = std::sync::mpsc::channel::<(usize, Vec<bool>)>();
+    let chunks = work.len();
+    rayon::in_place_scope_fifo(|s| {
+        for (k, w) in work.into_iter().enumerate() {
+            let tx = tx.clone();
+            s.spawn_fifo(move |_| {
+                let _s = profile::span("mempool.signatures");
+                // The receiver outlives the scope: sending cannot fail.
+                let _ = tx.send((k, w.verify(&engine, k as u64)));
+            });
+        }
+        drop(tx);
+        let ahead = HashSet::with_capacity(items.len());
+        let early = Early { rx, received: vec![false; chunks], upto: 0, ahead };
+        judge(pool, cfg, cache, env, items, keys, Some(early))
+    })
+}
+
+/// Judges `items` in generations (see [`run_admission`]), with the signatures the first stage
+/// verifies (`early`) if any, else each generation in one stage.
+fn judge(
+    pool: &mut Pool,
+    cfg: &MempoolConfig,
+    cache: &SignatureCache,
+    env: &TxEnv<'_>,
+    items: Vec<Prepared>,
+    keys: Vec<Vec<AppKey>>,
+    mut early: Option<Early>,
+) -> (Vec<Result<Admitted, MempoolError>>, MissingInputs) {
     let n = items.len();
-    let keys: Vec<Vec<AppKey>> = if n < 64 {
-        items.iter().map(|p| app_keys(env.ctx.apps, env.ctx.params, &p.tx)).collect()
-    } else {
-        items.par_iter().map(|p| app_keys(env.ctx.apps, env.ctx.params, &p.tx)).collect()
-    };
     let mut st = Judging {
         verdicts: (0..n).map(|_| None).collect(),
         meta: Vec::with_capacity(n),
@@ -391,9 +445,6 @@ fn run_admission(
             }
         }
     }
-    // Signatures the node's cache holds are not verified again.
-    let ctx = ConnectCtx { sig_cache: Some(cache as &dyn SigCache), ..env.ctx };
-    let env = &TxEnv { ctx, ..*env };
     while !pending.is_empty() {
         let mut claimed: HashSet<OutPoint> = HashSet::with_capacity(pending.len());
         let mut claimed_keys: HashSet<AppKey> = HashSet::new();
@@ -429,19 +480,19 @@ fn run_admission(
         }
         pool.reserve(ready.len(), ready.iter().map(|(_, t)| t.inputs.len()).sum());
         st.more_generations = !wait.is_empty();
-        let chunks = chunks_of(ready, &st.meta);
-        if chunks.len() <= 1 {
-            // One stage: the ledger rules and the signatures together, in parallel batches.
-            for c in chunks {
-                let results = st.verify(pool, env, &c, false);
-                st.settle(pool, cfg, env, c, results, &mut recheck);
-            }
-        } else {
-            st.two_stages(pool, cfg, env, cache, chunks, &mut recheck);
+        for c in chunks_of(ready, &st.meta) {
+            let results = match early.as_mut() {
+                // One stage: the ledger rules and the signatures together, in parallel batches.
+                None => st.verify(pool, env, &c, false),
+                Some(e) => st.second_stage(pool, env, cache, &c, e),
+            };
+            st.settle(pool, cfg, env, c, results, &mut recheck);
+            // Vouched for at once, not after the batch: in two stages this runs beside the
+            // signature checks of later chunks instead of after them all.
+            cache.insert_many(std::mem::take(&mut st.admitted_wtxids));
         }
         pending = wait;
     }
-    cache.insert_many(st.admitted_wtxids);
     let verdicts = st
         .verdicts
         .into_iter()
@@ -452,10 +503,11 @@ fn run_admission(
     (verdicts, st.missing)
 }
 
-/// A generation of this many transactions or more is judged in two stages...
+/// A batch of this many transactions or more is judged in two stages...
 const OVERLAP_MIN: usize = 512;
-/// ...in chunks of this many: the signature stage's unit of work, one signature batch of the
-/// engine's default size verified on one thread (smaller batches cost more per signature).
+/// ...its signatures in chunks of this many: the first stage's unit of work, one signature
+/// batch of the engine's default size verified on one thread (smaller batches cost more per
+/// signature), and the unit in which the second stage takes a generation.
 const OVERLAP_CHUNK: usize = 256;
 
 /// Transactions of one generation judged together, with their positions in the batch and ids.
@@ -480,17 +532,54 @@ fn chunks_of(ready: Vec<(usize, Tx)>, meta: &[(Hash, Hash, u64)]) -> Vec<Chunk> 
     chunks
 }
 
-/// The wtxids of `chunk`'s transactions whose every signature verified (the first stage), on
-/// this thread: the stage's parallelism is its chunks, each one task.
-fn signatures_ahead(ctx: &ConnectCtx<'_>, chunk: &Chunk) -> HashSet<Hash> {
-    let _s = profile::span("mempool.signatures");
-    let engine = VerifyConfig { mode: VerifyMode::Batch, ..*ctx.verify };
-    let ok = verify_signatures(&ConnectCtx { verify: &engine, ..*ctx }, &chunk.txs, &chunk.ids);
-    chunk.ids.iter().zip(ok).filter(|(_, ok)| *ok).map(|(i, _)| i.wtxid).collect()
+/// The first stage's answers as they come: chunk `k` of the batch (positions
+/// `k * OVERLAP_CHUNK ..`) sends whether each of its transactions passed.
+struct Early {
+    rx: std::sync::mpsc::Receiver<(usize, Vec<bool>)>,
+    received: Vec<bool>,
+    /// Chunks `..upto` have all answered.
+    upto: usize,
+    /// The wtxids the first stage vouches for.
+    ahead: HashSet<Hash>,
 }
 
-/// The signature cache the ledger stage verifies a chunk under: the chunk's signatures that
-/// the signature stage verified, then the node's cache.
+impl Early {
+    /// Returns once the chunks holding positions `..=last` have answered. Waiting, a thread
+    /// of the rayon pool verifies signatures itself; another thread sleeps.
+    fn wait_for(&mut self, last: usize, meta: &[(Hash, Hash, u64)]) {
+        let need = (last / OVERLAP_CHUNK + 1).min(self.received.len());
+        while self.upto < need {
+            let (k, ok) = match self.rx.try_recv() {
+                Ok(got) => got,
+                Err(_) if matches!(rayon::yield_now(), Some(rayon::Yield::Executed)) => continue,
+                Err(_) => match self.rx.recv() {
+                    Ok(got) => got,
+                    // Every task has answered or panicked (the scope raises the panic): what
+                    // is not vouched for is verified in full.
+                    Err(_) => return,
+                },
+            };
+            let first = k * OVERLAP_CHUNK;
+            self.ahead.extend(ok.iter().enumerate().filter(|(_, ok)| **ok).map(|(j, _)| meta[first + j].1));
+            self.received[k] = true;
+            while self.upto < self.received.len() && self.received[self.upto] {
+                self.upto += 1;
+            }
+        }
+    }
+}
+
+/// A signature cache that vouches for every transaction: the ledger rules alone.
+struct VouchAll;
+
+impl SigCache for VouchAll {
+    fn contains(&self, _: &Hash) -> bool {
+        true
+    }
+}
+
+/// The signature cache a transaction is finally judged under: the signatures the first stage
+/// verified, then the node's cache.
 struct Vouched<'a> {
     ahead: &'a HashSet<Hash>,
     cache: &'a SignatureCache,
@@ -535,54 +624,41 @@ impl Judging {
         verify_txs_with_ids(&TxEnv { ctx, view: &view, ..*env }, &chunk.txs, &chunk.ids)
     }
 
-    /// Judges `chunks` (at least two) in two stages: the rayon pool verifies the chunks'
-    /// signatures, oldest first, while this thread takes each chunk as soon as its
-    /// signatures are done, applies the ledger rules (with the signatures vouched for: on this
-    /// thread, `batch` mode) and places it. Waiting for a chunk, a thread of the pool helps with
-    /// the signatures; another thread sleeps until a chunk is ready.
-    fn two_stages(
-        &mut self,
-        pool: &mut Pool,
-        cfg: &MempoolConfig,
+    /// The second stage on `chunk`, on this thread: the ledger rules against the pool first,
+    /// every signature taken as vouched for; then, once the first stage has answered for the
+    /// chunk, each transaction that passed the rules but whose signatures it did not vouch for
+    /// (nor the node's cache) is verified again in full, so that its verdict is the one-stage
+    /// verdict and names what failed.
+    fn second_stage(
+        &self,
+        pool: &Pool,
         env: &TxEnv<'_>,
         cache: &SignatureCache,
-        chunks: Vec<Chunk>,
-        recheck: &mut bool,
-    ) {
-        let n = chunks.len();
-        let (tx, rx) = std::sync::mpsc::channel::<(usize, Chunk, HashSet<Hash>)>();
-        rayon::in_place_scope_fifo(|s| {
-            for (k, chunk) in chunks.into_iter().enumerate() {
-                let tx = tx.clone();
-                s.spawn_fifo(move |_| {
-                    let ahead = signatures_ahead(&env.ctx, &chunk);
-                    // The receiver outlives the scope: sending cannot fail.
-                    let _ = tx.send((k, chunk, ahead));
-                });
-            }
-            drop(tx);
-            let mut done: Vec<Option<(Chunk, HashSet<Hash>)>> = (0..n).map(|_| None).collect();
-            for k in 0..n {
-                while done[k].is_none() {
-                    let got = match rx.try_recv() {
-                        Ok(got) => got,
-                        Err(_) if matches!(rayon::yield_now(), Some(rayon::Yield::Executed)) => continue,
-                        Err(_) => match rx.recv() {
-                            Ok(got) => got,
-                            // Every task has sent or panicked: the scope raises the panic.
-                            Err(_) => return,
-                        },
-                    };
-                    done[got.0] = Some((got.1, got.2));
-                }
-                let (chunk, ahead) = done[k].take().expect("the loop above waited for it");
-                let vouch = Vouched { ahead: &ahead, cache };
+        chunk: &Chunk,
+        early: &mut Early,
+    ) -> Vec<Result<scalechain_consensus::TxVerdict, TxRule>> {
+        let trusting =
+            TxEnv { ctx: ConnectCtx { sig_cache: Some(&VouchAll as &dyn SigCache), ..env.ctx }, ..*env };
+        let mut results = self.verify(pool, &trusting, chunk, true);
+        let last = chunk.idx.iter().copied().max().unwrap_or(0);
+        {
+            let _s = profile::span("mempool.wait_signatures");
+            early.wait_for(last, &self.meta);
+        }
+        let vouch = Vouched { ahead: &early.ahead, cache };
+        for (j, r) in results.iter_mut().enumerate() {
+            if r.is_ok() && !vouch.contains(&chunk.ids[j].wtxid) {
                 let env =
                     TxEnv { ctx: ConnectCtx { sig_cache: Some(&vouch as &dyn SigCache), ..env.ctx }, ..*env };
-                let results = self.verify(pool, &env, &chunk, true);
-                self.settle(pool, cfg, &env, chunk, results, recheck);
+                let one = Chunk {
+                    idx: vec![chunk.idx[j]],
+                    txs: vec![chunk.txs[j].clone()],
+                    ids: vec![chunk.ids[j]],
+                };
+                *r = self.verify(pool, &env, &one, true).pop().expect("one verdict per transaction verified");
             }
-        });
+        }
+        results
     }
 
     /// Places the transactions of `chunk` that passed the consensus rules (`results`), in order.
@@ -860,6 +936,7 @@ impl Mempool {
         let _s = profile::span("mempool.offer");
         let (txs, sources): (Vec<Tx>, Vec<OrphanSource>) = txs.into_iter().unzip();
         let items = prepare(env.ctx.params.hash, txs);
+        let txids: Vec<Hash> = items.iter().map(|p| p.txid).collect();
         let mut w = self.lock_profiled();
         w.orphans.expire(now_ms);
         let n = items.len();
@@ -910,7 +987,7 @@ impl Mempool {
         }
         let released = self.release_orphans(&mut w, env, admitted, confirmed);
         self.publish(&mut w);
-        Offered { verdicts, released }
+        Offered { verdicts, txids, released }
     }
 
     /// Transactions `parents` joined the main chain (a block connected): the orphans waiting

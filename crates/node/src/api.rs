@@ -427,7 +427,6 @@ async fn submit(
     let too_many = move |n: usize| {
         ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too-large", format!("{n} transactions, at most {max}"))
     };
-    let kind = s.shared.params.hash;
     let body_len = body.len();
     let binary = headers
         .get(header::CONTENT_TYPE)
@@ -451,17 +450,12 @@ async fn submit(
             }
             decode_hex_txs(&req.txs)
         };
-        let txids: Vec<Hash> = if txs.len() >= 64 {
-            use rayon::prelude::*;
-            txs.par_iter().map(|t| t.txid(kind)).collect()
-        } else {
-            txs.iter().map(|t| t.txid(kind)).collect()
-        };
-        Ok((txs, results, txids))
+        Ok((txs, results))
     };
-    // Decoding and hashing take a few µs a transaction: a large request is decoded off the
-    // API's threads (hashed in parallel), a small one at once.
-    let (txs, results, txids) = if body_len > INLINE_BODY {
+    // Decoding takes about a µs a transaction: a large request is decoded off the API's
+    // threads, a small one at once. The pipeline hashes the transactions (once, for the pool)
+    // and hands back their txids with the verdicts.
+    let (txs, results) = if body_len > INLINE_BODY {
         tokio::task::spawn_blocking(decode)
             .await
             .map_err(|_| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "busy", "the node is stopping"))??
@@ -484,18 +478,18 @@ async fn submit(
         rx.await
             .map_err(|_| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "busy", "the node is stopping"))?
     };
-    let mut v = verdicts.into_iter().zip(txids);
+    let mut v = verdicts.into_iter();
     let mut accepted = 0;
     let results = results
         .into_iter()
         .map(|r| match r {
             Some(r) => r,
             None => match v.next() {
-                Some((Ok(_), id)) => {
+                Some((id, Ok(_))) => {
                     accepted += 1;
                     TxResult { txid: Some(id), accepted: true, reason: None, detail: None }
                 }
-                Some((Err(e), id)) => TxResult {
+                Some((id, Err(e))) => TxResult {
                     txid: Some(id),
                     accepted: false,
                     reason: Some(e.reason().into()),
@@ -508,9 +502,9 @@ async fn submit(
     Ok(Json(SubmitResult { accepted, results }))
 }
 
-/// A decoded `POST /txs` body: the transactions that decoded, per submitted position the
-/// verdict of one that did not, and the txids of the decoded ones.
-type Decoded = (Vec<Tx>, Vec<Option<TxResult>>, Vec<Hash>);
+/// A decoded `POST /txs` body: the transactions that decoded, and per submitted position the
+/// verdict of one that did not.
+type Decoded = (Vec<Tx>, Vec<Option<TxResult>>);
 
 /// `POST /txs` bodies up to this size are decoded on the API's own thread.
 const INLINE_BODY: usize = 16 << 10;

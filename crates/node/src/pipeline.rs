@@ -18,7 +18,7 @@ use scalechain_mempool::{Admitted, MempoolError, OrphanSource, TxVerdict};
 use scalechain_p2p::msg::MsgId;
 use scalechain_p2p::net::PeerId;
 use scalechain_p2p::protocol::{TxOrigin, TxsDone};
-use scalechain_types::{profile, Tx};
+use scalechain_types::{profile, Hash, Tx};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::arrivals::{self, Kind, Via};
@@ -26,8 +26,8 @@ use crate::state::{now_ms, Shared};
 
 /// Where a batch came from.
 pub enum Source {
-    /// The API; the verdicts go back on the channel.
-    Api(oneshot::Sender<Vec<Result<Admitted, MempoolError>>>),
+    /// The API; the verdicts go back on the channel, each with its transaction's txid.
+    Api(oneshot::Sender<Vec<(Hash, Result<Admitted, MempoolError>)>>),
     /// A gossip message.
     Gossip {
         /// Its id.
@@ -138,7 +138,8 @@ pub async fn run(
             match item.source {
                 Source::Api(reply) => {
                     local.extend(o.admitted);
-                    let _ = reply.send(o.verdicts.into_iter().map(TxVerdict::into_result).collect());
+                    let verdicts = o.verdicts.into_iter().map(TxVerdict::into_result);
+                    let _ = reply.send(o.txids.into_iter().zip(verdicts).collect());
                 }
                 Source::Gossip { id, peer } => round.push(TxsDone {
                     origin: TxOrigin::Gossip { source: peer, id },

@@ -82,6 +82,8 @@ pub struct BatchOutcome {
     /// One verdict per transaction, in the batch's order: admitted, held as an orphan, or
     /// refused.
     pub verdicts: Vec<TxVerdict>,
+    /// The txid of each transaction of the batch, in order.
+    pub txids: Vec<Hash>,
     /// The transactions the mempool took, in the batch's order.
     pub admitted: Vec<Arc<Tx>>,
     /// True if a transaction broke a consensus rule its sender must have known about (see
@@ -186,10 +188,12 @@ impl<S: ChainStore> Replica<S> {
         );
         let pooled = |a: &Admitted| (!evicted.contains(&a.txid)).then(|| a.tx.clone());
         let mut verdicts = offered.verdicts.into_iter();
+        let mut txids = offered.txids.into_iter();
         let batches = spans
             .into_iter()
             .map(|n| {
                 let verdicts: Vec<TxVerdict> = verdicts.by_ref().take(n).collect();
+                let txids: Vec<Hash> = txids.by_ref().take(n).collect();
                 let admitted = verdicts
                     .iter()
                     .filter_map(|v| match v {
@@ -198,7 +202,7 @@ impl<S: ChainStore> Replica<S> {
                     })
                     .collect();
                 let invalid = verdicts.iter().any(|v| v.refusal().is_some_and(punishable));
-                BatchOutcome { verdicts, admitted, invalid }
+                BatchOutcome { verdicts, txids, admitted, invalid }
             })
             .collect();
         Admission { batches, released: offered.released.iter().filter_map(pooled).collect() }

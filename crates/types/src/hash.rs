@@ -25,9 +25,22 @@ impl Hash {
     }
 }
 
+impl Hash {
+    /// Writes the 64 lowercase hex digits into `buf` and returns them, without allocating.
+    fn hex_into<'a>(&self, buf: &'a mut [u8; 64]) -> &'a str {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        for (pair, b) in buf.chunks_exact_mut(2).zip(self.0) {
+            pair[0] = DIGITS[usize::from(b >> 4)];
+            pair[1] = DIGITS[usize::from(b & 0x0f)];
+        }
+        // Every byte written is an ASCII hex digit.
+        std::str::from_utf8(buf).unwrap_or_default()
+    }
+}
+
 impl fmt::Display for Hash {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&hex::encode(self.0))
+        f.write_str(self.hex_into(&mut [0; 64]))
     }
 }
 
@@ -60,14 +73,24 @@ fn truncate(s: &str) -> String {
 
 impl Serialize for Hash {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.to_string())
+        s.serialize_str(self.hex_into(&mut [0; 64]))
     }
 }
 
 impl<'de> Deserialize<'de> for Hash {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        s.parse().map_err(serde::de::Error::custom)
+        /// Parses the string where the deserializer holds it (no copy when it can lend it).
+        struct HexVisitor;
+        impl serde::de::Visitor<'_> for HexVisitor {
+            type Value = Hash;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("64 lowercase hex digits")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Hash, E> {
+                v.parse().map_err(E::custom)
+            }
+        }
+        d.deserialize_str(HexVisitor)
     }
 }
 
@@ -203,6 +226,23 @@ mod tests {
         assert_eq!(h.to_string().parse::<Hash>(), Ok(h));
         assert!(h.to_string().to_uppercase().parse::<Hash>().is_err());
         assert!("abc".parse::<Hash>().is_err());
+    }
+
+    proptest::proptest! {
+        /// Display, `FromStr` and serde agree with the `hex` crate on every digest, and serde
+        /// refuses what parsing refuses.
+        #[test]
+        fn hex_forms_agree(bytes in proptest::array::uniform32(proptest::num::u8::ANY)) {
+            let h = Hash(bytes);
+            let hex = hex::encode(bytes);
+            proptest::prop_assert_eq!(h.to_string(), hex.clone());
+            proptest::prop_assert_eq!(serde_json::to_string(&h).unwrap(), format!("\"{hex}\""));
+            proptest::prop_assert_eq!(serde_json::from_str::<Hash>(&format!("\"{hex}\"")).unwrap(), h);
+            let upper = format!("\"{}\"", hex.to_uppercase());
+            proptest::prop_assert_eq!(serde_json::from_str::<Hash>(&upper).is_ok(), hex == hex.to_uppercase());
+            let short = format!("\"{}\"", &hex[1..]);
+            proptest::prop_assert!(serde_json::from_str::<Hash>(&short).is_err());
+        }
     }
 
     #[test]
