@@ -171,12 +171,23 @@ impl SignatureWork {
         }
     }
 
-    /// Transactions pushed.
+    /// Adds a transaction whose signatures are not to be checked here: [`SignatureWork::verify`]
+    /// answers `false` for it, vouching for nothing.
+    pub fn skip(&mut self) {
+        self.passed.push(false);
+    }
+
+    /// Transactions pushed or skipped.
     pub fn len(&self) -> usize {
         self.passed.len()
     }
 
-    /// Were none pushed?
+    /// Signatures to check.
+    pub fn signatures(&self) -> usize {
+        self.jobs.len()
+    }
+
+    /// Were none pushed or skipped?
     pub fn is_empty(&self) -> bool {
         self.passed.is_empty()
     }

@@ -345,14 +345,17 @@ type MissingInputs = Vec<(usize, Tx)>;
 /// failed, is judged in turn; likewise for two claiming one application key. Verdicts come back
 /// in input order.
 ///
-/// A batch of at least [`OVERLAP_MIN`] transactions is judged in two stages: the rayon pool
-/// verifies its signatures from the start, in chunks of [`OVERLAP_CHUNK`] in batch order
-/// ([`SignatureWork`]: no look at the pool), while the calling thread sorts the batch into
-/// generations and takes each generation, chunk by chunk, through the ledger rules against the
-/// pool, waits for the chunk's signatures and places it. So the work only one thread can do
-/// runs beside signature checks instead of before or after them. The verdicts are those of the
-/// one-stage order: a transaction whose signatures the first stage did not vouch for is
-/// verified again in full, which names what failed.
+/// A batch with at least [`OVERLAP_MIN`] signatures to check is judged in two stages: the
+/// rayon pool verifies them from the start, in chunks of [`OVERLAP_CHUNK`] transactions in
+/// batch order ([`SignatureWork`]), while the calling thread sorts the batch into generations
+/// and takes each generation, chunk by chunk, through the ledger rules against the pool, waits
+/// for the chunk's signatures and places it. So the work only one thread can do runs beside
+/// signature checks instead of before or after them. Only transactions whose policy holds and
+/// whose coins all exist when the batch starts are checked ahead: one that would be refused
+/// first, or held as an orphan, costs no signature work, and its children in the batch are
+/// verified whole in their generation. The verdicts are those of the one-stage order: a
+/// transaction whose signatures the first stage did not vouch for is verified again in full,
+/// which names what failed.
 ///
 /// Transactions that failed for a missing input (`TxRule::MissingInput`) come back beside the
 /// verdicts, by position, for the orphan pool.
@@ -377,17 +380,36 @@ fn run_admission(
         return judge(pool, cfg, cache, env, items, keys, None);
     }
     // Everything the second stage would hand the pool is done before the first stage takes
-    // it: a parallel call from here queues behind the signature tasks.
-    let work: Vec<SignatureWork> = items
-        .par_chunks(OVERLAP_CHUNK)
-        .map(|c| {
-            let mut w = SignatureWork::default();
-            for p in c {
-                w.push(&ctx, &p.tx, &TxIds { txid: p.txid, wtxid: p.wtxid });
-            }
-            w
-        })
-        .collect();
+    // it: a parallel call from here queues behind the signature tasks. A transaction gets its
+    // signatures checked ahead only if its policy holds and every coin it spends exists now:
+    // one that would be refused first, or held as an orphan, costs no signature work, as in
+    // one stage (its children in the batch are judged in a later generation, in one stage).
+    let work: Vec<SignatureWork> = {
+        let view = PoolView { pool, chain: env.view, height: env.height };
+        let ahead = |p: &Prepared| {
+            static_policy(cfg, &p.tx, p.size).is_ok()
+                && p.tx.inputs.iter().all(|i| view.coin(&i.prev).is_some())
+        };
+        items
+            .par_chunks(OVERLAP_CHUNK)
+            .map(|c| {
+                let mut w = SignatureWork::default();
+                for p in c {
+                    if ahead(p) {
+                        w.push(&ctx, &p.tx, &TxIds { txid: p.txid, wtxid: p.wtxid });
+                    } else {
+                        w.skip();
+                    }
+                }
+                w
+            })
+            .collect()
+    };
+    if work.iter().map(SignatureWork::signatures).sum::<usize>() < OVERLAP_MIN {
+        // Too few signatures to check ahead (a batch the cache vouches for, as after a
+        // reorganisation, or mostly children): one stage, the ledger rules in parallel too.
+        return judge(pool, cfg, cache, env, items, keys, None);
+    }
     // Each chunk one batch on one thread: the stage's parallelism is its chunks.
     let engine = VerifyConfig { mode: VerifyMode::Batch, ..*env.ctx.verify };
     let (tx, rx) = std::sync::mpsc::channel::<(usize, Vec<bool>)>();
@@ -646,17 +668,26 @@ impl Judging {
             early.wait_for(last, &self.meta);
         }
         let vouch = Vouched { ahead: &early.ahead, cache };
-        for (j, r) in results.iter_mut().enumerate() {
-            if r.is_ok() && !vouch.contains(&chunk.ids[j].wtxid) {
-                let env =
-                    TxEnv { ctx: ConnectCtx { sig_cache: Some(&vouch as &dyn SigCache), ..env.ctx }, ..*env };
-                let one = Chunk {
-                    idx: vec![chunk.idx[j]],
-                    txs: vec![chunk.txs[j].clone()],
-                    ids: vec![chunk.ids[j]],
-                };
-                *r = self.verify(pool, &env, &one, true).pop().expect("one verdict per transaction verified");
-            }
+        let again: Vec<usize> = (0..results.len())
+            .filter(|&j| results[j].is_ok() && !vouch.contains(&chunk.ids[j].wtxid))
+            .collect();
+        if again.is_empty() {
+            return results;
+        }
+        let env = TxEnv { ctx: ConnectCtx { sig_cache: Some(&vouch as &dyn SigCache), ..env.ctx }, ..*env };
+        // Once the first stage has answered for the whole batch, the pool's threads are free.
+        let here = early.upto < early.received.len();
+        if again.len() == chunk.txs.len() {
+            // A chunk the first stage left alone (a later generation): verified whole.
+            return self.verify(pool, &env, chunk, here);
+        }
+        let some = Chunk {
+            idx: again.iter().map(|&j| chunk.idx[j]).collect(),
+            txs: again.iter().map(|&j| chunk.txs[j].clone()).collect(),
+            ids: again.iter().map(|&j| chunk.ids[j]).collect(),
+        };
+        for (j, r) in again.into_iter().zip(self.verify(pool, &env, &some, here)) {
+            results[j] = r;
         }
         results
     }

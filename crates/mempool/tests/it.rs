@@ -825,11 +825,12 @@ fn application_transactions_leave_once_no_later_block_may_include_them() {
 
 #[test]
 fn a_batch_of_generations_judged_in_two_stages_agrees_with_small_batches() {
-    // One transaction splits a coin in 600, 600 children spend the outputs, 600 grandchildren
-    // spend theirs: 1,201 transactions in one batch, children and grandchildren first, so
-    // that the signatures of all are verified ahead while the batch is sorted into
-    // generations. A child's signature fails (its grandchild then misses its input), a
-    // grandchild's fails, and a child spends an output of the split twice.
+    // A pooled transaction splits a coin in 600; 600 children spend the outputs and 600
+    // grandchildren spend theirs: 1,201 transactions in one batch, grandchildren first. The
+    // children's signatures are checked ahead while the batch is sorted into generations; the
+    // grandchildren, whose coins do not exist yet, are judged whole in the next generation. A
+    // child's signature fails (its grandchild then misses its input), a grandchild's fails,
+    // and a child spends an output of the split twice.
     let mut net = Net::new();
     let root = net.fresh();
     let (split, outs) = net.spend(&[root], 600, 100_000);
@@ -844,15 +845,15 @@ fn a_batch_of_generations_judged_in_two_stages_agrees_with_small_batches() {
     grandchildren[500].inputs[0].witness.signature[9] ^= 4;
     let twice = net.spend(&[outs[7]], 2, 1000).0;
     let mut batch: Vec<Tx> = grandchildren.iter().chain(&children).cloned().collect();
-    batch.push(split.clone());
     batch.push(twice);
     let wide = MempoolConfig { max_descendants: 2_000, ..cfg() };
     let pool = net.pool(wide.clone());
+    assert_eq!(reasons(&pool.admit(&net.env(), vec![split.clone()])), ["ok"]);
     let v = pool.admit(&net.env(), batch.clone());
     // The reference: generation by generation, in batches too small for two stages.
     let reference = net.pool(wide);
     let mut by_txid: std::collections::HashMap<Hash, &'static str> = std::collections::HashMap::new();
-    let gens: [Vec<Tx>; 3] = [vec![split], children, grandchildren];
+    let gens: [Vec<Tx>; 3] = [vec![split.clone()], children, grandchildren];
     for g in gens {
         for part in g.chunks(300) {
             let r = reference.admit(&net.env(), part.to_vec());
@@ -870,5 +871,33 @@ fn a_batch_of_generations_judged_in_two_stages_agrees_with_small_batches() {
     for (tx, r) in batch.iter().zip(reasons(&v)) {
         assert_eq!(pool.sig_cache().contains(&tx.wtxid(net.p.hash)), r == "ok");
     }
+    assert!(pool.sig_cache().contains(&split.wtxid(net.p.hash)));
     pool.audit().unwrap();
+}
+
+#[test]
+fn a_large_batch_checks_no_signature_of_a_transaction_spending_unknown_coins() {
+    // 600 transactions spending coins nobody created, with signatures nobody made: each is
+    // refused for its missing input without a signature check (the signature cache counts
+    // every check it is asked about), as a small batch would be.
+    let net = Net::new();
+    let junk: Vec<Tx> = (0..600u32)
+        .map(|i| {
+            let mut b = [0u8; 32];
+            b[..4].copy_from_slice(&i.to_le_bytes());
+            let u = Utxo {
+                op: OutPoint { txid: Hash(b), index: 0 },
+                out: net.premine[0].out,
+                key: (i as usize) % common::KEYS,
+            };
+            let (mut tx, _) = net.spend(&[u], 1, 1000);
+            tx.inputs[0].witness.signature = [7; 64];
+            tx
+        })
+        .collect();
+    let pool = net.pool(cfg());
+    let v = pool.admit(&net.env(), junk);
+    assert!(reasons(&v).iter().all(|r| *r == "missing-input"), "{:?}", reasons(&v)[0]);
+    assert_eq!(pool.sig_cache().lookups(), 0, "no signature of an unspendable transaction was looked at");
+    assert!(pool.is_empty());
 }
