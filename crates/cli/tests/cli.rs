@@ -289,7 +289,7 @@ fn study_quick_smoke() {
         ("utxo-memory", "structure,outputs,build,rss_bytes_per_output,heap_bytes_per_output"),
         ("voting", "scheme,mode,threads,candidates,ballots,ballots_per_s,ballots_per_s_per_core"),
         ("propagation", "series,placement,nodes,node,x_ms,count,p50_ms,p90_ms,p99_ms,max_ms,runs"),
-        ("pipeline", "source,n,runs,median_s,tx_per_s,build,commit,seed"),
+        ("pipeline", "source,n,runs,median_s,tx_per_s,node_cpu_us,sender_cpu_us,busy,build,commit,seed"),
         ("load", "workload,controller,offered_tps,trial,send_tps,throughput_tps,lat_avg_ms"),
         ("sync", "series,t_s,height,txs,tx_per_s,build,commit"),
     ] {
@@ -375,7 +375,18 @@ fn study_quick_smoke() {
             .nth(4)
             .and_then(|r| r.parse::<f64>().ok())
             .is_some_and(|r| r > 0.0)));
+        // The node sources' CPU: the node's per transaction positive; the cores' share positive
+        // and not absurd (on sends of a millisecond the kernel's accounting of running
+        // threads lags a little).
+        if source != "memory" && source != "verify-bound" {
+            for l in &rows {
+                let cell = |i: usize| l.split(',').nth(i).and_then(|r| r.parse::<f64>().ok());
+                assert!(cell(5).is_some_and(|us| us > 0.0), "{l}");
+                assert!(cell(7).is_some_and(|b| b > 0.0 && b < 2.0), "{l}");
+            }
+        }
     }
+    assert!(report.contains("What the node sources spent"), "{report}");
     // load: every workload's fixed-rate and fixed-load rounds, everything sent confirmed.
     let csv = std::fs::read_to_string(out.join("load.csv")).unwrap();
     for w in ["transfer", "ballot-elgamal", "ballot-paillier"] {

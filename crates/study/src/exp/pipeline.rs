@@ -44,7 +44,24 @@ use crate::plot::{Chart, Series};
 use crate::{median, seeds, Ctx, Experiment, StudyError, Table};
 
 /// Columns of `pipeline.csv`.
-pub const COLUMNS: &[&str] = &["source", "n", "runs", "median_s", "tx_per_s", "build", "commit", "seed"];
+///
+/// For the node sources, `node_cpu_us` and `sender_cpu_us` are the CPU time the node process
+/// and this process (the sender) used per transaction over the timed sends
+/// ([`cpu_seconds_precise`]), and `busy` the share of the machine's cores the two kept busy
+/// meanwhile.
+pub const COLUMNS: &[&str] = &[
+    "source",
+    "n",
+    "runs",
+    "median_s",
+    "tx_per_s",
+    "node_cpu_us",
+    "sender_cpu_us",
+    "busy",
+    "build",
+    "commit",
+    "seed",
+];
 
 /// Largest group sent to a node (a request holds at most 10,000 transactions).
 pub const MAX_NODE_LOG2: u32 = 13;
@@ -62,13 +79,19 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
     ctx.start(sizes.len() as u64 * 3 + 2, "signing the workload");
     let w = pool.install(|| transfers(&p, &super::CHAIN_ID, &Spec::simple(1 << max, ctx.opts.seed)));
     let mut table = Table::new(COLUMNS);
-    let mut push = |source: &str, n: usize, runs: usize, s: f64| {
+    let mut push = |source: &str, n: usize, runs: usize, s: f64, cpu: Option<&Cpu>| {
+        let (node, sender, busy) = cpu.map_or((String::new(), String::new(), String::new()), |c| {
+            (format!("{:.2}", c.node_us()), format!("{:.2}", c.sender_us()), format!("{:.3}", c.busy()))
+        });
         table.push(vec![
             source.into(),
             n.to_string(),
             runs.to_string(),
             format!("{s:.9}"),
             format!("{:.1}", n as f64 / s),
+            node,
+            sender,
+            busy,
             ctx.machine.build.into(),
             ctx.machine.commit.into(),
             ctx.opts.seed.to_string(),
@@ -97,8 +120,8 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
                 return Err(StudyError::Wrong(format!("a valid group of {n} was refused: {why:?}")));
             }
         }
-        push("memory", n, runs, median(admit));
-        push("verify-bound", n, runs, median(bound));
+        push("memory", n, runs, median(admit), None);
+        push("verify-bound", n, runs, median(bound), None);
         ctx.progress.inc(2);
     }
     // From other processes.
@@ -115,10 +138,10 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
         Some(exe) => {
             for (source, hosted) in sources {
                 ctx.progress.set_message(format!("{source}: starting a node and funding"));
-                let times = over_the_network(&exe, hosted, &node_sizes, node_runs)?;
+                let times = over_the_network(&exe, hosted, &node_sizes, node_runs, ctx.machine.cores)?;
                 for (n, (alone, stream)) in node_sizes.iter().zip(times) {
-                    push(source, *n, node_runs, stream);
-                    push(&format!("{source}-alone"), *n, node_runs, alone);
+                    push(source, *n, node_runs, stream.median_s, Some(&stream.cpu));
+                    push(&format!("{source}-alone"), *n, node_runs, alone.median_s, Some(&alone.cpu));
                 }
                 ctx.progress.inc(node_sizes.len() as u64);
             }
@@ -128,13 +151,15 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
 }
 
 /// Median request times, per group size, of groups sent to a node process (in its own
-/// namespace if `hosted`).
+/// namespace if `hosted`), alone and in a stream, with the CPU the node and this process used
+/// on a machine of `cores` cores.
 fn over_the_network(
     exe: &std::path::Path,
     hosted: bool,
     sizes: &[usize],
     runs: usize,
-) -> Result<Vec<(f64, f64)>, StudyError> {
+    cores: usize,
+) -> Result<Vec<(Timed, Timed)>, StudyError> {
     let launch = |e: LaunchError| StudyError::Wrong(format!("starting the node: {e}"));
     let mut net = Launcher::new(exe).map_err(launch)?;
     if hosted {
@@ -153,6 +178,7 @@ fn over_the_network(
     let node =
         net.start(NodeSpec::new("peer0", Role::Peer).config(config).bootstrap(boot)).map_err(launch)?;
     let client = node.client().clone();
+    let cpu = CpuProbe { node: node.pid(), cores };
     let params = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
     let chain_id = genesis_block(&params).hash(params.hash);
     let prepared = prepare(params.hash, &chain_id, &premine_funds(&params, SigMode::Ed25519), total);
@@ -163,7 +189,7 @@ fn over_the_network(
     let r = rt.block_on(fund_at(&client, &prepared.funding, params.hash)).and_then(|()| {
         // Then no blocks: the peer's cores go to its pipeline alone, as in `memory`.
         net.stop_node("miner0").map_err(|e| StudyError::Wrong(format!("stopping the miner: {e}")))?;
-        rt.block_on(send_groups(&client, prepared.load, sizes, runs))
+        rt.block_on(send_groups(&client, prepared.load, sizes, runs, &cpu))
     });
     drop(rt);
     let _ = net.stop();
@@ -197,6 +223,84 @@ const STREAM: usize = 4;
 /// Requests a stream keeps in flight.
 const IN_FLIGHT: usize = 2;
 
+/// CPU time used per transaction, summed over timed sends.
+#[derive(Clone, Debug, Default)]
+struct Cpu {
+    /// CPU seconds of the node process.
+    node_s: f64,
+    /// CPU seconds of this process.
+    sender_s: f64,
+    /// Wall seconds of the sends.
+    wall_s: f64,
+    /// Transactions sent.
+    txs: usize,
+    /// Cores of the machine.
+    cores: usize,
+}
+
+impl Cpu {
+    fn node_us(&self) -> f64 {
+        self.node_s / self.txs.max(1) as f64 * 1e6
+    }
+
+    fn sender_us(&self) -> f64 {
+        self.sender_s / self.txs.max(1) as f64 * 1e6
+    }
+
+    /// The share of the machine's cores the node and the sender kept busy.
+    fn busy(&self) -> f64 {
+        (self.node_s + self.sender_s) / (self.wall_s * self.cores.max(1) as f64).max(f64::MIN_POSITIVE)
+    }
+}
+
+/// Reads the CPU time of the node process and of this one.
+struct CpuProbe {
+    node: u32,
+    cores: usize,
+}
+
+/// CPU seconds of process `pid` (`self` for this one) to the nanosecond: the sum over its
+/// threads of the time on a CPU that `/proc/<pid>/task/<tid>/schedstat` reports first (the
+/// clock-tick counts of `/proc/<pid>/stat` are too coarse for a request of a millisecond).
+/// Threads that ended are not counted; 0 where `/proc` does not say.
+pub(crate) fn cpu_seconds_precise(pid: &str) -> f64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return 0.0 };
+    let ns: u64 = tasks
+        .filter_map(|t| {
+            let text = std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok()?;
+            text.split_whitespace().next()?.parse::<u64>().ok()
+        })
+        .fold(0u64, u64::saturating_add);
+    ns as f64 / 1e9
+}
+
+impl CpuProbe {
+    /// (node, this process) CPU seconds now, before a send: this process last, so that reading
+    /// the node's threads is not counted as sending.
+    fn now(&self) -> (f64, f64) {
+        let node = cpu_seconds_precise(&self.node.to_string());
+        (node, cpu_seconds_precise("self"))
+    }
+
+    /// Adds to `into` what the node and this process used since `from` (a [`CpuProbe::now`]),
+    /// over `wall` seconds and `txs` transactions; this process first, for the same reason.
+    fn add(&self, into: &mut Cpu, from: (f64, f64), wall: f64, txs: usize) {
+        let me = cpu_seconds_precise("self");
+        let node = cpu_seconds_precise(&self.node.to_string());
+        into.node_s += (node - from.0).max(0.0);
+        into.sender_s += (me - from.1).max(0.0);
+        into.wall_s += wall;
+        into.txs += txs;
+        into.cores = self.cores;
+    }
+}
+
+/// A median time per group, and the CPU the timed sends used.
+struct Timed {
+    median_s: f64,
+    cpu: Cpu,
+}
+
 /// Per size, the median time a group takes: sent alone (one request, waiting for its verdicts
 /// before the next), and in a stream ([`STREAM`] groups, [`IN_FLIGHT`] requests in flight, so
 /// the node decodes and answers one group while it verifies another; the stream's time over
@@ -206,7 +310,8 @@ async fn send_groups(
     load: Vec<Tx>,
     sizes: &[usize],
     runs: usize,
-) -> Result<Vec<(f64, f64)>, StudyError> {
+    probe: &CpuProbe,
+) -> Result<Vec<(Timed, Timed)>, StudyError> {
     use futures::StreamExt;
     let mut rest = load.into_iter();
     let mut out = Vec::with_capacity(sizes.len());
@@ -219,22 +324,32 @@ async fn send_groups(
     };
     for &n in sizes {
         let (mut alone, mut stream) = (Vec::with_capacity(runs), Vec::with_capacity(runs));
+        let (mut alone_cpu, mut stream_cpu) = (Cpu::default(), Cpu::default());
         for _ in 0..runs {
             let group: Vec<Tx> = rest.by_ref().take(n).collect();
+            let c = probe.now();
             let t = Instant::now();
             let r = node.submit(&group).await.map_err(|e| api(&e))?;
-            alone.push(t.elapsed().as_secs_f64());
+            let wall = t.elapsed().as_secs_f64();
+            probe.add(&mut alone_cpu, c, wall, group.len());
+            alone.push(wall);
             check(group.len(), &r)?;
             let groups: Vec<Vec<Tx>> = (0..STREAM).map(|_| rest.by_ref().take(n).collect()).collect();
+            let c = probe.now();
             let t = Instant::now();
             let answers: Vec<_> =
                 futures::stream::iter(&groups).map(|g| node.submit(g)).buffered(IN_FLIGHT).collect().await;
-            stream.push(t.elapsed().as_secs_f64() / STREAM as f64);
+            let wall = t.elapsed().as_secs_f64();
+            probe.add(&mut stream_cpu, c, wall, groups.iter().map(Vec::len).sum());
+            stream.push(wall / STREAM as f64);
             for (g, r) in groups.iter().zip(answers) {
                 check(g.len(), &r.map_err(|e| api(&e))?)?;
             }
         }
-        out.push((median(alone), median(stream)));
+        out.push((
+            Timed { median_s: median(alone), cpu: alone_cpu },
+            Timed { median_s: median(stream), cpu: stream_cpu },
+        ));
     }
     Ok(out)
 }
@@ -306,6 +421,7 @@ fn section(t: &Table) -> String {
             f(ratio(src))
         ));
     }
+    s.push_str(&spent(t, bound));
     s.push_str(&format!("\n**Beside seed 000 Table 5.2** (tx/s; seed: {}):\n\n", seeds::TABLE_5_2_SOURCE));
     s.push_str("| n | seed memory | ours memory | seed same machine | ours same machine | seed different machine | ours other host |\n");
     s.push_str("|---:|---:|---:|---:|---:|---:|---:|\n");
@@ -326,6 +442,88 @@ fn section(t: &Table) -> String {
         ));
     }
     s.push_str("\nThe node's own setting for this group size is `mempool.group_size` (default 1: verify whatever is queued, best for latency; `mempool.group_wait_ms` bounds the wait for a larger group).\n\n");
-    s.push_str(&t.markdown(&COLUMNS[..5]));
+    s.push_str(&t.markdown(&COLUMNS[..8]));
     s
+}
+
+/// What the node sources spent at their best group size: CPU per transaction of the node and
+/// of the sender, the share of the cores they kept busy, and the rate the same work would
+/// reach with every core busy, against the bound.
+fn spent(t: &Table, bound: Option<f64>) -> String {
+    let mut s = String::from(
+        "\n**What the node sources spent** (the stream at each source's best group size; CPU time \
+         of the node process and of the sender from `/proc` over the timed sends; \"fully busy\": \
+         the rate divided by the share of the cores in use, what the same work per \
+         transaction would reach with every core busy):\n\n\
+         | source | n | node CPU µs/tx | sender CPU µs/tx | cores busy | fully busy, tx/s | / bound |\n\
+         |---|---:|---:|---:|---:|---:|---:|\n",
+    );
+    let mut any = false;
+    for src in ["same-machine", "other-host"] {
+        let best = t
+            .select("source", src)
+            .filter_map(|r| Some((r, t.num(r, "tx_per_s")?)))
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        let Some((row, rate)) = best else { continue };
+        let (Some(n), Some(node), Some(sender), Some(busy)) =
+            (t.num(row, "n"), t.num(row, "node_cpu_us"), t.num(row, "sender_cpu_us"), t.num(row, "busy"))
+        else {
+            continue;
+        };
+        let full = (busy > 0.0).then(|| rate / busy);
+        let ratio = full.zip(bound).map_or("n/a".to_string(), |(f, b)| format!("{:.3}", f / b));
+        s.push_str(&format!(
+            "| {src} | {n} | {node:.2} | {sender:.2} | {:.0}% | {} | {ratio} |\n",
+            busy * 100.0,
+            full.map_or("n/a".into(), sig4),
+        ));
+        any = true;
+    }
+    if any {
+        s
+    } else {
+        String::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn precise_cpu_time_counts_a_busy_thread() {
+        let before = cpu_seconds_precise("self");
+        let t = Instant::now();
+        let mut x = 1u64;
+        while t.elapsed() < Duration::from_millis(60) {
+            x = std::hint::black_box(x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1));
+        }
+        let used = cpu_seconds_precise("self") - before;
+        // Other tests share the cores: at least half of the busy wall time, and some of it
+        // finer than a clock tick.
+        assert!(used >= 0.03, "{used}");
+        assert!(cpu_seconds_precise("no-such-process") == 0.0);
+    }
+
+    #[test]
+    fn what_the_node_sources_spent_reads_the_best_row() {
+        let mut t = Table::new(COLUMNS);
+        let row = |src: &str, n: u32, rate: f64, cpu: (&str, &str, &str)| -> Vec<String> {
+            [src, &n.to_string(), "1", "0.1", &rate.to_string(), cpu.0, cpu.1, cpu.2, "portable", "c", "1"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect()
+        };
+        t.push(row("same-machine", 4096, 90_000.0, ("13.00", "0.70", "0.700")));
+        t.push(row("same-machine", 8192, 100_000.0, ("12.00", "0.50", "0.800")));
+        t.push(row("memory", 8192, 170_000.0, ("", "", "")));
+        let s = spent(&t, Some(200_000.0));
+        assert!(s.contains("| same-machine | 8192 | 12.00 | 0.50 | 80% |"), "{s}");
+        assert!(s.contains("| 0.625 |"), "fully busy: 100,000 / 0.8 = 125,000 against 200,000: {s}");
+        assert!(!s.contains("other-host"));
+        // Rows of an older CSV, without the CPU columns' values: no section.
+        let mut old = Table::new(COLUMNS);
+        old.push(row("same-machine", 8192, 100_000.0, ("", "", "")));
+        assert_eq!(spent(&old, Some(200_000.0)), "");
+    }
 }
