@@ -384,7 +384,7 @@ fn run_admission(
     // signatures checked ahead only if its policy holds and every coin it spends exists now:
     // one that would be refused first, or held as an orphan, costs no signature work, as in
     // one stage (its children in the batch are judged in a later generation, in one stage).
-    let work: Vec<SignatureWork> = {
+    let (work, checked): (Vec<SignatureWork>, Vec<Vec<bool>>) = {
         let view = PoolView { pool, chain: env.view, height: env.height };
         let ahead = |p: &Prepared| {
             static_policy(cfg, &p.tx, p.size).is_ok()
@@ -394,16 +394,19 @@ fn run_admission(
             .par_chunks(OVERLAP_CHUNK)
             .map(|c| {
                 let mut w = SignatureWork::default();
+                let mut checked = Vec::with_capacity(c.len());
                 for p in c {
-                    if ahead(p) {
+                    let check = ahead(p);
+                    if check {
                         w.push(&ctx, &p.tx, &TxIds { txid: p.txid, wtxid: p.wtxid });
                     } else {
                         w.skip();
                     }
+                    checked.push(check);
                 }
-                w
+                (w, checked)
             })
-            .collect()
+            .unzip()
     };
     if work.iter().map(SignatureWork::signatures).sum::<usize>() < OVERLAP_MIN {
         // Too few signatures to check ahead (a batch the cache vouches for, as after a
@@ -425,7 +428,8 @@ fn run_admission(
         }
         drop(tx);
         let ahead = HashSet::with_capacity(items.len());
-        let early = Early { rx, received: vec![false; chunks], upto: 0, ahead };
+        let checked = checked.concat();
+        let early = Early { rx, checked, received: vec![false; chunks], upto: 0, ahead };
         judge(pool, cfg, cache, env, items, keys, Some(early))
     })
 }
@@ -558,6 +562,8 @@ fn chunks_of(ready: Vec<(usize, Tx)>, meta: &[(Hash, Hash, u64)]) -> Vec<Chunk> 
 /// `k * OVERLAP_CHUNK ..`) sends whether each of its transactions passed.
 struct Early {
     rx: std::sync::mpsc::Receiver<(usize, Vec<bool>)>,
+    /// By position in the batch: were the transaction's signatures handed to the first stage?
+    checked: Vec<bool>,
     received: Vec<bool>,
     /// Chunks `..upto` have all answered.
     upto: usize,
@@ -650,7 +656,8 @@ impl Judging {
     /// every signature taken as vouched for; then, once the first stage has answered for the
     /// chunk, each transaction that passed the rules but whose signatures it did not vouch for
     /// (nor the node's cache) is verified again in full, so that its verdict is the one-stage
-    /// verdict and names what failed.
+    /// verdict and names what failed. A chunk none of whose signatures went to the first
+    /// stage (a later generation) is verified whole at once, its rules applied once.
     fn second_stage(
         &self,
         pool: &Pool,
@@ -661,25 +668,23 @@ impl Judging {
     ) -> Vec<Result<scalechain_consensus::TxVerdict, TxRule>> {
         let trusting =
             TxEnv { ctx: ConnectCtx { sig_cache: Some(&VouchAll as &dyn SigCache), ..env.ctx }, ..*env };
-        let mut results = self.verify(pool, &trusting, chunk, true);
+        let rules_first =
+            chunk.idx.iter().any(|&i| early.checked[i]).then(|| self.verify(pool, &trusting, chunk, true));
         let last = chunk.idx.iter().copied().max().unwrap_or(0);
         {
             let _s = profile::span("mempool.wait_signatures");
             early.wait_for(last, &self.meta);
         }
         let vouch = Vouched { ahead: &early.ahead, cache };
+        let env = TxEnv { ctx: ConnectCtx { sig_cache: Some(&vouch as &dyn SigCache), ..env.ctx }, ..*env };
+        // Once the first stage has answered for the whole batch, the pool's threads are free.
+        let here = early.upto < early.received.len();
+        let Some(mut results) = rules_first else { return self.verify(pool, &env, chunk, here) };
         let again: Vec<usize> = (0..results.len())
             .filter(|&j| results[j].is_ok() && !vouch.contains(&chunk.ids[j].wtxid))
             .collect();
         if again.is_empty() {
             return results;
-        }
-        let env = TxEnv { ctx: ConnectCtx { sig_cache: Some(&vouch as &dyn SigCache), ..env.ctx }, ..*env };
-        // Once the first stage has answered for the whole batch, the pool's threads are free.
-        let here = early.upto < early.received.len();
-        if again.len() == chunk.txs.len() {
-            // A chunk the first stage left alone (a later generation): verified whole.
-            return self.verify(pool, &env, chunk, here);
         }
         let some = Chunk {
             idx: again.iter().map(|&j| chunk.idx[j]).collect(),

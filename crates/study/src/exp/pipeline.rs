@@ -81,7 +81,8 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
     let mut table = Table::new(COLUMNS);
     let mut push = |source: &str, n: usize, runs: usize, s: f64, cpu: Option<&Cpu>| {
         let (node, sender, busy) = cpu.map_or((String::new(), String::new(), String::new()), |c| {
-            (format!("{:.2}", c.node_us()), format!("{:.2}", c.sender_us()), format!("{:.3}", c.busy()))
+            let busy = c.busy(ctx.machine.cores);
+            (format!("{:.2}", c.node_us()), format!("{:.2}", c.sender_us()), format!("{busy:.3}"))
         });
         table.push(vec![
             source.into(),
@@ -138,7 +139,7 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
         Some(exe) => {
             for (source, hosted) in sources {
                 ctx.progress.set_message(format!("{source}: starting a node and funding"));
-                let times = over_the_network(&exe, hosted, &node_sizes, node_runs, ctx.machine.cores)?;
+                let times = over_the_network(&exe, hosted, &node_sizes, node_runs)?;
                 for (n, (alone, stream)) in node_sizes.iter().zip(times) {
                     push(source, *n, node_runs, stream.median_s, Some(&stream.cpu));
                     push(&format!("{source}-alone"), *n, node_runs, alone.median_s, Some(&alone.cpu));
@@ -151,14 +152,12 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
 }
 
 /// Median request times, per group size, of groups sent to a node process (in its own
-/// namespace if `hosted`), alone and in a stream, with the CPU the node and this process used
-/// on a machine of `cores` cores.
+/// namespace if `hosted`), alone and in a stream, with the CPU the node and this process used.
 fn over_the_network(
     exe: &std::path::Path,
     hosted: bool,
     sizes: &[usize],
     runs: usize,
-    cores: usize,
 ) -> Result<Vec<(Timed, Timed)>, StudyError> {
     let launch = |e: LaunchError| StudyError::Wrong(format!("starting the node: {e}"));
     let mut net = Launcher::new(exe).map_err(launch)?;
@@ -178,7 +177,7 @@ fn over_the_network(
     let node =
         net.start(NodeSpec::new("peer0", Role::Peer).config(config).bootstrap(boot)).map_err(launch)?;
     let client = node.client().clone();
-    let cpu = CpuProbe { node: node.pid(), cores };
+    let cpu = CpuProbe { node: node.pid() };
     let params = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
     let chain_id = genesis_block(&params).hash(params.hash);
     let prepared = prepare(params.hash, &chain_id, &premine_funds(&params, SigMode::Ed25519), total);
@@ -234,8 +233,6 @@ struct Cpu {
     wall_s: f64,
     /// Transactions sent.
     txs: usize,
-    /// Cores of the machine.
-    cores: usize,
 }
 
 impl Cpu {
@@ -247,23 +244,22 @@ impl Cpu {
         self.sender_s / self.txs.max(1) as f64 * 1e6
     }
 
-    /// The share of the machine's cores the node and the sender kept busy.
-    fn busy(&self) -> f64 {
-        (self.node_s + self.sender_s) / (self.wall_s * self.cores.max(1) as f64).max(f64::MIN_POSITIVE)
+    /// The share of a machine's `cores` the node and the sender kept busy.
+    fn busy(&self, cores: usize) -> f64 {
+        (self.node_s + self.sender_s) / (self.wall_s * cores.max(1) as f64).max(f64::MIN_POSITIVE)
     }
 }
 
 /// Reads the CPU time of the node process and of this one.
 struct CpuProbe {
     node: u32,
-    cores: usize,
 }
 
 /// CPU seconds of process `pid` (`self` for this one) to the nanosecond: the sum over its
 /// threads of the time on a CPU that `/proc/<pid>/task/<tid>/schedstat` reports first (the
 /// clock-tick counts of `/proc/<pid>/stat` are too coarse for a request of a millisecond).
 /// Threads that ended are not counted; 0 where `/proc` does not say.
-pub(crate) fn cpu_seconds_precise(pid: &str) -> f64 {
+fn cpu_seconds_precise(pid: &str) -> f64 {
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return 0.0 };
     let ns: u64 = tasks
         .filter_map(|t| {
@@ -291,7 +287,6 @@ impl CpuProbe {
         into.sender_s += (me - from.1).max(0.0);
         into.wall_s += wall;
         into.txs += txs;
-        into.cores = self.cores;
     }
 }
 
