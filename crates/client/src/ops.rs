@@ -89,7 +89,13 @@ pub struct EventStream;
 pub struct NoBody;
 
 /// Decodes JSON, naming the path of the first field that does not parse (`results[3].txid`).
+///
+/// A document that parses is read once, directly; only one that does not is read again to
+/// find the path (tracking it costs as much as the parse itself).
 pub fn decode_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
+    if let Ok(value) = serde_json::from_slice(bytes) {
+        return Ok(value);
+    }
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();

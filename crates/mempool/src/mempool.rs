@@ -325,6 +325,7 @@ fn place(
         evicted.extend(pool.remove_with_descendants(e).iter().map(|x| x.txid));
     }
     let entry = pool.insert(c, plan);
+    pool.keep_order(cfg);
     Ok(Admitted {
         tx: entry.tx.clone(),
         txid: entry.txid,

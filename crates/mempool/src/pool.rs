@@ -78,7 +78,10 @@ pub(crate) struct Pool {
     claims: HashMap<AppKey, Hash>,
     /// Transactions whose validity ends, by the last height a block may include them at.
     expiring: BTreeSet<(u64, Hash)>,
-    by_score: BTreeSet<EvictKey>,
+    /// Eviction order, kept only while the pool is near its limits ([`Pool::keep_order`]):
+    /// below them no admission evicts, and each insertion would pay a search of a large
+    /// ordered set for nothing.
+    by_score: Option<BTreeSet<EvictKey>>,
     entries: Layered<Hash, Arc<PoolEntry>>,
     bytes: u64,
     /// Bytes of the fee-less application transactions among them.
@@ -315,7 +318,16 @@ impl Pool {
         };
         let mut chosen: HashSet<Hash> = HashSet::new();
         let mut evict = Vec::new();
-        for key in &self.by_score {
+        // Kept whenever the pool is this full (`keep_order`); ordered here otherwise.
+        let ordered: Vec<EvictKey>;
+        let keys: Box<dyn Iterator<Item = &EvictKey>> = match &self.by_score {
+            Some(set) => Box::new(set.iter()),
+            None => {
+                ordered = self.ordered_keys();
+                Box::new(ordered.iter())
+            }
+        };
+        for key in keys {
             if fits(count, bytes) {
                 break;
             }
@@ -386,7 +398,9 @@ impl Pool {
             desc_fee: 0,
             desc_size: 0,
         };
-        self.by_score.insert(node.key());
+        if let Some(set) = &mut self.by_score {
+            set.insert(node.key());
+        }
         self.nodes.insert(c.txid, node);
         self.entries.insert(c.txid, entry.clone());
         self.bytes += c.size;
@@ -400,10 +414,48 @@ impl Pool {
     /// Changes a node's descendant totals, keeping the eviction order in step.
     fn rekey(&mut self, txid: &Hash, change: impl FnOnce(&mut Node)) {
         if let Some(n) = self.nodes.get_mut(txid) {
-            self.by_score.remove(&n.key());
-            change(n);
-            self.by_score.insert(n.key());
+            match &mut self.by_score {
+                Some(set) => {
+                    set.remove(&n.key());
+                    change(n);
+                    set.insert(n.key());
+                }
+                None => change(n),
+            }
         }
+    }
+
+    /// Every node's eviction key, lowest first.
+    fn ordered_keys(&self) -> Vec<EvictKey> {
+        let mut keys: Vec<EvictKey> = self.nodes.values().map(Node::key).collect();
+        keys.sort_unstable();
+        keys
+    }
+
+    /// Whether the pool is near its limits: at least half of `cfg`'s transactions or bytes.
+    fn near_full(&self, cfg: &MempoolConfig) -> bool {
+        self.nodes.len() >= cfg.max_txs / 2 || self.bytes >= cfg.max_bytes / 2
+    }
+
+    /// Keeps the eviction order only while it may be needed: built once the pool is half
+    /// full, dropped once it holds less than a quarter of both limits again (so a pool that
+    /// hovers near half full does not build it over and over). Called before each admission.
+    pub fn keep_order(&mut self, cfg: &MempoolConfig) {
+        match self.by_score {
+            None if self.near_full(cfg) => {
+                self.by_score = Some(self.ordered_keys().into_iter().collect());
+            }
+            Some(_) if self.nodes.len() < cfg.max_txs / 4 && self.bytes < cfg.max_bytes / 4 => {
+                self.by_score = None;
+            }
+            _ => {}
+        }
+    }
+
+    /// Whether the eviction order is kept (see [`Pool::keep_order`]).
+    #[cfg(test)]
+    fn ordered(&self) -> bool {
+        self.by_score.is_some()
     }
 
     /// Removes one transaction; its pooled children stay (they lose it as a parent, so those
@@ -411,7 +463,9 @@ impl Pool {
     pub fn remove(&mut self, txid: &Hash) -> Option<Arc<PoolEntry>> {
         let ancestors = self.ancestors_of(txid);
         let node = self.nodes.remove(txid)?;
-        self.by_score.remove(&node.key());
+        if let Some(set) = &mut self.by_score {
+            set.remove(&node.key());
+        }
         self.entries.remove(*txid);
         self.bytes -= node.entry.size;
         if let Some(g) = node.entry.fee_less {
@@ -489,8 +543,12 @@ impl Pool {
         if self.entries.len() != self.nodes.len() {
             return Err(format!("{} published entries for {} nodes", self.entries.len(), self.nodes.len()));
         }
-        if self.by_score.len() != self.nodes.len() {
-            return Err(format!("{} eviction keys for {} nodes", self.by_score.len(), self.nodes.len()));
+        match &self.by_score {
+            Some(set) if set.len() != self.nodes.len() => {
+                return Err(format!("{} eviction keys for {} nodes", set.len(), self.nodes.len()));
+            }
+            None if self.near_full(cfg) => return Err("no eviction order in a pool near full".into()),
+            _ => {}
         }
         let bytes: u64 = self.nodes.values().map(|n| n.entry.size).sum();
         if bytes != self.bytes {
@@ -555,7 +613,7 @@ impl Pool {
             if self.entries.get(txid).map(|e| Arc::ptr_eq(e, &n.entry)) != Some(true) {
                 return Err(format!("{txid}: published entry differs"));
             }
-            if !self.by_score.contains(&n.key()) {
+            if self.by_score.as_ref().is_some_and(|set| !set.contains(&n.key())) {
                 return Err(format!("{txid}: eviction key stale"));
             }
             for i in &n.entry.tx.inputs {
@@ -640,6 +698,7 @@ mod tests {
         }
         let id = c.txid;
         pool.insert(c, plan);
+        pool.keep_order(cfg);
         Ok(id)
     }
 
@@ -722,6 +781,56 @@ mod tests {
         assert!(p.contains(&top));
         assert_eq!(p.bytes(), size);
         p.audit(&cfg2).unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    #[test]
+    fn the_eviction_order_is_kept_only_near_the_limits() {
+        let cfg = MempoolConfig { max_txs: 8, ..MempoolConfig::default() };
+        let mut p = Pool::new(0);
+        let ids: Vec<Hash> = (1..=4u8)
+            .map(|i| {
+                assert!(!p.ordered(), "{} of 8: not near full", p.len());
+                add(&mut p, &cfg, tx(i, &[ext(i)], 1), 100 * u64::from(i)).unwrap_or_else(|e| panic!("{e}"))
+            })
+            .collect();
+        assert!(p.ordered(), "half full");
+        p.audit(&cfg).unwrap_or_else(|e| panic!("{e}"));
+        // Kept down to a quarter, then dropped at the next admission.
+        p.remove(&ids[3]);
+        p.remove(&ids[2]);
+        p.keep_order(&cfg);
+        assert!(p.ordered(), "hysteresis: 2 of 8 is not below a quarter");
+        p.remove(&ids[1]);
+        p.keep_order(&cfg);
+        assert!(!p.ordered());
+        p.audit(&cfg).unwrap_or_else(|e| panic!("{e}"));
+        // Half the bytes also count.
+        let size = tx(9, &[ext(9)], 1).encoded_len() as u64;
+        let by_bytes = MempoolConfig { max_bytes: 4 * size, ..MempoolConfig::default() };
+        add(&mut p, &by_bytes, tx(9, &[ext(9)], 1), 100).unwrap_or_else(|e| panic!("{e}"));
+        assert!(p.ordered(), "{} of {} bytes", p.bytes(), by_bytes.max_bytes);
+        p.audit(&by_bytes).unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    #[test]
+    fn eviction_without_the_kept_order_chooses_as_with_it() {
+        // Limits that shrink under a pool (the order was not kept for them) are met by
+        // ordering the pool on the spot, with the same choice.
+        let size = tx(1, &[ext(1)], 1).encoded_len() as u64;
+        let roomy = MempoolConfig::default();
+        let mut p = Pool::new(0);
+        let low = add(&mut p, &roomy, tx(1, &[ext(1)], 1), 5 * size).unwrap_or_else(|e| panic!("{e}"));
+        add(&mut p, &roomy, tx(2, &[op(low, 0)], 1), 20 * size).unwrap_or_else(|e| panic!("{e}"));
+        add(&mut p, &roomy, tx(3, &[ext(3)], 1), 500 * size).unwrap_or_else(|e| panic!("{e}"));
+        let tight = MempoolConfig { max_txs: 3, ..roomy };
+        let newcomer = cand(tx(5, &[ext(5)], 1), 13 * size);
+        assert!(!p.ordered());
+        let unordered = p.plan(&tight, &newcomer).unwrap_or_else(|e| panic!("{e}")).evict;
+        p.keep_order(&tight);
+        assert!(p.ordered());
+        let ordered = p.plan(&tight, &newcomer).unwrap_or_else(|e| panic!("{e}")).evict;
+        assert_eq!(unordered, ordered);
+        assert_eq!(ordered.len(), 2, "the lowest package, parent and child");
     }
 
     #[test]

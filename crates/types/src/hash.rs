@@ -58,14 +58,37 @@ pub struct ParseHashError(pub String);
 impl FromStr for Hash {
     type Err = ParseHashError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let digits: &[u8; 64] = s.as_bytes().try_into().map_err(|_| ParseHashError(truncate(s)))?;
         let mut out = [0u8; 32];
-        if s.len() != 64 || s.bytes().any(|b| b.is_ascii_uppercase()) {
+        // Any byte not a lowercase hex digit sets the high bit of `bad`.
+        let mut bad = 0u8;
+        for (b, pair) in out.iter_mut().zip(digits.chunks_exact(2)) {
+            let (hi, lo) = (NIBBLE[usize::from(pair[0])], NIBBLE[usize::from(pair[1])]);
+            bad |= hi | lo;
+            *b = hi << 4 | (lo & 0x0f);
+        }
+        if bad & 0x80 != 0 {
             return Err(ParseHashError(truncate(s)));
         }
-        hex::decode_to_slice(s, &mut out).map_err(|_| ParseHashError(truncate(s)))?;
         Ok(Hash(out))
     }
 }
+
+/// The value of each lowercase hex digit; 0xff for every other byte.
+const NIBBLE: [u8; 256] = {
+    let mut t = [0xff; 256];
+    let mut i = 0;
+    while i < 10 {
+        t[b'0' as usize + i] = i as u8;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 6 {
+        t[b'a' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    t
+};
 
 fn truncate(s: &str) -> String {
     s.chars().take(80).collect()
@@ -242,6 +265,22 @@ mod tests {
             proptest::prop_assert_eq!(serde_json::from_str::<Hash>(&upper).is_ok(), hex == hex.to_uppercase());
             let short = format!("\"{}\"", &hex[1..]);
             proptest::prop_assert!(serde_json::from_str::<Hash>(&short).is_err());
+        }
+
+        /// A string that is not 64 lowercase hex digits is refused, whichever byte is wrong.
+        #[test]
+        fn one_wrong_byte_is_refused(
+            bytes in proptest::array::uniform32(proptest::num::u8::ANY),
+            at in 0usize..64,
+            wrong in proptest::num::u8::ANY,
+        ) {
+            let mut hex = hex::encode(bytes).into_bytes();
+            hex[at] = wrong;
+            let valid = wrong.is_ascii_digit() || (b'a'..=b'f').contains(&wrong);
+            match String::from_utf8(hex) {
+                Ok(s) => proptest::prop_assert_eq!(s.parse::<Hash>().is_ok(), valid),
+                Err(_) => proptest::prop_assert!(!valid),
+            }
         }
     }
 
