@@ -14,7 +14,12 @@
 //!   namespaces behind a bridge; root only).
 //!
 //! The node measured is a peer: a miner confirms its funding and is then stopped, so that no
-//! block competes with its pipeline for the cores.
+//! block competes with its pipeline for the cores. With no block to drain it, its pool would
+//! hold every group sent before, hundreds of thousands of transactions by the large sizes (the
+//! later the size, the larger the pool it meets); so it is restarted, on its data directory,
+//! before a run whose transactions would take its pool past a default node's capacity
+//! ([`POOL_BUDGET`]): each group meets a pool no larger than a node's, as in `memory` a fresh
+//! one.
 //!
 //! Beside them, `verify-bound`: the same groups verified by `verify_txs` in parallel, the
 //! figure of `tx-throughput` measured in the same run. The node sources spend coins the node
@@ -170,14 +175,16 @@ fn over_the_network(
     // and holds every transaction sent to it.
     let miner = net.start(NodeSpec::new("miner0", Role::Miner).miner_threads(1)).map_err(launch)?;
     let boot = miner.p2p_addr().to_string();
-    // Every request one group (`max_batch = 1`: a request is never merged with the next).
-    let total: usize = sizes.iter().map(|n| n * runs * (1 + STREAM)).sum();
-    let config =
-        format!("[mempool]\nmax_batch = 1\nmax_txs = {}\nmax_bytes = {}\n", total + 100_000, 1u64 << 32);
+    // Every request one group (`max_batch = 1`: a request is never merged with the next); a
+    // pool large enough that the runs between restarts never evict (a run of the largest
+    // group alone may pass the budget).
+    let per_run = |n: usize| n * (1 + STREAM);
+    let total: usize = sizes.iter().map(|&n| per_run(n) * runs).sum();
+    let room = POOL_BUDGET + sizes.iter().map(|&n| per_run(n)).max().unwrap_or(0);
+    let config = format!("[mempool]\nmax_batch = 1\nmax_txs = {room}\nmax_bytes = {}\n", 1u64 << 32);
     let node =
         net.start(NodeSpec::new("peer0", Role::Peer).config(config).bootstrap(boot)).map_err(launch)?;
     let client = node.client().clone();
-    let cpu = CpuProbe { node: node.pid() };
     let params = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
     let chain_id = genesis_block(&params).hash(params.hash);
     let prepared = prepare(params.hash, &chain_id, &premine_funds(&params, SigMode::Ed25519), total);
@@ -188,11 +195,40 @@ fn over_the_network(
     let r = rt.block_on(fund_at(&client, &prepared.funding, params.hash)).and_then(|()| {
         // Then no blocks: the peer's cores go to its pipeline alone, as in `memory`.
         net.stop_node("miner0").map_err(|e| StudyError::Wrong(format!("stopping the miner: {e}")))?;
-        rt.block_on(send_groups(&client, prepared.load, sizes, runs, &cpu))
+        let mut load = prepared.load.into_iter();
+        let mut pooled = 0;
+        let mut out = Vec::with_capacity(sizes.len());
+        for &n in sizes {
+            let mut size = SizeTimes::new(runs);
+            for _ in 0..runs {
+                if needs_restart(pooled, per_run(n)) {
+                    net.restart_node("peer0").map_err(launch)?;
+                    pooled = 0;
+                }
+                let node = net.node("peer0").map_err(launch)?;
+                let probe = CpuProbe { node: node.pid() };
+                let run: Vec<Tx> = load.by_ref().take(per_run(n)).collect();
+                rt.block_on(send_run(node.client(), run, n, &probe, &mut size))?;
+                pooled += per_run(n);
+            }
+            out.push(size.finish());
+        }
+        Ok(out)
     });
     drop(rt);
     let _ = net.stop();
     r
+}
+
+/// Transactions the measured node's pool may hold before it is restarted empty: a default
+/// node's capacity (`mempool.max_txs`).
+pub const POOL_BUDGET: usize = 100_000;
+
+/// Whether the node holding `pooled` transactions is restarted empty before a run of `run`
+/// more: when they would pass [`POOL_BUDGET`], unless it holds none (a run larger than the
+/// budget is sent whole).
+fn needs_restart(pooled: usize, run: usize) -> bool {
+    pooled > 0 && pooled.saturating_add(run) > POOL_BUDGET
 }
 
 fn api(e: &dyn std::fmt::Display) -> StudyError {
@@ -296,20 +332,46 @@ struct Timed {
     cpu: Cpu,
 }
 
-/// Per size, the median time a group takes: sent alone (one request, waiting for its verdicts
-/// before the next), and in a stream ([`STREAM`] groups, [`IN_FLIGHT`] requests in flight, so
-/// the node decodes and answers one group while it verifies another; the stream's time over
-/// its groups). Each `runs` times.
-async fn send_groups(
+/// The times and CPU of one group size's runs: each run a group sent alone (one request,
+/// waiting for its verdicts before the next) and a stream ([`STREAM`] groups, [`IN_FLIGHT`]
+/// requests in flight, so the node decodes and answers one group while it verifies another;
+/// the stream's time over its groups).
+struct SizeTimes {
+    alone: Vec<f64>,
+    stream: Vec<f64>,
+    alone_cpu: Cpu,
+    stream_cpu: Cpu,
+}
+
+impl SizeTimes {
+    fn new(runs: usize) -> SizeTimes {
+        SizeTimes {
+            alone: Vec::with_capacity(runs),
+            stream: Vec::with_capacity(runs),
+            alone_cpu: Cpu::default(),
+            stream_cpu: Cpu::default(),
+        }
+    }
+
+    /// (alone, stream): the median time per group of each, with the CPU the timed sends used.
+    fn finish(self) -> (Timed, Timed) {
+        (
+            Timed { median_s: median(self.alone), cpu: self.alone_cpu },
+            Timed { median_s: median(self.stream), cpu: self.stream_cpu },
+        )
+    }
+}
+
+/// One run of groups of `n` from `load` (`n` × (1 + [`STREAM`]) transactions): a group alone,
+/// then a stream; every transaction must be admitted.
+async fn send_run(
     node: &Client,
     load: Vec<Tx>,
-    sizes: &[usize],
-    runs: usize,
+    n: usize,
     probe: &CpuProbe,
-) -> Result<Vec<(Timed, Timed)>, StudyError> {
+    into: &mut SizeTimes,
+) -> Result<(), StudyError> {
     use futures::StreamExt;
-    let mut rest = load.into_iter();
-    let mut out = Vec::with_capacity(sizes.len());
     let check = |n: usize, r: &SubmitResult| -> Result<(), StudyError> {
         if r.accepted == n {
             return Ok(());
@@ -317,36 +379,27 @@ async fn send_groups(
         let why = r.results.iter().find(|v| !v.accepted).and_then(|v| v.reason.clone());
         Err(StudyError::Wrong(format!("{} of a group of {n} refused: {why:?}", n - r.accepted)))
     };
-    for &n in sizes {
-        let (mut alone, mut stream) = (Vec::with_capacity(runs), Vec::with_capacity(runs));
-        let (mut alone_cpu, mut stream_cpu) = (Cpu::default(), Cpu::default());
-        for _ in 0..runs {
-            let group: Vec<Tx> = rest.by_ref().take(n).collect();
-            let c = probe.now();
-            let t = Instant::now();
-            let r = node.submit(&group).await.map_err(|e| api(&e))?;
-            let wall = t.elapsed().as_secs_f64();
-            probe.add(&mut alone_cpu, c, wall, group.len());
-            alone.push(wall);
-            check(group.len(), &r)?;
-            let groups: Vec<Vec<Tx>> = (0..STREAM).map(|_| rest.by_ref().take(n).collect()).collect();
-            let c = probe.now();
-            let t = Instant::now();
-            let answers: Vec<_> =
-                futures::stream::iter(&groups).map(|g| node.submit(g)).buffered(IN_FLIGHT).collect().await;
-            let wall = t.elapsed().as_secs_f64();
-            probe.add(&mut stream_cpu, c, wall, groups.iter().map(Vec::len).sum());
-            stream.push(wall / STREAM as f64);
-            for (g, r) in groups.iter().zip(answers) {
-                check(g.len(), &r.map_err(|e| api(&e))?)?;
-            }
-        }
-        out.push((
-            Timed { median_s: median(alone), cpu: alone_cpu },
-            Timed { median_s: median(stream), cpu: stream_cpu },
-        ));
+    let mut rest = load.into_iter();
+    let group: Vec<Tx> = rest.by_ref().take(n).collect();
+    let c = probe.now();
+    let t = Instant::now();
+    let r = node.submit(&group).await.map_err(|e| api(&e))?;
+    let wall = t.elapsed().as_secs_f64();
+    probe.add(&mut into.alone_cpu, c, wall, group.len());
+    into.alone.push(wall);
+    check(group.len(), &r)?;
+    let groups: Vec<Vec<Tx>> = (0..STREAM).map(|_| rest.by_ref().take(n).collect()).collect();
+    let c = probe.now();
+    let t = Instant::now();
+    let answers: Vec<_> =
+        futures::stream::iter(&groups).map(|g| node.submit(g)).buffered(IN_FLIGHT).collect().await;
+    let wall = t.elapsed().as_secs_f64();
+    probe.add(&mut into.stream_cpu, c, wall, groups.iter().map(Vec::len).sum());
+    into.stream.push(wall / STREAM as f64);
+    for (g, r) in groups.iter().zip(answers) {
+        check(g.len(), &r.map_err(|e| api(&e))?)?;
     }
-    Ok(out)
+    Ok(())
 }
 
 fn rate(t: &Table, source: &str) -> Vec<(f64, f64)> {
@@ -394,7 +447,9 @@ fn section(t: &Table) -> String {
          times the request (latency-bound); `verify-bound` is `verify_txs` in parallel on the same \
          groups. The node (a peer whose funding a miner confirmed, the miner then stopped, so that \
          no block competes for the cores, as none does in `memory`) takes each request as one \
-         group.\n\n",
+         group. With no block to drain it, the node is restarted empty before a run that would \
+         take its pool past 100,000 transactions (a default node's capacity), so that every size \
+         meets a pool of a node's size rather than all the groups sent before it.\n\n",
     );
     let f = |x: Option<f64>| x.map_or("n/a".to_string(), |v| format!("{v:.3}"));
     let bound = best(t, "verify-bound");
@@ -498,6 +553,28 @@ mod tests {
         // finer than a clock tick.
         assert!(used >= 0.03, "{used}");
         assert!(cpu_seconds_precise("no-such-process") == 0.0);
+    }
+
+    #[test]
+    fn the_node_is_restarted_before_its_pool_passes_a_default_nodes_capacity() {
+        assert_eq!(POOL_BUDGET, scalechain_mempool::MempoolConfig::default().max_txs);
+        assert!(!needs_restart(0, 5 * 8192), "an empty node takes any run");
+        assert!(!needs_restart(POOL_BUDGET - 100, 100));
+        assert!(needs_restart(POOL_BUDGET - 100, 101));
+        // Sizes 1 … 8,192, 10 runs of 1 + STREAM groups: the pool never holds more than the
+        // budget; nine restarts, none before the groups of 1,024.
+        let (mut pooled, mut restarts) = (0, Vec::new());
+        for n in powers(13) {
+            for _ in 0..10 {
+                if needs_restart(pooled, (1 + STREAM) * n) {
+                    restarts.push(n);
+                    pooled = 0;
+                }
+                pooled += (1 + STREAM) * n;
+                assert!(pooled <= POOL_BUDGET, "{pooled} pooled at n = {n}");
+            }
+        }
+        assert_eq!(restarts, [1024, 2048, 4096, 4096, 8192, 8192, 8192, 8192, 8192]);
     }
 
     #[test]
