@@ -4,7 +4,8 @@
 //!   admitted into an empty pool (every signature verified: the pool and its signature cache
 //!   are new each iteration), beside the raw `verify_txs` call on the same transactions, the
 //!   bound admission cannot beat. After Criterion's groups the bench prints the ratio of their
-//!   medians, measured interleaved in the same run.
+//!   medians, measured interleaved in the same run, and how the gap splits: the CPU admission
+//!   used against the raw call's, and the share of the cores each kept busy.
 //! - `mempool::pool-size`: admitting a 256-transaction batch and removing it again (as its
 //!   block would) in pools of 1k, 10k and 100k transactions, signatures cached (so what is
 //!   left is the ledger checks, the pool's bookkeeping and the snapshot publication); flat
@@ -101,31 +102,57 @@ fn admit_vs_raw(c: &mut Criterion, n: usize) -> Fixture {
     f
 }
 
-/// The ratio of medians, raw and admission interleaved so that both see the same machine.
+/// CPU seconds this process's threads have run, from `/proc/self/task/*/schedstat` (0 where
+/// `/proc` does not say).
+fn cpu_seconds() -> f64 {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return 0.0 };
+    let ns: u64 = tasks
+        .filter_map(|t| {
+            let text = std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok()?;
+            text.split_whitespace().next()?.parse::<u64>().ok()
+        })
+        .fold(0u64, u64::saturating_add);
+    ns as f64 / 1e9
+}
+
+/// The ratio of medians, raw and admission interleaved so that both see the same machine; and
+/// over all rounds, the CPU each used against the raw call's and the share of the cores each
+/// kept busy (so that a gap splits into work added and cores left idle).
 fn report_ratio(f: &Fixture, rounds: usize) {
     let (mut raw, mut admit) = (Vec::new(), Vec::new());
+    // (CPU seconds, wall seconds) over the rounds.
+    let (mut raw_use, mut admit_use) = ((0.0, 0.0), (0.0, 0.0));
     for _ in 0..rounds {
+        let c = cpu_seconds();
         let t = Instant::now();
         black_box(f.raw(&f.w.txs));
         raw.push(t.elapsed());
+        raw_use = (raw_use.0 + cpu_seconds() - c, raw_use.1 + t.elapsed().as_secs_f64());
         let txs = f.w.txs.clone();
+        let c = cpu_seconds();
         let t = Instant::now();
         let out = f.admit_fresh(txs);
         admit.push(t.elapsed());
+        admit_use = (admit_use.0 + cpu_seconds() - c, admit_use.1 + t.elapsed().as_secs_f64());
         drop(black_box(out));
     }
     let (raw, admit) = (median(raw), median(admit));
     let n = f.w.txs.len() as f64;
+    let threads = rayon::current_num_threads();
+    let busy = |(cpu, wall): (f64, f64)| cpu / (wall * threads as f64).max(f64::MIN_POSITIVE);
     println!(
         "mempool admission of {} transfers: {:.1} ms ({:.0} tx/s); raw verify_txs: {:.1} ms ({:.0} tx/s); \
-         admission/raw time ratio {:.3} (medians of {rounds} interleaved rounds, {} rayon threads)",
+         admission/raw time ratio {:.3} (medians of {rounds} interleaved rounds, {threads} rayon threads); \
+         admission/raw CPU {:.3}; cores busy: admission {:.3}, raw {:.3}",
         f.w.txs.len(),
         admit.as_secs_f64() * 1e3,
         n / admit.as_secs_f64(),
         raw.as_secs_f64() * 1e3,
         n / raw.as_secs_f64(),
         admit.as_secs_f64() / raw.as_secs_f64(),
-        rayon::current_num_threads(),
+        admit_use.0 / raw_use.0.max(f64::MIN_POSITIVE),
+        busy(admit_use),
+        busy(raw_use),
     );
 }
 
