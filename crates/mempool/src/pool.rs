@@ -432,14 +432,15 @@ impl Pool {
         keys
     }
 
-    /// Whether the pool is near its limits: at least half of `cfg`'s transactions or bytes.
+    /// Whether the pool is near its limits: it holds something, and at least half of `cfg`'s
+    /// transactions or bytes (an empty pool needs no order, whatever the limits).
     fn near_full(&self, cfg: &MempoolConfig) -> bool {
-        self.nodes.len() >= cfg.max_txs / 2 || self.bytes >= cfg.max_bytes / 2
+        !self.nodes.is_empty() && (self.nodes.len() >= cfg.max_txs / 2 || self.bytes >= cfg.max_bytes / 2)
     }
 
     /// Keeps the eviction order only while it may be needed: built once the pool is half
     /// full, dropped once it holds less than a quarter of both limits again (so a pool that
-    /// hovers near half full does not build it over and over). Called before each admission.
+    /// hovers near half full does not build it over and over). Called after each placement.
     pub fn keep_order(&mut self, cfg: &MempoolConfig) {
         match self.by_score {
             None if self.near_full(cfg) => {
@@ -804,6 +805,12 @@ mod tests {
         p.keep_order(&cfg);
         assert!(!p.ordered());
         p.audit(&cfg).unwrap_or_else(|e| panic!("{e}"));
+        // Limits of one transaction: an empty pool is not near full, a pool of one is.
+        let tiny = MempoolConfig { max_txs: 1, max_bytes: 1, ..MempoolConfig::default() };
+        let mut empty = Pool::new(0);
+        empty.audit(&tiny).unwrap_or_else(|e| panic!("an empty pool under limits of one: {e}"));
+        empty.keep_order(&tiny);
+        assert!(!empty.ordered());
         // Half the bytes also count.
         let size = tx(9, &[ext(9)], 1).encoded_len() as u64;
         let by_bytes = MempoolConfig { max_bytes: 4 * size, ..MempoolConfig::default() };

@@ -17,9 +17,10 @@
 //! block competes with its pipeline for the cores. With no block to drain it, its pool would
 //! hold every group sent before, hundreds of thousands of transactions by the large sizes (the
 //! later the size, the larger the pool it meets); so it is restarted, on its data directory,
-//! before a run whose transactions would take its pool past a default node's capacity
-//! ([`POOL_BUDGET`]): each group meets a pool no larger than a node's, as in `memory` a fresh
-//! one.
+//! before a run whose transactions would take its pool past [`POOL_BUDGET`] (100,000, the
+//! mempool's own default capacity, a fifth of a node's default `mempool.max_txs`): each group
+//! meets a pool of a size a busy node holds, not every group sent before it (`memory` admits
+//! into a fresh one).
 //!
 //! Beside them, `verify-bound`: the same groups verified by `verify_txs` in parallel, the
 //! figure of `tx-throughput` measured in the same run. The node sources spend coins the node
@@ -220,8 +221,9 @@ fn over_the_network(
     r
 }
 
-/// Transactions the measured node's pool may hold before it is restarted empty: a default
-/// node's capacity (`mempool.max_txs`).
+/// Transactions the measured node's pool may hold before it is restarted empty: the mempool's
+/// own default capacity (`MempoolConfig::default().max_txs`; a node's configuration defaults
+/// to 500,000).
 pub const POOL_BUDGET: usize = 100_000;
 
 /// Whether the node holding `pooled` transactions is restarted empty before a run of `run`
@@ -448,8 +450,9 @@ fn section(t: &Table) -> String {
          groups. The node (a peer whose funding a miner confirmed, the miner then stopped, so that \
          no block competes for the cores, as none does in `memory`) takes each request as one \
          group. With no block to drain it, the node is restarted empty before a run that would \
-         take its pool past 100,000 transactions (a default node's capacity), so that every size \
-         meets a pool of a node's size rather than all the groups sent before it.\n\n",
+         take its pool past 100,000 transactions (the mempool's default capacity; a node's \
+         configuration allows 500,000), so that every size meets a pool a busy node holds rather \
+         than all the groups sent before it.\n\n",
     );
     let f = |x: Option<f64>| x.map_or("n/a".to_string(), |v| format!("{v:.3}"));
     let bound = best(t, "verify-bound");
@@ -556,7 +559,7 @@ mod tests {
     }
 
     #[test]
-    fn the_node_is_restarted_before_its_pool_passes_a_default_nodes_capacity() {
+    fn the_node_is_restarted_before_its_pool_passes_the_mempools_default_capacity() {
         assert_eq!(POOL_BUDGET, scalechain_mempool::MempoolConfig::default().max_txs);
         assert!(!needs_restart(0, 5 * 8192), "an empty node takes any run");
         assert!(!needs_restart(POOL_BUDGET - 100, 100));
