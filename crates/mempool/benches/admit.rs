@@ -22,6 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, BenchmarkId, Criterion, SamplingMode, Throughput};
+use scalechain_client::procfs::threads_cpu_seconds;
 use scalechain_consensus::connect::ConnectCtx;
 use scalechain_consensus::{genesis_block, verify_txs, Apps, Params, SigMode, TxEnv, VerifyConfig};
 use scalechain_mempool::{Mempool, MempoolConfig};
@@ -102,19 +103,6 @@ fn admit_vs_raw(c: &mut Criterion, n: usize) -> Fixture {
     f
 }
 
-/// CPU seconds this process's threads have run, from `/proc/self/task/*/schedstat` (0 where
-/// `/proc` does not say).
-fn cpu_seconds() -> f64 {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return 0.0 };
-    let ns: u64 = tasks
-        .filter_map(|t| {
-            let text = std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok()?;
-            text.split_whitespace().next()?.parse::<u64>().ok()
-        })
-        .fold(0u64, u64::saturating_add);
-    ns as f64 / 1e9
-}
-
 /// The ratio of medians, raw and admission interleaved so that both see the same machine; and
 /// over all rounds, the CPU each used against the raw call's and the share of the cores each
 /// kept busy (so that a gap splits into work added and cores left idle).
@@ -123,17 +111,17 @@ fn report_ratio(f: &Fixture, rounds: usize) {
     // (CPU seconds, wall seconds) over the rounds.
     let (mut raw_use, mut admit_use) = ((0.0, 0.0), (0.0, 0.0));
     for _ in 0..rounds {
-        let c = cpu_seconds();
+        let c = threads_cpu_seconds("self");
         let t = Instant::now();
         black_box(f.raw(&f.w.txs));
         raw.push(t.elapsed());
-        raw_use = (raw_use.0 + cpu_seconds() - c, raw_use.1 + t.elapsed().as_secs_f64());
+        raw_use = (raw_use.0 + threads_cpu_seconds("self") - c, raw_use.1 + t.elapsed().as_secs_f64());
         let txs = f.w.txs.clone();
-        let c = cpu_seconds();
+        let c = threads_cpu_seconds("self");
         let t = Instant::now();
         let out = f.admit_fresh(txs);
         admit.push(t.elapsed());
-        admit_use = (admit_use.0 + cpu_seconds() - c, admit_use.1 + t.elapsed().as_secs_f64());
+        admit_use = (admit_use.0 + threads_cpu_seconds("self") - c, admit_use.1 + t.elapsed().as_secs_f64());
         drop(black_box(out));
     }
     let (raw, admit) = (median(raw), median(admit));

@@ -319,15 +319,8 @@ impl Pool {
         let mut chosen: HashSet<Hash> = HashSet::new();
         let mut evict = Vec::new();
         // Kept whenever the pool is this full (`keep_order`); ordered here otherwise.
-        let ordered: Vec<EvictKey>;
-        let keys: Box<dyn Iterator<Item = &EvictKey>> = match &self.by_score {
-            Some(set) => Box::new(set.iter()),
-            None => {
-                ordered = self.ordered_keys();
-                Box::new(ordered.iter())
-            }
-        };
-        for key in keys {
+        let unkept = if self.by_score.is_none() { self.ordered_keys() } else { Vec::new() };
+        for key in self.by_score.iter().flatten().chain(&unkept) {
             if fits(count, bytes) {
                 break;
             }

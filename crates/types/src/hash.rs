@@ -23,9 +23,7 @@ impl Hash {
     pub fn short(&self) -> String {
         hex::encode(&self.0[..4])
     }
-}
 
-impl Hash {
     /// Writes the 64 lowercase hex digits into `buf` and returns them, without allocating.
     fn hex_into<'a>(&self, buf: &'a mut [u8; 64]) -> &'a str {
         const DIGITS: &[u8; 16] = b"0123456789abcdef";

@@ -32,6 +32,7 @@ use std::time::{Duration, Instant};
 
 use scalechain_client::launcher::netns::{self, Namespaces};
 use scalechain_client::launcher::{LaunchError, Launcher, NodeSpec, Role};
+use scalechain_client::procfs::threads_cpu_seconds;
 use scalechain_client::types::SubmitResult;
 use scalechain_client::Client;
 use scalechain_consensus::params::SigMode;
@@ -53,7 +54,7 @@ use crate::{median, seeds, Ctx, Experiment, StudyError, Table};
 ///
 /// For the node sources, `node_cpu_us` and `sender_cpu_us` are the CPU time the node process
 /// and this process (the sender) used per transaction over the timed sends
-/// ([`cpu_seconds_precise`]), and `busy` the share of the machine's cores the two kept busy
+/// ([`threads_cpu_seconds`]), and `busy` the share of the machine's cores the two kept busy
 /// meanwhile.
 pub const COLUMNS: &[&str] = &[
     "source",
@@ -293,34 +294,19 @@ struct CpuProbe {
     node: u32,
 }
 
-/// CPU seconds of process `pid` (`self` for this one) to the nanosecond: the sum over its
-/// threads of the time on a CPU that `/proc/<pid>/task/<tid>/schedstat` reports first (the
-/// clock-tick counts of `/proc/<pid>/stat` are too coarse for a request of a millisecond).
-/// Threads that ended are not counted; 0 where `/proc` does not say.
-fn cpu_seconds_precise(pid: &str) -> f64 {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return 0.0 };
-    let ns: u64 = tasks
-        .filter_map(|t| {
-            let text = std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok()?;
-            text.split_whitespace().next()?.parse::<u64>().ok()
-        })
-        .fold(0u64, u64::saturating_add);
-    ns as f64 / 1e9
-}
-
 impl CpuProbe {
     /// (node, this process) CPU seconds now, before a send: this process last, so that reading
     /// the node's threads is not counted as sending.
     fn now(&self) -> (f64, f64) {
-        let node = cpu_seconds_precise(&self.node.to_string());
-        (node, cpu_seconds_precise("self"))
+        let node = threads_cpu_seconds(&self.node.to_string());
+        (node, threads_cpu_seconds("self"))
     }
 
     /// Adds to `into` what the node and this process used since `from` (a [`CpuProbe::now`]),
     /// over `wall` seconds and `txs` transactions; this process first, for the same reason.
     fn add(&self, into: &mut Cpu, from: (f64, f64), wall: f64, txs: usize) {
-        let me = cpu_seconds_precise("self");
-        let node = cpu_seconds_precise(&self.node.to_string());
+        let me = threads_cpu_seconds("self");
+        let node = threads_cpu_seconds(&self.node.to_string());
         into.node_s += (node - from.0).max(0.0);
         into.sender_s += (me - from.1).max(0.0);
         into.wall_s += wall;
@@ -542,21 +528,6 @@ fn spent(t: &Table, bound: Option<f64>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn precise_cpu_time_counts_a_busy_thread() {
-        let before = cpu_seconds_precise("self");
-        let t = Instant::now();
-        let mut x = 1u64;
-        while t.elapsed() < Duration::from_millis(60) {
-            x = std::hint::black_box(x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1));
-        }
-        let used = cpu_seconds_precise("self") - before;
-        // Other tests share the cores: at least half of the busy wall time, and some of it
-        // finer than a clock tick.
-        assert!(used >= 0.03, "{used}");
-        assert!(cpu_seconds_precise("no-such-process") == 0.0);
-    }
 
     #[test]
     fn the_node_is_restarted_before_its_pool_passes_the_mempools_default_capacity() {
