@@ -11,9 +11,9 @@ use rand_chacha::ChaCha8Rng;
 use scalechain_chain::{Accepted, Chain, ChainError, DiskStore};
 use scalechain_consensus::params::SigMode;
 use scalechain_consensus::{Apps, Params, VerifyConfig};
-use scalechain_sim::Generator;
 use scalechain_store::StoreError;
 use scalechain_types::{Hash, HashKind};
+use scalechain_workload::Generator;
 
 fn params() -> Params {
     Params::devnet(HashKind::Sha256, SigMode::Ed25519)

@@ -9,9 +9,9 @@ use scalechain_chain::{Chain, ChainStore, MemStore};
 use scalechain_consensus::fuzz::TARGETS;
 use scalechain_consensus::params::SigMode;
 use scalechain_consensus::{Apps, Params, VerifyConfig};
-use scalechain_sim::Generator;
 use scalechain_types::codec::Encode;
 use scalechain_types::HashKind;
+use scalechain_workload::Generator;
 
 fn corpus() -> Vec<Vec<u8>> {
     let p = Params::devnet(HashKind::Sha256, SigMode::Ed25519);

@@ -10,10 +10,10 @@ use scalechain_consensus::{
     AppContext, AppError, AppModule, AppOverlay, Apps, BlockError, Coin, Params, TxRule, UtxoSet, UtxoView,
     VerifyConfig,
 };
-use scalechain_sim::{mine, Generator};
 use scalechain_types::{
     Amount, Block, Hash, HashKind, OutPoint, Scheme, SecretKey, Target, Tx, TxKind, TxOut,
 };
+use scalechain_workload::{mine, Generator};
 
 const NOW: u64 = u64::MAX / 2;
 
@@ -127,7 +127,7 @@ impl T {
 
     fn gen_pubkey(&self, k: usize) -> scalechain_types::PubKey {
         // The generator's key ring: premine keys follow the first KEY_RING keys.
-        let i = (k - scalechain_sim::KEY_RING) as u64;
+        let i = (k - scalechain_workload::KEY_RING) as u64;
         scalechain_consensus::params::devnet_premine_key(SigMode::Ed25519, i).public()
     }
 }

@@ -4,7 +4,7 @@
 //! every round's transactions, runs the rounds with live progress, and writes `rounds.csv`,
 //! `series.csv`, `report.md` and `report.html` to `--out` (`--json`: one JSON object on
 //! standard output too). Ctrl-C stops the load, writes what was measured, stops the nodes it
-//! started and exits 130; a round that sent nothing exits 1. See `docs/BENCHMARK.md`.
+//! started and exits 130; a round that sent nothing exits 1. See `docs/LOAD-BENCHMARK.md`.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -28,7 +28,7 @@ use crate::Fail;
 /// Arguments of `scalechain bench`.
 #[derive(Args)]
 pub struct BenchArgs {
-    /// The benchmark file (TOML; docs/BENCHMARK.md, bench/example.toml).
+    /// The benchmark file (TOML; docs/LOAD-BENCHMARK.md, bench/example.toml).
     file: PathBuf,
     /// Run against these nodes' APIs (repeat the flag; the load goes round-robin over them)
     /// instead of starting a devnet. They must run a devnet chain: the load is funded from its

@@ -20,8 +20,8 @@ use scalechain_chain::export::{block_json, dot, parse_chain_json, ChainJson, Par
 use scalechain_chain::{Accepted, Chain, ChainError, DiskStore};
 use scalechain_consensus::params::SigMode;
 use scalechain_consensus::{Apps, Params, VerifyConfig, VerifyMode};
-use scalechain_sim::Generator;
 use scalechain_types::HashKind;
+use scalechain_workload::Generator;
 
 #[derive(Parser)]
 #[command(name = "scalechain", version, about = "ScaleChain: a fast, minimalist UTXO blockchain")]
@@ -103,7 +103,7 @@ enum Cmd {
     /// The load benchmark: rounds of a workload under rate controllers (fixed-rate,
     /// fixed-load, linear-rate, maximum-rate, composite-rate, replay) against a devnet it starts
     /// or the nodes given; per-round throughput, latency, failures and CPU in CSV, Markdown and
-    /// HTML (docs/BENCHMARK.md).
+    /// HTML (docs/LOAD-BENCHMARK.md).
     Bench(bench::BenchArgs),
     /// Keys, addresses, balance and transfers through a node's API (an encrypted wallet file).
     Wallet(wallet::WalletArgs),

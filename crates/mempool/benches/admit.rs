@@ -26,8 +26,8 @@ use scalechain_client::procfs::threads_cpu_seconds;
 use scalechain_consensus::connect::ConnectCtx;
 use scalechain_consensus::{genesis_block, verify_txs, Apps, Params, SigMode, TxEnv, VerifyConfig};
 use scalechain_mempool::{Mempool, MempoolConfig};
-use scalechain_sim::workload::{transfers, Spec, Transfers};
 use scalechain_types::{Block, Hash, HashKind, Tx};
+use scalechain_workload::fixed::{transfers, Spec, Transfers};
 
 /// The admission batch.
 const BATCH: usize = 4096;

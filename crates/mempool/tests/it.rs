@@ -15,8 +15,8 @@ use scalechain_chain::Accepted;
 use scalechain_consensus::connect::ConnectCtx;
 use scalechain_consensus::{verify_txs, Apps, SigCache, TxEnv, TxRule, UtxoSet};
 use scalechain_mempool::{Mempool, MempoolConfig, MempoolError, Snapshot};
-use scalechain_sim::workload::{transfers, Spec, Transfers};
 use scalechain_types::{Amount, Hash, OutPoint, Tx};
+use scalechain_workload::fixed::{transfers, Spec, Transfers};
 
 fn cfg() -> MempoolConfig {
     MempoolConfig::default()
@@ -80,7 +80,7 @@ fn admits_a_batch_of_transfers_once() {
     for (tx, a) in wl.w.txs.iter().zip(&v) {
         let a = a.as_ref().unwrap();
         assert_eq!(a.txid, tx.txid(wl.net.p.hash));
-        assert_eq!(a.fee.get(), scalechain_sim::workload::FEE);
+        assert_eq!(a.fee.get(), scalechain_workload::fixed::FEE);
         assert_eq!(pool.get(&a.txid).unwrap().tx.as_ref(), tx);
         assert!(pool.sig_cache().contains(&tx.wtxid(wl.net.p.hash)));
     }

@@ -241,7 +241,7 @@ pub struct DiskStore {
 /// The engine's settings: the block cache, and one background worker. With more, fjall's first
 /// worker hands every compaction request back to the queue for another worker and takes the
 /// next message at once, so while another worker compacts it spins on the same request: on two
-/// cores, 6.6% of a syncing node's CPU (`docs/BENCHMARKS.md`). One worker flushes and compacts
+/// cores, 6.6% of a syncing node's CPU (`docs/PERFORMANCE.md`). One worker flushes and compacts
 /// in turn.
 fn engine_builder(dir: &Path, mem: StoreMemory) -> fjall::DatabaseBuilder<Database> {
     Database::builder(dir).cache_size(mem.cache_bytes).worker_threads(1)

@@ -18,8 +18,8 @@ use scalechain_chain::{Accepted, Chain, MemStore};
 use scalechain_consensus::connect::ConnectCtx;
 use scalechain_consensus::params::SigMode;
 use scalechain_consensus::{verify_txs, Apps, Params, TxEnv, VerifyConfig};
-use scalechain_sim::workload::block_paying;
 use scalechain_types::{Hash, HashKind, Scheme, SecretKey, Tx};
+use scalechain_workload::fixed::block_paying;
 
 use crate::app::{ballots_prefix, token_message, CastBallot, Election, Message, VotingModule};
 use crate::elgamal::{self, Dlog};

@@ -11,13 +11,13 @@ use rand_core::{Rng, SeedableRng};
 use scalechain_chain::{Accepted, Chain, MemStore};
 use scalechain_consensus::params::{devnet_premine_key, SigMode};
 use scalechain_consensus::{Apps, Params, VerifyConfig};
-use scalechain_sim::workload::block_paying;
 use scalechain_types::{Amount, Hash, HashKind, OutPoint, Scheme, SecretKey, Tx, TxIn, TxOut, Witness};
 use scalechain_voting::app::{
     ballots_prefix, token_message, CastBallot, Election, Message, SchemeKey, VotingModule, SCHEME_ELGAMAL,
     VOTE_KIND,
 };
 use scalechain_voting::elgamal::{self, Ballot, Dlog, Statement};
+use scalechain_workload::fixed::block_paying;
 
 const NOW: u64 = u64::MAX / 2;
 const L: usize = 3;

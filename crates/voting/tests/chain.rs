@@ -13,13 +13,13 @@ use scalechain_chain::{Accepted, Chain, MemStore};
 use scalechain_consensus::connect::ConnectCtx;
 use scalechain_consensus::params::SigMode;
 use scalechain_consensus::{verify_txs, Apps, BlockError, Params, TxEnv, VerifyConfig, VerifyMode};
-use scalechain_sim::workload::block_paying;
 use scalechain_types::{Block, Hash, HashKind, Scheme, SecretKey, Tx};
 use scalechain_voting::app::{
     ballots_prefix, token_message, CastBallot, Election, Message, VotingModule, SCHEME_ELGAMAL,
     SCHEME_PAILLIER,
 };
 use scalechain_voting::{elgamal, paillier, Statement};
+use scalechain_workload::fixed::block_paying;
 
 const NOW: u64 = u64::MAX / 2;
 

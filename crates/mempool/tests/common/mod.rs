@@ -128,7 +128,7 @@ impl Net {
     pub fn block_on(&self, parent: &Header, txs: &[Tx], fees: u64) -> Block {
         let target =
             if parent.height == self.chain.tip_height() { self.chain.next_target() } else { parent.target };
-        scalechain_sim::workload::block_paying(&self.p, parent, txs, target, fees)
+        scalechain_workload::fixed::block_paying(&self.p, parent, txs, target, fees)
     }
 
     /// Mines `txs` (with a coinbase claiming `fees`) on the tip and offers the block.

@@ -14,7 +14,7 @@
 //! bounded number of blocks and say where they stopped. Some pages pass over the whole mempool
 //! snapshot without a lock (at most `mempool.max_txs` entries: the mempool page's histogram and
 //! newest entries, a transaction's pooled spenders, an address's pooled transactions); 134,000
-//! entries take about 20 ms (`docs/BENCHMARKS.md`).
+//! entries take about 20 ms (`docs/PERFORMANCE.md`).
 
 mod chart;
 mod data;

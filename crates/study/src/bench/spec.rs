@@ -1,7 +1,7 @@
 //! The benchmark file: a TOML document of rounds, each a workload, a rate controller and a
 //! length; read whole and checked before any load starts. Every refusal names the file, the
 //! line and the key (`bench.toml:12: round 2 (ramp) rate.finish: …`). The format is documented
-//! in `docs/BENCHMARK.md`; `bench/example.toml` in the repository uses every controller.
+//! in `docs/LOAD-BENCHMARK.md`; `bench/example.toml` in the repository uses every controller.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -10,10 +10,10 @@ use scalechain_consensus::check::{check_block, check_block_txs, check_header_con
 use scalechain_consensus::connect::{connect_block, ConnectCtx};
 use scalechain_consensus::pow::HeaderChain;
 use scalechain_consensus::{genesis_block, Apps, BlockTree, Params, UtxoSet, VerifyMode};
-use scalechain_sim::workload::{self, transfers, Spec};
 use scalechain_store::{ChainStore, Commit, DiskStore};
 use scalechain_types::codec::Encode;
 use scalechain_types::{Block, Header};
+use scalechain_workload::fixed::{self, transfers, Spec};
 
 use super::{powers, raw_batch, raw_sigs, study_params, verify_config, CHAIN_ID};
 use crate::output::sig4;
@@ -60,7 +60,7 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
     let target = scalechain_consensus::pow::next_target(&p, &genesis.header, &Genesis(genesis.header));
     let mut table = Table::new(COLUMNS);
     for n in powers(max) {
-        let block = workload::block(&p, &genesis.header, &w.txs[..n], target);
+        let block = fixed::block(&p, &genesis.header, &w.txs[..n], target);
         let sigs = raw_sigs(&p, &block.txs[1..]);
         for (mode, vm, t) in
             [("sequential", VerifyMode::Sequential, 1), ("parallel", VerifyMode::Parallel, threads)]

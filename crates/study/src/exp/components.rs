@@ -8,10 +8,10 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use scalechain_consensus::{verify_txs, Coin, UtxoView, VerifyMode};
-use scalechain_sim::workload::{transfers, Spec};
 use scalechain_types::codec::{Decode, Encode};
 use scalechain_types::keys::{self, sighash, Ed25519Item};
 use scalechain_types::{HashKind, Scheme, SecretKey, Tx};
+use scalechain_workload::fixed::{transfers, Spec};
 
 use super::{study_params, validator, verify_config, with_env, CHAIN_ID};
 use crate::output::sig4;

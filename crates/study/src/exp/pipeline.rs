@@ -38,8 +38,8 @@ use scalechain_client::Client;
 use scalechain_consensus::params::SigMode;
 use scalechain_consensus::{genesis_block, verify_txs, Params, VerifyMode};
 use scalechain_mempool::Mempool;
-use scalechain_sim::workload::{transfers, Spec};
 use scalechain_types::{HashKind, Tx};
+use scalechain_workload::fixed::{transfers, Spec};
 
 use super::{open_pool_config, powers, study_params, verify_config, with_env};
 use crate::load::converge::wait_height;

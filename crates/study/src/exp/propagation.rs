@@ -644,11 +644,17 @@ mod tests {
             scalechain_consensus::VerifyConfig::parallel([1; 32]),
         )
         .unwrap();
-        let b1 = scalechain_sim::workload::block_paying(&p, &chain.tip_header(), &[], chain.next_target(), 0);
+        let b1 =
+            scalechain_workload::fixed::block_paying(&p, &chain.tip_header(), &[], chain.next_target(), 0);
         chain.accept_block(b1, u64::MAX / 2).unwrap();
         let fees: u64 = 100_000 + FAN_OUT as u64 * 1_000;
-        let b2 =
-            scalechain_sim::workload::block_paying(&p, &chain.tip_header(), &txs, chain.next_target(), fees);
+        let b2 = scalechain_workload::fixed::block_paying(
+            &p,
+            &chain.tip_header(),
+            &txs,
+            chain.next_target(),
+            fees,
+        );
         assert!(matches!(
             chain.accept_block(b2, u64::MAX / 2).unwrap(),
             scalechain_chain::Accepted::Connected(_)

@@ -10,8 +10,8 @@
 use std::time::Instant;
 
 use scalechain_consensus::{verify_txs, VerifyMode};
-use scalechain_sim::workload::{transfers, Spec};
 use scalechain_types::{merkle, profile};
+use scalechain_workload::fixed::{transfers, Spec};
 
 use super::{study_params, verify_config, with_env, CHAIN_ID};
 use crate::plot::{Chart, Series};

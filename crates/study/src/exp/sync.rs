@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use scalechain_client::launcher::{NodeSpec, Role};
 use scalechain_consensus::{verify_txs, VerifyMode};
-use scalechain_sim::workload::{transfers, Spec};
+use scalechain_workload::fixed::{transfers, Spec};
 
 use super::e2e::{self, Setting};
 use super::{study_params, verify_config, with_env};

@@ -3,7 +3,7 @@
 //! bounds measured on the same signatures in the same run.
 
 use scalechain_consensus::{verify_txs, VerifyMode};
-use scalechain_sim::workload::{transfers, Spec};
+use scalechain_workload::fixed::{transfers, Spec};
 
 use super::{powers, raw_batch, raw_sigs, study_params, verify_config, with_env};
 use crate::output::sig4;

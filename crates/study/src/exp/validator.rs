@@ -156,7 +156,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::exp::{study_params, CHAIN_ID};
-    use scalechain_sim::workload::{transfers, Spec};
+    use scalechain_workload::fixed::{transfers, Spec};
 
     #[test]
     fn the_unit_validates_pooled_transactions_and_writes_each_confirmation_once() {

@@ -1,3 +1,5 @@
+//! Workload generators (the simulator is `scalechain-simnet`; this crate only makes inputs).
+//!
 //! Deterministic generators: keys, many-input/many-output transactions spending earlier
 //! outputs, and mined blocks. Everything derives from a `u64` seed, so a simulation can be
 //! replayed bit for bit; nothing reads a clock (block times are parent time + interval).
@@ -8,7 +10,7 @@
 //! block, which the rules allow — and pays 1–4 new outputs to keys of its own key ring, with a
 //! small fee that the block's coinbase collects. Coinbase outputs join the pool once mature.
 
-pub mod workload;
+pub mod fixed;
 
 use std::collections::HashMap;
 

@@ -9,8 +9,8 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput};
 use scalechain_consensus::connect::ConnectCtx;
 use scalechain_consensus::{verify_txs, Apps, Params, SigMode, TxEnv, VerifyConfig, VerifyMode};
-use scalechain_sim::workload::{transfers, Spec};
 use scalechain_types::{Hash, HashKind};
+use scalechain_workload::fixed::{transfers, Spec};
 
 /// Transaction counts.
 const SIZES: [usize; 2] = [1 << 10, 1 << 14];

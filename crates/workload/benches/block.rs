@@ -12,8 +12,8 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Samplin
 use scalechain_consensus::check::{check_block, check_tx};
 use scalechain_consensus::connect::{connect_block, ConnectCtx};
 use scalechain_consensus::{genesis_block, Apps, Params, SigMode, VerifyConfig, VerifyMode};
-use scalechain_sim::workload::{self, transfers, Spec};
 use scalechain_types::HashKind;
+use scalechain_workload::fixed::{self, transfers, Spec};
 
 /// Workload transactions in the block (besides the coinbase).
 const TXS: usize = 4096;
@@ -29,7 +29,7 @@ fn block(c: &mut Criterion) {
     let chain_id = genesis.hash(params.hash);
     let w = transfers(&params, &chain_id, &Spec::simple(TXS, WORKLOAD_SEED));
     // The easiest target the chain allows: mining takes a few nonces.
-    let block = workload::block(&params, &genesis.header, &w.txs, params.pow_limit);
+    let block = fixed::block(&params, &genesis.header, &w.txs, params.pow_limit);
     let apps = Apps::none();
     let app_state: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
     let checked = check_block(&block, &params, &apps).expect("the workload block passes the stateless rules");

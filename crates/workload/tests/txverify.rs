@@ -10,8 +10,8 @@ use scalechain_consensus::{
     verify_txs, verify_txs_with_ids, Apps, Params, TxEnv, TxIds, TxRule, TxVerdict, UtxoSet, VerifyConfig,
     VerifyMode,
 };
-use scalechain_sim::workload::{transfers, Spec, FEE};
 use scalechain_types::{Amount, Hash, HashKind, OutPoint, Scheme, Tx, TxOut};
+use scalechain_workload::fixed::{transfers, Spec, FEE};
 
 type Verdicts = Vec<Result<TxVerdict, TxRule>>;
 
