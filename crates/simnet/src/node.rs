@@ -11,7 +11,7 @@ use scalechain_p2p::protocol::{
     block_txs_response, blocks_response, BlockOrigin, Event, Input, Output, Protocol, Topic, TxOrigin,
     TxsDone, Verdict, BLOCKS_RESPONSE_BYTES,
 };
-use scalechain_replica::{solve, Replica};
+use scalechain_replica::{solve, Replica, TxsRound};
 use scalechain_types::codec::Encode;
 use scalechain_types::{Block, Lock, Tx};
 
@@ -219,7 +219,8 @@ impl Honest {
     }
 
     /// The verify stage: everything buffered in one admission call, then the verdicts to the
-    /// machine (gossip per batch, what local submissions brought as one relay).
+    /// machine as the node's pipeline gives them (`TxsRound`: gossip per batch, what local
+    /// submissions brought as one relay, the released orphans as another).
     pub fn verify(&mut self, w: &mut World) {
         self.verify_due = false;
         let items = std::mem::take(&mut self.pipeline);
@@ -227,33 +228,20 @@ impl Honest {
         let n: usize = batches.iter().map(Vec::len).sum();
         let tagged = batches.into_iter().zip(origins.iter().map(orphan_source)).collect();
         let admission = self.replica.admit_batches(tagged, w.now);
-        let mut round = Vec::new();
-        let mut local = Vec::new();
+        let mut round = TxsRound::with_capacity(origins.len());
         let mut admitted = admission.released.len();
         let orphans: usize =
             admission.batches.iter().map(|b| b.verdicts.iter().filter(|v| v.is_orphan()).count()).sum();
         for (origin, o) in origins.into_iter().zip(admission.batches) {
             admitted += o.admitted.len();
-            match origin {
-                TxOrigin::Local => {
-                    for t in &o.admitted {
-                        w.accepted.insert(t.txid(self.replica.params.hash));
-                    }
-                    local.extend(o.admitted);
-                }
-                origin => {
-                    let crowded = o.crowded();
-                    round.push(TxsDone { origin, admitted: o.admitted, invalid: o.invalid, crowded })
+            if origin == TxOrigin::Local {
+                for t in &o.admitted {
+                    w.accepted.insert(t.txid(self.replica.params.hash));
                 }
             }
+            round.push(origin, o);
         }
-        if !local.is_empty() {
-            round.push(TxsDone::relay(TxOrigin::Local, local));
-        }
-        // Orphans admitted after their parents: the machine relays them.
-        if !admission.released.is_empty() {
-            round.push(TxsDone::relay(TxOrigin::Released, admission.released));
-        }
+        let round = round.finish(admission.released);
         w.log(format!("{} admitted {admitted}/{n} orphans {orphans}", self.id));
         if !round.is_empty() {
             self.step(Input::TxsDone(round), w);
