@@ -8,14 +8,16 @@ use std::sync::atomic::AtomicBool;
 use scalechain_chain::MemStore;
 use scalechain_p2p::msg::{block_payload, message_id, MsgId, Role};
 use scalechain_p2p::protocol::{
-    block_txs_response, blocks_response, BlockOrigin, Event, Input, Output, Protocol, Topic, TxOrigin,
-    TxsDone, Verdict, BLOCKS_RESPONSE_BYTES,
+    block_txs_response, blocks_response, BlockOrigin, Event as ProtocolEvent, Input, Output, Protocol, Topic,
+    TxOrigin, TxsDone, Verdict, BLOCKS_RESPONSE_BYTES,
 };
 use scalechain_replica::{solve, Replica, TxsRound};
 use scalechain_types::codec::Encode;
 use scalechain_types::{Block, Lock, Tx};
 
-use crate::world::{Ev, NodeId, Penalty, Wire, World};
+use crate::event::Event;
+use crate::wire::{NodeId, Wire};
+use crate::world::{Ev, Penalty, World};
 
 /// Gossip ids a node remembers (gossipsub's duplicate cache).
 const SEEN: usize = 1 << 16;
@@ -173,7 +175,7 @@ impl Honest {
                 if self.remember(id) {
                     self.gossip(topic, id, &data, None, w);
                 } else {
-                    w.log(format!("{} publish dropped: duplicate {}", self.id, &id.to_string()[..8]));
+                    w.record(Event::DuplicatePublish { node: self.id, id });
                 }
             }
             Output::SubmitBlock { block, origin } => {
@@ -190,21 +192,20 @@ impl Honest {
                 w.refusals.remove(&(self.id, peer));
             }
             Output::Disconnect { peer, reason } => {
-                w.log(format!("{} drops {peer}: {reason}", self.id));
+                w.record(Event::Disconnects { node: self.id, peer, reason });
                 w.disconnect(self.id, peer);
             }
             Output::Event(e) => {
                 match e {
-                    Event::Penalised { peer, offence, .. } => {
+                    ProtocolEvent::Penalised { peer, offence, .. } => {
                         w.penalties.push(Penalty { at_ms: w.now, by: self.id, peer, offence })
                     }
-                    Event::Disconnected { peer } => {
+                    ProtocolEvent::Disconnected { peer } => {
                         self.replica.forget_orphans_from(u64::from(peer.0));
                     }
                     _ => {}
                 }
-                let line = format!("{} {e:?}", self.id);
-                w.log(line);
+                w.record(Event::Protocol { node: self.id, event: e });
             }
         }
     }
@@ -242,7 +243,7 @@ impl Honest {
             round.push(origin, o);
         }
         let round = round.finish(admission.released);
-        w.log(format!("{} admitted {admitted}/{n} orphans {orphans}", self.id));
+        w.record(Event::Verified { node: self.id, offered: n, admitted, orphans });
         if !round.is_empty() {
             self.step(Input::TxsDone(round), w);
         }
@@ -257,17 +258,16 @@ impl Honest {
             w.readmitted += o.reorg.returned.iter().filter(|v| v.is_ok()).count() as u64;
             let verdict = o.verdict();
             let released = std::mem::take(&mut o.released);
-            let line = format!(
-                "{} block {} {} {verdict:?} tip {:?}",
-                self.id,
-                o.height,
-                &o.hash.to_string()[..8],
-                o.new_tip.map(|t| t.0)
-            );
-            w.log(line);
+            w.record(Event::Block {
+                node: self.id,
+                height: o.height,
+                hash: o.hash,
+                verdict: verdict.clone(),
+                new_tip: o.new_tip.map(|t| t.0),
+            });
             self.step(Input::BlockDone { hash: o.hash, height: o.height, origin, verdict }, w);
             if !released.is_empty() {
-                w.log(format!("{} block released {} orphans", self.id, released.len()));
+                w.record(Event::Released { node: self.id, orphans: released.len() });
                 let done = TxsDone::relay(TxOrigin::Released, released);
                 self.step(Input::TxsDone(vec![done]), w);
             }
@@ -281,7 +281,7 @@ impl Honest {
         if !solve(&mut block.header, self.replica.params.hash, 1, &AtomicBool::new(false)) {
             return;
         }
-        w.log(format!("{} mined {} with {} txs", self.id, block.header.height, block.txs.len() - 1));
+        w.record(Event::Mined { node: self.id, height: block.header.height, txs: block.txs.len() - 1 });
         let (topic, payload) = block_payload(&block, self.replica.params.hash, self.compact_blocks);
         self.carry(Output::SubmitBlock { block, origin: BlockOrigin::Local { topic, payload } }, w);
     }
