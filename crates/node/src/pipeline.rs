@@ -8,8 +8,8 @@
 //! and admits it in one call (`Replica::admit_batches`: ledger checks and signature batches
 //! spread over the rayon pool; a transaction whose parent is unknown is held as an orphan, and
 //! orphans whose parents came are admitted and relayed). The verdicts go back to the API callers and, as one
-//! `Input::TxsDone`, to the peer protocol, which answers gossipsub and publishes what the API
-//! brought.
+//! `Input::TxsDone` round (`replica::TxsRound`, the simulator's mapping too), to the peer
+//! protocol, which answers gossipsub and publishes what the API brought.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,6 +18,7 @@ use scalechain_mempool::{Admitted, MempoolError, OrphanSource, TxVerdict};
 use scalechain_p2p::msg::MsgId;
 use scalechain_p2p::net::PeerId;
 use scalechain_p2p::protocol::{TxOrigin, TxsDone};
+use scalechain_replica::TxsRound;
 use scalechain_types::{profile, Hash, Tx};
 use tokio::sync::{mpsc, oneshot};
 
@@ -111,8 +112,7 @@ pub async fn run(
         // Apply stage: verdicts back to their sources; the protocol relays what the API brought
         // and the orphans that joined after their parents.
         let t1 = Instant::now();
-        let mut round = Vec::with_capacity(items.len());
-        let mut local = Vec::new();
+        let mut round = TxsRound::with_capacity(items.len());
         shared.metrics.txs_admitted.add(admission.released.len() as u64);
         let at = arrivals::now_us();
         let txid = |t: &Arc<Tx>| t.txid(shared.params.hash);
@@ -134,33 +134,21 @@ pub async fn run(
                 .metrics
                 .txs_rejected
                 .add(o.verdicts.iter().filter(|v| v.refusal().is_some()).count() as u64);
-            let crowded = o.crowded();
             match item.source {
                 Source::Api(reply) => {
-                    local.extend(o.admitted);
-                    let verdicts = o.verdicts.into_iter().map(TxVerdict::into_result);
-                    let _ = reply.send(o.txids.into_iter().zip(verdicts).collect());
+                    let (txids, verdicts) = round.push(TxOrigin::Local, o);
+                    let verdicts = verdicts.into_iter().map(TxVerdict::into_result);
+                    let _ = reply.send(txids.into_iter().zip(verdicts).collect());
                 }
-                Source::Gossip { id, peer } => round.push(TxsDone {
-                    origin: TxOrigin::Gossip { source: peer, id },
-                    admitted: o.admitted,
-                    invalid: o.invalid,
-                    crowded,
-                }),
-                Source::Pool { peer } => round.push(TxsDone {
-                    origin: TxOrigin::Pool(peer),
-                    admitted: o.admitted,
-                    invalid: o.invalid,
-                    crowded,
-                }),
+                Source::Gossip { id, peer } => {
+                    round.push(TxOrigin::Gossip { source: peer, id }, o);
+                }
+                Source::Pool { peer } => {
+                    round.push(TxOrigin::Pool(peer), o);
+                }
             }
         }
-        if !local.is_empty() {
-            round.push(TxsDone::relay(TxOrigin::Local, local));
-        }
-        if !admission.released.is_empty() {
-            round.push(TxsDone::relay(TxOrigin::Released, admission.released));
-        }
+        let round = round.finish(admission.released);
         if !round.is_empty() && done.send(round).is_err() {
             break;
         }

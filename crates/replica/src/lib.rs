@@ -14,6 +14,8 @@
 //!   offered in one `Mempool::offer` call and the verdicts split back per batch; a transaction
 //!   whose parent is unknown is held as an orphan and admitted (and handed back to be relayed)
 //!   when the parent is admitted or confirmed;
+//! - [`TxsRound`]: those verdicts as the protocol machine's `TxsDone` round, the one mapping
+//!   the node's pipeline and the simulator both use;
 //! - [`Replica::block_template`] and [`solve`]: the miner's block and nonce search.
 //!
 //! Admission judges transactions in `Chain::next_block_env` (the next block on the tip, at
@@ -26,6 +28,7 @@
 //! chain's verification seed comes in with its `VerifyConfig`), touch files or sockets.
 
 mod accept;
+mod round;
 mod view;
 
 use std::collections::HashSet;
@@ -40,6 +43,7 @@ use scalechain_types::merkle::root_of_txs;
 use scalechain_types::{Block, Hash, HashKind, Header, Lock, Tx, TxOut};
 
 pub use accept::BlockOutcome;
+pub use round::TxsRound;
 pub use scalechain_p2p::protocol::{BlockVerdict, ChainView};
 
 /// Bytes a block template leaves free below the chain's block size limit (header, coinbase,

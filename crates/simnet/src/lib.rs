@@ -19,12 +19,19 @@
 //!   solve a block at random intervals averaging the chain's target interval; scripted
 //!   adversaries send whatever a test tells them to.
 //!
+//! - **Events**: what happened is recorded as typed events with their virtual time
+//!   ([`Sim::events`]: deliveries and losses of messages by kind, links, bans, starts and stops,
+//!   verification rounds, blocks, the machines' reports); tests assert on them, and
+//!   [`Sim::trace`] prints them.
+//!
 //! Determinism: everything random (latencies, losses, mining times, signature-batch seeds,
 //! the load) derives from the seed, and every map is ordered, so a scenario run twice with the
-//! same seed gives the same trace and the same final state.
+//! same seed gives the same events and the same final state.
 
+mod event;
 mod load;
 mod node;
+mod wire;
 mod world;
 
 use scalechain_chain::{Chain, MemStore};
@@ -36,8 +43,10 @@ use scalechain_p2p::protocol::{Config as ProtocolConfig, Protocol, Topic, TxOrig
 use scalechain_replica::Replica;
 use scalechain_types::{Hash, HashKind, Lock, Scheme, Tx};
 
+pub use event::{Cause, Event, Msg, Record, RequestKind, ResponseKind};
 pub use load::Load;
-pub use world::{NetSettings, NodeId, Penalty, Wire};
+pub use wire::{NodeId, Wire};
+pub use world::{NetSettings, Penalty};
 
 use node::{Honest, Scripted};
 use world::{pair, Ev, World};
@@ -155,7 +164,7 @@ impl Sim {
             self.w.subscribers.insert(id);
         }
         let mining = n.mining;
-        self.w.log(format!("up {id} {:?} incarnation {incarnation} height {}", n.role, n.replica.tip().0));
+        self.w.record(Event::Up { node: id, role: n.role, incarnation, height: n.replica.tip().0 });
         self.nodes[id.0 as usize] = Slot::Honest(Box::new(n));
         let tick = self.w.now + self.cfg.tick_ms;
         self.w.schedule(tick, Ev::Tick { node: id, incarnation });
@@ -197,7 +206,7 @@ impl Sim {
         self.nodes.push(Slot::Scripted(Scripted::default()));
         self.w.up.insert(id, 1);
         self.w.subscribers.insert(id);
-        self.w.log(format!("up {id} scripted"));
+        self.w.record(Event::ScriptedUp { node: id });
         id
     }
 
@@ -235,7 +244,7 @@ impl Sim {
         self.w.subscribers.remove(&id);
         let (role, incarnation, mining) = (n.role, n.incarnation, n.mining);
         let store = Box::new(n.replica.into_chain().store().clone());
-        self.w.log(format!("down {id}"));
+        self.w.record(Event::Down { node: id });
         self.nodes[id.0 as usize] = Slot::Down { role, store, incarnation, mining };
     }
 
@@ -313,7 +322,7 @@ impl Sim {
     /// Submits transactions at a node, as its API would; what it admits is published.
     pub fn submit(&mut self, id: NodeId, txs: Vec<Tx>) {
         let Some(Slot::Honest(n)) = self.nodes.get_mut(id.0 as usize) else { return };
-        self.w.log(format!("{id} submit {}", txs.len()));
+        self.w.record(Event::Submitted { node: id, txs: txs.len() });
         n.submit(txs, TxOrigin::Local, &mut self.w);
     }
 
@@ -342,10 +351,9 @@ impl Sim {
         let current = |w: &World, node: NodeId, incarnation: u64| w.up.get(&node) == Some(&incarnation);
         match ev {
             Ev::Deliver { to, from, epoch, wire } => {
-                if !self.w.deliverable(from, to, epoch) {
+                if !self.w.arrive(from, to, epoch, &wire) {
                     return;
                 }
-                self.w.describe_delivery(from, to, &wire);
                 match self.nodes.get_mut(to.0 as usize) {
                     Some(Slot::Honest(n)) => n.receive(from, wire, &mut self.w),
                     Some(Slot::Scripted(s)) => s.received.push((self.w.now, from, wire)),
@@ -479,9 +487,21 @@ impl Sim {
         self.w.readmitted
     }
 
-    /// The log of deliveries and outcomes, one line each, prefixed with the virtual time.
-    pub fn trace(&self) -> &[String] {
-        &self.w.trace
+    /// Everything that happened, in order: deliveries and losses, links, bans, starts and
+    /// stops, verification rounds, blocks, and what the machines reported.
+    pub fn events(&self) -> &[Record] {
+        self.w.events()
+    }
+
+    /// The events as text, one line each, prefixed with the virtual time (for a failing
+    /// test's message).
+    pub fn trace(&self) -> String {
+        let mut out = String::new();
+        for r in self.w.events() {
+            out.push_str(&r.to_string());
+            out.push('\n');
+        }
+        out
     }
 
     /// The final state in one string: per node, its tip, its mempool and its peers.

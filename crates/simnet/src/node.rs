@@ -8,14 +8,16 @@ use std::sync::atomic::AtomicBool;
 use scalechain_chain::MemStore;
 use scalechain_p2p::msg::{block_payload, message_id, MsgId, Role};
 use scalechain_p2p::protocol::{
-    block_txs_response, blocks_response, BlockOrigin, Event, Input, Output, Protocol, Topic, TxOrigin,
-    TxsDone, Verdict, BLOCKS_RESPONSE_BYTES,
+    block_txs_response, blocks_response, BlockOrigin, Event as ProtocolEvent, Input, Output, Protocol, Topic,
+    TxOrigin, TxsDone, Verdict, BLOCKS_RESPONSE_BYTES,
 };
-use scalechain_replica::{solve, Replica};
+use scalechain_replica::{solve, Replica, TxsRound};
 use scalechain_types::codec::Encode;
 use scalechain_types::{Block, Lock, Tx};
 
-use crate::world::{Ev, NodeId, Penalty, Wire, World};
+use crate::event::Event;
+use crate::wire::{NodeId, Wire};
+use crate::world::{Ev, Penalty, World};
 
 /// Gossip ids a node remembers (gossipsub's duplicate cache).
 const SEEN: usize = 1 << 16;
@@ -173,7 +175,7 @@ impl Honest {
                 if self.remember(id) {
                     self.gossip(topic, id, &data, None, w);
                 } else {
-                    w.log(format!("{} publish dropped: duplicate {}", self.id, &id.to_string()[..8]));
+                    w.record(Event::DuplicatePublish { node: self.id, id });
                 }
             }
             Output::SubmitBlock { block, origin } => {
@@ -190,21 +192,20 @@ impl Honest {
                 w.refusals.remove(&(self.id, peer));
             }
             Output::Disconnect { peer, reason } => {
-                w.log(format!("{} drops {peer}: {reason}", self.id));
+                w.record(Event::Disconnects { node: self.id, peer, reason });
                 w.disconnect(self.id, peer);
             }
             Output::Event(e) => {
                 match e {
-                    Event::Penalised { peer, offence, .. } => {
+                    ProtocolEvent::Penalised { peer, offence, .. } => {
                         w.penalties.push(Penalty { at_ms: w.now, by: self.id, peer, offence })
                     }
-                    Event::Disconnected { peer } => {
+                    ProtocolEvent::Disconnected { peer } => {
                         self.replica.forget_orphans_from(u64::from(peer.0));
                     }
                     _ => {}
                 }
-                let line = format!("{} {e:?}", self.id);
-                w.log(line);
+                w.record(Event::Protocol { node: self.id, event: e });
             }
         }
     }
@@ -219,7 +220,8 @@ impl Honest {
     }
 
     /// The verify stage: everything buffered in one admission call, then the verdicts to the
-    /// machine (gossip per batch, what local submissions brought as one relay).
+    /// machine as the node's pipeline gives them (`TxsRound`: gossip per batch, what local
+    /// submissions brought as one relay, the released orphans as another).
     pub fn verify(&mut self, w: &mut World) {
         self.verify_due = false;
         let items = std::mem::take(&mut self.pipeline);
@@ -227,34 +229,21 @@ impl Honest {
         let n: usize = batches.iter().map(Vec::len).sum();
         let tagged = batches.into_iter().zip(origins.iter().map(orphan_source)).collect();
         let admission = self.replica.admit_batches(tagged, w.now);
-        let mut round = Vec::new();
-        let mut local = Vec::new();
+        let mut round = TxsRound::with_capacity(origins.len());
         let mut admitted = admission.released.len();
         let orphans: usize =
             admission.batches.iter().map(|b| b.verdicts.iter().filter(|v| v.is_orphan()).count()).sum();
         for (origin, o) in origins.into_iter().zip(admission.batches) {
             admitted += o.admitted.len();
-            match origin {
-                TxOrigin::Local => {
-                    for t in &o.admitted {
-                        w.accepted.insert(t.txid(self.replica.params.hash));
-                    }
-                    local.extend(o.admitted);
-                }
-                origin => {
-                    let crowded = o.crowded();
-                    round.push(TxsDone { origin, admitted: o.admitted, invalid: o.invalid, crowded })
+            if origin == TxOrigin::Local {
+                for t in &o.admitted {
+                    w.accepted.insert(t.txid(self.replica.params.hash));
                 }
             }
+            round.push(origin, o);
         }
-        if !local.is_empty() {
-            round.push(TxsDone::relay(TxOrigin::Local, local));
-        }
-        // Orphans admitted after their parents: the machine relays them.
-        if !admission.released.is_empty() {
-            round.push(TxsDone::relay(TxOrigin::Released, admission.released));
-        }
-        w.log(format!("{} admitted {admitted}/{n} orphans {orphans}", self.id));
+        let round = round.finish(admission.released);
+        w.record(Event::Verified { node: self.id, offered: n, admitted, orphans });
         if !round.is_empty() {
             self.step(Input::TxsDone(round), w);
         }
@@ -269,17 +258,16 @@ impl Honest {
             w.readmitted += o.reorg.returned.iter().filter(|v| v.is_ok()).count() as u64;
             let verdict = o.verdict();
             let released = std::mem::take(&mut o.released);
-            let line = format!(
-                "{} block {} {} {verdict:?} tip {:?}",
-                self.id,
-                o.height,
-                &o.hash.to_string()[..8],
-                o.new_tip.map(|t| t.0)
-            );
-            w.log(line);
+            w.record(Event::Block {
+                node: self.id,
+                height: o.height,
+                hash: o.hash,
+                verdict: verdict.clone(),
+                new_tip: o.new_tip.map(|t| t.0),
+            });
             self.step(Input::BlockDone { hash: o.hash, height: o.height, origin, verdict }, w);
             if !released.is_empty() {
-                w.log(format!("{} block released {} orphans", self.id, released.len()));
+                w.record(Event::Released { node: self.id, orphans: released.len() });
                 let done = TxsDone::relay(TxOrigin::Released, released);
                 self.step(Input::TxsDone(vec![done]), w);
             }
@@ -293,7 +281,7 @@ impl Honest {
         if !solve(&mut block.header, self.replica.params.hash, 1, &AtomicBool::new(false)) {
             return;
         }
-        w.log(format!("{} mined {} with {} txs", self.id, block.header.height, block.txs.len() - 1));
+        w.record(Event::Mined { node: self.id, height: block.header.height, txs: block.txs.len() - 1 });
         let (topic, payload) = block_payload(&block, self.replica.params.hash, self.compact_blocks);
         self.carry(Output::SubmitBlock { block, origin: BlockOrigin::Local { topic, payload } }, w);
     }

@@ -1,74 +1,17 @@
 //! The virtual network: the clock, the delivery queue, links, the seeded random source and the
-//! trace. Nodes live beside it (`crate::node`); the simulator (`crate::Sim`) owns both.
+//! record of events (`crate::event`, all recorded by [`World::record`]). Nodes live beside it
+//! (`crate::node`); the simulator (`crate::Sim`) owns both.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use rand_chacha::ChaCha20Rng;
 use rand_core::{Rng, SeedableRng};
-use scalechain_p2p::msg::MsgId;
-use scalechain_p2p::protocol::{Input, Topic};
+use scalechain_p2p::protocol::Input;
 use scalechain_p2p::score::Offence;
 use scalechain_types::Hash;
 
-/// A node's identity on the virtual network.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct NodeId(pub u32);
-
-impl std::fmt::Debug for NodeId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "n{}", self.0)
-    }
-}
-
-impl std::fmt::Display for NodeId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "n{}", self.0)
-    }
-}
-
-/// What travels on a link.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Wire {
-    /// A gossip message.
-    Gossip {
-        /// The topic.
-        topic: Topic,
-        /// Its id.
-        id: MsgId,
-        /// The payload.
-        data: Vec<u8>,
-    },
-    /// A sync request, with the requester's tag.
-    Request {
-        /// The requester's tag for the answer.
-        tag: u64,
-        /// The request body.
-        data: Vec<u8>,
-    },
-    /// The answer to the request with this tag.
-    Response {
-        /// The requester's tag.
-        tag: u64,
-        /// The response body.
-        data: Vec<u8>,
-    },
-}
-
-impl Wire {
-    fn describe(&self) -> String {
-        match self {
-            Wire::Gossip { topic, id, data } => {
-                format!("gossip {topic:?} {} {}B", &id.to_string()[..8], data.len())
-            }
-            Wire::Request { tag, data } => {
-                format!("request #{tag} kind {} {}B", data.first().map_or(-1, |b| i16::from(*b)), data.len())
-            }
-            Wire::Response { tag, data } => {
-                format!("response #{tag} kind {} {}B", data.first().map_or(-1, |b| i16::from(*b)), data.len())
-            }
-        }
-    }
-}
+use crate::event::{Cause, Event, Msg, Record};
+use crate::wire::{NodeId, Wire};
 
 /// Something scheduled to happen at a virtual time.
 #[derive(Debug)]
@@ -139,7 +82,8 @@ pub(crate) struct World {
     pub subscribers: BTreeSet<NodeId>,
     /// Nodes up, with their incarnation.
     pub up: BTreeMap<NodeId, u64>,
-    pub trace: Vec<String>,
+    /// What happened, in order (only [`World::record`] adds to it).
+    events: Vec<Record>,
     /// Txids admitted from local submissions, anywhere.
     pub accepted: BTreeSet<Hash>,
     pub penalties: Vec<Penalty>,
@@ -172,7 +116,7 @@ impl World {
             refusals: BTreeMap::new(),
             subscribers: BTreeSet::new(),
             up: BTreeMap::new(),
-            trace: Vec::new(),
+            events: Vec::new(),
             accepted: BTreeSet::new(),
             penalties: Vec::new(),
             disconnected_blocks: 0,
@@ -180,9 +124,14 @@ impl World {
         }
     }
 
-    pub fn log(&mut self, line: impl std::fmt::Display) {
-        let now = self.now;
-        self.trace.push(format!("{now} {line}"));
+    /// Records that `event` happened now: the one place events are recorded.
+    pub fn record(&mut self, event: Event) {
+        self.events.push(Record { at_ms: self.now, event });
+    }
+
+    /// Everything recorded, in order.
+    pub fn events(&self) -> &[Record] {
+        &self.events
     }
 
     pub fn schedule(&mut self, at: u64, ev: Ev) {
@@ -256,8 +205,7 @@ impl World {
             return false;
         };
         if matches!(wire, Wire::Gossip { .. }) && self.chance(self.net.loss) {
-            let line = format!("{from}->{to} lost {}", wire.describe());
-            self.log(line);
+            self.record(Event::Lost { from, to, msg: Msg::of(&wire), cause: Cause::Loss });
             return false;
         }
         let at = self.now + self.delay(from, to);
@@ -265,14 +213,17 @@ impl World {
         true
     }
 
-    /// True if the message arriving on this link epoch may be delivered.
-    pub fn deliverable(&self, from: NodeId, to: NodeId, epoch: u64) -> bool {
-        self.links.get(&pair(from, to)).is_some_and(|l| l.epoch == epoch)
-    }
-
-    pub fn describe_delivery(&mut self, from: NodeId, to: NodeId, wire: &Wire) {
-        let line = format!("{from}->{to} {}", wire.describe());
-        self.log(line);
+    /// A message sent on link epoch `epoch` arrives: true (and recorded as delivered) if that
+    /// link is still up, else false (and recorded as lost with it).
+    pub fn arrive(&mut self, from: NodeId, to: NodeId, epoch: u64, wire: &Wire) -> bool {
+        let msg = Msg::of(wire);
+        if self.links.get(&pair(from, to)).is_some_and(|l| l.epoch == epoch) {
+            self.record(Event::Delivered { from, to, msg });
+            return true;
+        }
+        let cause = if self.cut.contains(&pair(from, to)) { Cause::Partition } else { Cause::Closed };
+        self.record(Event::Lost { from, to, msg, cause });
+        false
     }
 
     /// Opens a link if both are up, not kept apart, neither refuses the other and none exists;
@@ -292,7 +243,7 @@ impl World {
         let epoch = self.next_epoch;
         self.next_epoch += 1;
         self.links.insert(pair(a, b), Link { epoch, closing: false });
-        self.log(format!("connect {a} {b}"));
+        self.record(Event::Linked { a, b });
         // `a` dialled `b`.
         for (node, incarnation, peer, inbound) in [(a, ia, b, false), (b, ib, a, true)] {
             let input = Input::Connected { peer, addr: format!("sim/{peer}"), inbound };
@@ -306,7 +257,7 @@ impl World {
         if self.links.remove(&pair(a, b)).is_none() {
             return;
         }
-        self.log(format!("disconnect {a} {b}"));
+        self.record(Event::Unlinked { a, b });
         let now = self.now;
         for (node, peer) in [(a, b), (b, a)] {
             if let Some(&incarnation) = self.up.get(&node) {
@@ -320,7 +271,7 @@ impl World {
     /// its answers are written).
     pub fn ban(&mut self, banner: NodeId, banned: NodeId, until: u64) {
         self.refusals.insert((banner, banned), until);
-        self.log(format!("ban {banner} {banned} until {until}"));
+        self.record(Event::Ban { by: banner, peer: banned, until_ms: until });
         let after = self.max_delay(banner, banned) + 1;
         if let Some(l) = self.links.get_mut(&pair(banner, banned)) {
             if !l.closing {

@@ -5,11 +5,11 @@
 
 use std::sync::atomic::AtomicBool;
 
-use scalechain_p2p::msg::{message_id, Hello, Request, Response, Role, TxBatch, PROTOCOL_VERSION};
+use scalechain_p2p::msg::{message_id, Hello, MsgId, Request, Response, Role, TxBatch, PROTOCOL_VERSION};
 use scalechain_p2p::protocol::Topic;
 use scalechain_p2p::score::Offence;
 use scalechain_replica::{solve, ChainView};
-use scalechain_simnet::{Load, NodeId, Sim, SimConfig, Wire};
+use scalechain_simnet::{Cause, Event, Load, Msg, NodeId, RequestKind, Sim, SimConfig, Wire};
 use scalechain_types::codec::{Decode, Encode};
 use scalechain_types::{Hash, HashKind, Lock, Scheme, Tx};
 
@@ -38,13 +38,27 @@ fn drive_load(sim: &mut Sim, load: &mut Load, at: &[NodeId], per_round: usize, r
     }
 }
 
-fn requests_from(sim: &Sim, node: NodeId, kind: u8) -> usize {
-    let prefix = format!(" {node}->");
-    let what = format!(" kind {kind} ");
-    sim.trace()
-        .iter()
-        .filter(|l| l.contains(&prefix) && l.contains(" request #") && l.contains(&what))
-        .count()
+/// Every message sent on a link, delivered or lost: sender, receiver, message.
+fn messages(sim: &Sim) -> impl Iterator<Item = (NodeId, NodeId, &Msg)> {
+    sim.events().iter().filter_map(|r| r.event.message())
+}
+
+/// Every message delivered: sender, receiver, message.
+fn delivered(sim: &Sim) -> impl Iterator<Item = (NodeId, NodeId, &Msg)> {
+    sim.events().iter().filter_map(|r| match &r.event {
+        Event::Delivered { from, to, msg } => Some((*from, *to, msg)),
+        _ => None,
+    })
+}
+
+/// Requests of this kind `node` sent that were delivered.
+fn requests_from(sim: &Sim, node: NodeId, kind: RequestKind) -> usize {
+    delivered(sim).filter(|(from, _, m)| *from == node && m.is_request(kind)).count()
+}
+
+/// True if one of `senders` sent gossip with this id (delivered or lost).
+fn gossiped_by(sim: &Sim, senders: &[NodeId], id: MsgId) -> bool {
+    messages(sim).any(|(from, _, m)| senders.contains(&from) && m.gossip_id() == Some(id))
 }
 
 /// A bootstrap node, three peers and a miner, with load at the peers. In a `line` (miner – p0
@@ -87,10 +101,10 @@ fn three_peers_and_a_miner_converge_and_confirm_every_accepted_transaction() {
     // The miner is linked to p0 only: p1's and p2's transactions reached it, and its blocks
     // reached p2, only because the peers between forwarded what they accepted.
     assert!(!sim.linked(all[3], all[1]) && !sim.linked(all[3], all[2]));
-    assert!(sim.trace().iter().any(|l| l.contains(&format!(" {}->{} gossip Txs", all[1], all[0]))));
+    assert!(delivered(&sim).any(|(from, to, m)| (from, to) == (all[1], all[0]) && m.is_gossip(Topic::Txs)));
     // Blocks travelled as compact blocks, rebuilt from the mempools.
-    assert!(sim.trace().iter().any(|l| l.contains(" gossip CompactBlocks ")));
-    assert!(!sim.trace().iter().any(|l| l.contains(" gossip Blocks ")));
+    assert!(delivered(&sim).any(|(_, _, m)| m.is_gossip(Topic::CompactBlocks)));
+    assert!(!messages(&sim).any(|(_, _, m)| m.is_gossip(Topic::Blocks)));
     // The bootstrap node answers handshakes but holds no chain.
     assert_eq!(sim.tip(boot).unwrap().0, 0);
     assert!(sim.penalties().is_empty(), "{:?}", sim.penalties());
@@ -111,8 +125,8 @@ fn a_late_node_syncs_headers_first_and_a_restarted_node_catches_up() {
     sim.connect_all();
     assert!(sim.run_until(5_000, |s| s.same_tip(&[miner, peer, late]) && s.tip(late).unwrap().0 >= grown));
     // The old blocks came through headers-first sync (gossip only carries new ones).
-    assert!(requests_from(&sim, late, 1) >= 1, "no GetHeaders from the late node");
-    assert!(requests_from(&sim, late, 2) >= 1, "no GetBlocks from the late node");
+    assert!(requests_from(&sim, late, RequestKind::GetHeaders) >= 1, "no GetHeaders from the late node");
+    assert!(requests_from(&sim, late, RequestKind::GetBlocks) >= 1, "no GetBlocks from the late node");
     // Restart: stop, blocks keep coming, start again on the same store.
     let stopped_at = sim.tip(late).unwrap().0;
     sim.stop(late);
@@ -125,7 +139,7 @@ fn a_late_node_syncs_headers_first_and_a_restarted_node_catches_up() {
     sim.connect_all();
     assert!(sim.run_until(5_000, |s| s.same_tip(&[miner, peer, late]) && s.tip(late).unwrap().0 >= target));
     assert_eq!(sim.tip(boot).unwrap().0, 0, "the bootstrap node never syncs");
-    assert_eq!(requests_from(&sim, boot, 1), 0);
+    assert_eq!(requests_from(&sim, boot, RequestKind::GetHeaders), 0);
 }
 
 /// Two miners 900 ms apart fork under load; then the gap closes, one miner stops, and the
@@ -168,7 +182,10 @@ fn two_miners_fork_and_settle_on_one_chain_without_losing_transactions() {
     // branch (out of its mempool) or has not received yet: they are fetched from the sender.
     let (sim, all) = fork_and_settle(true);
     for n in all {
-        assert!(requests_from(&sim, n, 5) > 0, "{n} never fetched a compact block's transactions");
+        assert!(
+            requests_from(&sim, n, RequestKind::GetBlockTxs) > 0,
+            "{n} never fetched a compact block's transactions"
+        );
     }
 }
 
@@ -245,7 +262,7 @@ fn a_peer_sending_junk_is_penalised_and_banned_and_the_others_go_on() {
     sim.run_for(100);
     let bad = bad_block(&sim, miner);
     let bad_hash = bad.header.hash(HashKind::Sha256);
-    let bad_id = message_id(&bad.encode()).to_string()[..8].to_string();
+    let bad_id = message_id(&bad.encode());
     assert!(sim.inject_gossip(adv, miner, Topic::Blocks, bad.encode()));
     sim.run_for(1_000);
 
@@ -274,9 +291,11 @@ fn a_peer_sending_junk_is_penalised_and_banned_and_the_others_go_on() {
         assert!(!sim.replica(n).unwrap().has_block(&bad_hash));
     }
     // Nothing it sent was forwarded by an honest node.
-    let honest_sent = |l: &String| [miner, v1, v2].iter().any(|n| l.contains(&format!(" {n}->")));
-    assert!(sim.trace().iter().any(|l| l.contains(&bad_id)), "the bad block was delivered");
-    assert!(!sim.trace().iter().any(|l| honest_sent(l) && l.contains(&bad_id)), "and never forwarded");
+    assert!(
+        delivered(&sim).any(|(from, to, m)| (from, to) == (adv, miner) && m.gossip_id() == Some(bad_id)),
+        "the bad block was delivered"
+    );
+    assert!(!gossiped_by(&sim, &[miner, v1, v2], bad_id), "and never forwarded");
     // The honest network goes on.
     let h = sim.tip(miner).unwrap().0;
     assert!(sim.run_until(10_000, |s| s.same_tip(&[miner, v1, v2]) && s.tip(v1).unwrap().0 >= h + 2));
@@ -286,16 +305,19 @@ fn a_peer_sending_junk_is_penalised_and_banned_and_the_others_go_on() {
 fn the_same_seed_gives_the_same_history_and_another_seed_another() {
     let run = |seed| {
         let (sim, _, _) = convergence(seed, 6, 0.05, false);
-        (sim.trace().to_vec(), sim.state())
+        (sim.events().to_vec(), sim.state())
     };
-    let (trace, state) = run(5);
-    assert!(trace.len() > 200, "{}", trace.len());
-    assert!(trace.iter().any(|l| l.contains(" lost ")), "the loss rate was exercised");
+    let (events, state) = run(5);
+    assert!(events.len() > 200, "{}", events.len());
+    assert!(
+        events.iter().any(|r| matches!(r.event, Event::Lost { cause: Cause::Loss, .. })),
+        "the loss rate was exercised"
+    );
     let (again, again_state) = run(5);
-    assert_eq!(trace, again);
+    assert_eq!(events, again);
     assert_eq!(state, again_state);
     let (other, other_state) = run(6);
-    assert_ne!(trace, other);
+    assert_ne!(events, other);
     assert_ne!(state, other_state);
 }
 
@@ -320,7 +342,7 @@ fn children_arriving_before_their_parents_are_held_then_admitted_relayed_and_min
     // to p1 only.
     let (parents, children) = load.take_families(10);
     let kids = TxBatch(children.clone()).encode();
-    let kids_id = message_id(&kids).to_string()[..8].to_string();
+    let kids_id = message_id(&kids);
     assert!(sim.inject_gossip(s1, p1, Topic::Txs, kids));
     sim.run_for(200);
     let r1 = sim.replica(p1).unwrap();
@@ -350,7 +372,7 @@ fn children_arriving_before_their_parents_are_held_then_admitted_relayed_and_min
     // An orphan is no offence, and the message holding them was not forwarded while they
     // waited: p1 relayed them later, with their parents, in a message of its own.
     assert!(sim.penalties().is_empty(), "{:?}", sim.penalties());
-    assert!(!sim.trace().iter().any(|l| l.contains(&format!(" {p1}->")) && l.contains(&kids_id)));
+    assert!(!gossiped_by(&sim, &[p1], kids_id));
     for n in [miner, p2] {
         assert_eq!(sim.replica(n).unwrap().mempool.orphan_stats().counters.held, 0, "{n} got parents first");
     }
@@ -380,9 +402,13 @@ fn transactions_admitted_while_the_only_miner_is_down_are_mined_once_it_is_back(
     sim.connect_all();
     assert!(sim.run_until(20_000, |s| settled(s, &all)), "not settled:\n{}", sim.state());
     assert_eq!(sim.accepted().len(), 380);
-    assert!(requests_from(&sim, miner, 4) >= 1, "the miner asked for an inventory");
-    assert!(requests_from(&sim, miner, 3) >= 1, "and for the transactions it lacked");
-    assert_eq!(requests_from(&sim, boot, 4), 0, "a bootstrap node fetches no mempool");
+    assert!(requests_from(&sim, miner, RequestKind::GetPoolTxids) >= 1, "the miner asked for an inventory");
+    assert!(requests_from(&sim, miner, RequestKind::GetTxs) >= 1, "and for the transactions it lacked");
+    assert_eq!(
+        requests_from(&sim, boot, RequestKind::GetPoolTxids),
+        0,
+        "a bootstrap node fetches no mempool"
+    );
     assert!(sim.penalties().is_empty(), "{:?}", sim.penalties());
 }
 
@@ -402,6 +428,9 @@ fn transactions_a_full_miner_refused_reach_it_once_blocks_make_room() {
     assert_eq!(sim.accepted().len(), 300);
     let all = [miner, p1, p2];
     assert!(sim.run_until(60_000, |s| settled(s, &all)), "not settled:\n{}", sim.state());
-    assert!(requests_from(&sim, miner, 4) >= 4, "the miner asked for inventories again after blocks");
+    assert!(
+        requests_from(&sim, miner, RequestKind::GetPoolTxids) >= 4,
+        "the miner asked for inventories again after blocks"
+    );
     assert!(sim.penalties().is_empty(), "{:?}", sim.penalties());
 }

@@ -1,0 +1,50 @@
+//! Who is on the virtual network and what travels between them: node ids and the messages
+//! links carry. The network (`crate::world`), the nodes (`crate::node`) and the events
+//! (`crate::event`) all speak of these; this file refers to none of them.
+
+use scalechain_p2p::msg::MsgId;
+use scalechain_p2p::protocol::Topic;
+
+/// A node's identity on the virtual network.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct NodeId(pub u32);
+
+impl std::fmt::Debug for NodeId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "n{}", self.0)
+    }
+}
+
+impl std::fmt::Display for NodeId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "n{}", self.0)
+    }
+}
+
+/// What travels on a link.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Wire {
+    /// A gossip message.
+    Gossip {
+        /// The topic.
+        topic: Topic,
+        /// Its id.
+        id: MsgId,
+        /// The payload.
+        data: Vec<u8>,
+    },
+    /// A sync request, with the requester's tag.
+    Request {
+        /// The requester's tag for the answer.
+        tag: u64,
+        /// The request body.
+        data: Vec<u8>,
+    },
+    /// The answer to the request with this tag.
+    Response {
+        /// The requester's tag.
+        tag: u64,
+        /// The response body.
+        data: Vec<u8>,
+    },
+}
