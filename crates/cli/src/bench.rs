@@ -5,6 +5,9 @@
 //! `series.csv`, `report.md` and `report.html` to `--out` (`--json`: one JSON object on
 //! standard output too). Ctrl-C stops the load, writes what was measured, stops the nodes it
 //! started and exits 130; a round that sent nothing exits 1. See `docs/LOAD-BENCHMARK.md`.
+//!
+//! The nodes' token options and the recognition of their chain among the devnet parameter sets
+//! are [`crate::remote`]'s, as for every command that talks to a node.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -13,16 +16,14 @@ use clap::Args;
 
 use scalechain_client::launcher::{Launcher, NetworkPlan, Role};
 use scalechain_client::{interrupt, Client};
-use scalechain_consensus::params::SigMode;
-use scalechain_consensus::Params;
 use scalechain_study::bench::report::{self, Header};
 use scalechain_study::bench::run::{self, Env};
 use scalechain_study::bench::spec::{self, Benchmark};
 use scalechain_study::load::converge::wait_connected;
 use scalechain_study::load::SystemClock;
-use scalechain_types::HashKind;
 
 use crate::devnet::{launch_fail, load_fail};
+use crate::remote::{self, TokenOpts};
 use crate::Fail;
 
 /// Arguments of `scalechain bench`.
@@ -35,12 +36,9 @@ pub struct BenchArgs {
     /// premine keys.
     #[arg(long = "api", value_name = "URL")]
     api: Vec<String>,
-    /// Bearer token of the nodes given with --api.
-    #[arg(long, conflicts_with = "token_file")]
-    token: Option<String>,
-    /// Read that token from the first line of this file.
-    #[arg(long)]
-    token_file: Option<PathBuf>,
+    /// The token of the nodes given with --api.
+    #[command(flatten)]
+    token: TokenOpts,
     /// Where the results go (default: bench-results/<benchmark name>).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -50,19 +48,6 @@ pub struct BenchArgs {
     /// Print the results as one JSON object on standard output.
     #[arg(long)]
     json: bool,
-}
-
-/// The devnet chain (hash function, signature mode) whose id is `id`.
-fn devnet_params(id: &scalechain_types::Hash) -> Option<(Params, SigMode)> {
-    for hash in [HashKind::Sha256, HashKind::Sha512_256, HashKind::Blake3] {
-        for sig in [SigMode::Ed25519, SigMode::Secp256k1, SigMode::Mixed] {
-            let p = Params::devnet(hash, sig);
-            if p.chain_id() == *id {
-                return Some((p, sig));
-            }
-        }
-    }
-    None
 }
 
 /// Runs `scalechain bench`.
@@ -98,14 +83,7 @@ fn on_nodes(
 ) -> Result<(), Fail> {
     let mut targets = Vec::new();
     for (i, url) in a.api.iter().enumerate() {
-        let mut builder = Client::builder(url.clone());
-        if let Some(t) = &a.token {
-            builder = builder.token(t.clone());
-        }
-        if let Some(f) = &a.token_file {
-            builder = builder.token_file(f.clone());
-        }
-        let c = builder.build().map_err(|e| Fail(2, format!("--api {url}: {e}")))?;
+        let c = a.token.builder(url.clone()).build().map_err(|e| Fail(2, format!("--api {url}: {e}")))?;
         targets.push((format!("node{i}"), c));
     }
     let mut chain = None;
@@ -127,7 +105,7 @@ fn on_nodes(
         }
     }
     let id = chain.ok_or_else(|| Fail(2, "no --api".into()))?;
-    let (params, sig) = devnet_params(&id).ok_or_else(|| {
+    let (params, sig) = remote::identify(&id).ok_or_else(|| {
         Fail(
             2,
             format!(

@@ -12,6 +12,7 @@ mod bench;
 mod devnet;
 mod netcmd;
 mod profilecmd;
+mod remote;
 mod shell;
 mod vote;
 mod wallet;

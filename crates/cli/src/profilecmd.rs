@@ -8,14 +8,14 @@ use clap::Args;
 
 use scalechain_client::types::{ProfileControl, ProfileJson, ProfilePath};
 
-use crate::wallet::{ApiOpts, WalletError};
+use crate::remote::{NodeError, NodeOpts};
 use crate::Fail;
 
 /// Arguments of `scalechain profile`.
 #[derive(Args)]
 pub struct ProfileArgs {
     #[command(flatten)]
-    api: ApiOpts,
+    api: NodeOpts,
     /// Print the node's JSON document instead of tables.
     #[arg(long)]
     json: bool,
@@ -42,10 +42,10 @@ const BAR: u64 = 40;
 
 /// Runs `scalechain profile`.
 pub fn run(a: ProfileArgs) -> Result<(), Fail> {
-    let api = a.api.client().map_err(Fail::from)?;
+    let api = a.api.client()?;
     if a.enable || a.disable || a.reset {
         let control = ProfileControl { enabled: (a.enable || a.disable).then_some(a.enable), reset: a.reset };
-        let s = api.profile_control(&control).map_err(|e| Fail::from(WalletError::from(e)))?;
+        let s = api.profile_control(&control).map_err(NodeError::from)?;
         println!(
             "profiler {}: {} call paths, {:.1} s recorded",
             if s.enabled { "recording" } else { "off" },
@@ -54,10 +54,10 @@ pub fn run(a: ProfileArgs) -> Result<(), Fail> {
         );
         return Ok(());
     }
-    let mut doc = api.profile(None, Some(PAGE)).map_err(|e| Fail::from(WalletError::from(e)))?;
+    let mut doc = api.profile(None, Some(PAGE)).map_err(NodeError::from)?;
     while doc.more && doc.paths.len() < MAX_PATHS {
         let last = doc.paths.last().map(|p| p.path.clone());
-        let next = api.profile(last.as_deref(), Some(PAGE)).map_err(|e| Fail::from(WalletError::from(e)))?;
+        let next = api.profile(last.as_deref(), Some(PAGE)).map_err(NodeError::from)?;
         doc.paths.extend(next.paths);
         doc.more = next.more;
     }

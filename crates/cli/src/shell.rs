@@ -47,7 +47,8 @@ use scalechain_study::load::rounds::{self, RoundStats};
 use scalechain_types::{Hash, Lock};
 use scalechain_wallet::{encode_address, AddressHrp};
 
-use crate::wallet::{self, Api, ApiOpts, BalanceArgs, ChainInfo, SendArgs, WalletError, WalletOpts};
+use crate::remote::{self, Api, ChainInfo, NodeError, NodeOpts};
+use crate::wallet::{self, BalanceArgs, SendArgs, WalletError, WalletOpts};
 use crate::Fail;
 
 /// Arguments of `scalechain shell`.
@@ -56,7 +57,7 @@ pub struct ShellArgs {
     #[command(flatten)]
     wallet: WalletOpts,
     #[command(flatten)]
-    api: ApiOpts,
+    api: NodeOpts,
     /// History file of interactive sessions (default: ~/.scalechain_history).
     #[arg(long)]
     history: Option<PathBuf>,
@@ -138,6 +139,8 @@ enum ShellError {
     Wallet(#[from] WalletError),
     #[error(transparent)]
     Client(#[from] ClientError),
+    #[error(transparent)]
+    Node(#[from] NodeError),
     #[error("{0}")]
     Usage(String),
     #[error("writing {path}: {source}")]
@@ -534,7 +537,7 @@ fn block_text(b: &BlockJson, out: &mut String) {
 /// not the block before it (the chain moved during the download).
 fn fetch_chain(api: &Api) -> Result<(ChainInfo, Vec<BlockJson>), ShellError> {
     const ATTEMPTS: u32 = 3;
-    let chain = wallet::chain_info(api)?;
+    let chain = remote::chain_info(api)?;
     'attempt: for _ in 0..ATTEMPTS {
         let tip = api.tip()?;
         let mut blocks: Vec<BlockJson> = Vec::with_capacity(tip.height.min(100_000) as usize + 1);
@@ -577,9 +580,8 @@ fn drive_load(
         .map_err(|e| ShellError::Load(format!("starting the load's runtime: {e}")))?;
     let node = builder.build()?;
     rt.block_on(async {
-        let s = node.status().await?;
-        let (params, sig) = wallet::identify(&s.chain_id).ok_or(WalletError::UnknownChain(s.chain_id))?;
-        let chain = rounds::Chain { params, sig, chain_id: s.chain_id };
+        let c = ChainInfo::of(&node.status().await?)?;
+        let chain = rounds::Chain { params: c.params, sig: c.sig, chain_id: c.chain_id };
         rounds::run(&node, &chain, tps, seconds, &stats.rounds, stop)
             .await
             .map_err(|e| ShellError::Load(e.to_string()))

@@ -9,8 +9,17 @@
 //!   the result file written;
 //! - `verify`: anyone's check of a result file against the chain's ballots (exit 1 if wrong).
 //!
-//! Exit codes: 0 done, 1 refused by the node or a failed verification, 2 bad usage, IO or an
-//! unreachable node.
+//! The subcommands that talk to a node take the options every command shares
+//! ([`crate::remote`]): `--api URL`, `--token T` or `--token-file FILE` (`--api-token T`, the
+//! spelling before the options were shared, still works; in `cast`, whose `--token` is the
+//! voter's registration token, it is the only one). The chain's hash function is the node's,
+//! recognised from `/status` among the devnet parameter sets as the wallet does; `--hash`, which
+//! used to say it, is accepted (hidden) for one release and refused when it names another. On a
+//! chain outside those sets (a node configured with another block interval, say) the hash
+//! function cannot be recognised and `--hash` still says it, sha256 by default.
+//!
+//! Exit codes: 0 done, 1 refused by the node or a failed verification (or `--hash` naming
+//! another hash function than the node's chain uses), 2 bad usage, IO or an unreachable node.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -21,7 +30,7 @@ use rand_core::SeedableRng;
 use serde_json::{json, Value};
 
 use scalechain_client::types::AppRange;
-use scalechain_client::{blocking, ClientBuilder, ClientError};
+use scalechain_client::ClientError;
 use scalechain_types::{Hash, HashKind, Scheme, SecretKey};
 use scalechain_voting::app::{
     ballots_prefix, check_ballot, election_key, CastBallot, Election, Message, SchemeKey, VOTE_KIND,
@@ -29,7 +38,8 @@ use scalechain_voting::app::{
 use scalechain_voting::tally::{self, EaKeys, StoredBallot, TallyResult};
 use scalechain_voting::{elgamal, paillier, Statement};
 
-use crate::wallet::{self, ApiOpts, WalletOpts};
+use crate::remote::{self, NodeOpts, TOKEN_ARG};
+use crate::wallet::{self, WalletOpts};
 use crate::Fail;
 
 /// The EA's secret key file inside `--ea-dir`.
@@ -93,7 +103,7 @@ pub enum VoteCmd {
     /// As the election authority: make the keys into DIR and publish the election; prints its id.
     Election {
         #[command(flatten)]
-        node: NodeOpts,
+        node: VoteNodeOpts,
         /// The EA's directory (created; must not hold keys already).
         #[arg(long)]
         ea_dir: PathBuf,
@@ -137,9 +147,11 @@ pub enum VoteCmd {
         voter_pubkey: String,
     },
     /// As a voter: cast an encrypted ballot; prints the txid.
+    // `--token` is the voter's registration token here: the node's token is `--api-token`.
+    #[command(mut_arg(TOKEN_ARG, |a| a.long("api-token").alias(None::<&str>)))]
     Cast {
         #[command(flatten)]
-        node: NodeOpts,
+        node: VoteNodeOpts,
         /// The election id, hex.
         #[arg(long)]
         election: String,
@@ -150,14 +162,14 @@ pub enum VoteCmd {
         #[arg(long)]
         voter_key: PathBuf,
         /// The EA's registration token, hex.
-        #[arg(long)]
-        token: String,
+        #[arg(long = "token", value_name = "TOKEN")]
+        registration: String,
     },
     /// As the election authority: tally the chain's ballots once the window has closed, decrypt
     /// with proofs, print the counts and write the result file.
     Tally {
         #[command(flatten)]
-        node: NodeOpts,
+        node: VoteNodeOpts,
         /// The election id, hex.
         #[arg(long)]
         election: String,
@@ -171,7 +183,7 @@ pub enum VoteCmd {
     /// Anyone: check a result file against the chain's ballots (exit 1 if it does not hold).
     Verify {
         #[command(flatten)]
-        node: NodeOpts,
+        node: VoteNodeOpts,
         /// The election id, hex.
         #[arg(long)]
         election: String,
@@ -181,18 +193,15 @@ pub enum VoteCmd {
     },
 }
 
-/// How to reach the node.
+/// How a subcommand reaches the node: the options every command shares, and `--hash`.
 #[derive(clap::Args)]
-pub struct NodeOpts {
-    /// The node's API: http://HOST:PORT (or HOST:PORT).
-    #[arg(long)]
-    api: String,
-    /// Token for the API's write endpoints, if the node requires one.
-    #[arg(long)]
-    api_token: Option<String>,
-    /// The chain's hash function (the node's `chain.hash`).
-    #[arg(long, default_value = "sha256")]
-    hash: HashKind,
+pub struct VoteNodeOpts {
+    #[command(flatten)]
+    node: NodeOpts,
+    /// The chain's hash function. The node's chain says it: accepted (hidden) for one release,
+    /// refused when it is not the node's; on a chain outside the devnet parameter sets, used.
+    #[arg(long, hide = true)]
+    hash: Option<HashKind>,
 }
 
 /// Runs a `vote` subcommand.
@@ -220,8 +229,8 @@ pub fn run(cmd: VoteCmd) -> Result<(), Fail> {
             election(&node, &ea_dir, &e, &pay)
         }
         VoteCmd::Register { ea_dir, voter_pubkey } => register(&ea_dir, &voter_pubkey),
-        VoteCmd::Cast { node, election, choice, voter_key, token } => {
-            cast(&node, &election, choice, &voter_key, &token)
+        VoteCmd::Cast { node, election, choice, voter_key, registration } => {
+            cast(&node, &election, choice, &voter_key, &registration)
         }
         VoteCmd::Tally { node, election, ea_dir, out } => tally_cmd(&node, &election, &ea_dir, out),
         VoteCmd::Verify { node, election, result } => verify_cmd(&node, &election, &result),
@@ -290,9 +299,13 @@ fn pk32(k: &SecretKey) -> [u8; 32] {
     out
 }
 
-/// The node's HTTP API.
+/// The node's HTTP API, and what its chain is.
 struct Api {
-    client: blocking::Client,
+    client: remote::Api,
+    /// The chain's hash function.
+    kind: HashKind,
+    /// The tip height when the node was first asked.
+    height: u64,
 }
 
 /// A failed API call: 2 when the node could not be reached or answered something that is not
@@ -305,17 +318,21 @@ fn api_fail(e: ClientError) -> Fail {
 }
 
 impl Api {
-    fn new(o: &NodeOpts) -> Result<Api, Fail> {
-        let mut b = ClientBuilder::new(o.api.clone());
-        if let Some(t) = &o.api_token {
-            b = b.token(t.clone());
-        }
-        let client = b.build_blocking().map_err(|e| match e {
-            ClientError::BadToken(_) => Fail(2, format!("--api-token: {e}")),
-            ClientError::BadUrl { .. } => Fail(2, format!("--api: {e}")),
-            e => Fail(2, e.to_string()),
-        })?;
-        Ok(Api { client })
+    /// The client of `o`'s node (`token_flag` is how the subcommand spells the token's flag)
+    /// and its chain's hash function: that of the devnet parameter set its chain id names
+    /// (refused when `--hash` names another), or, on a chain that is none, `--hash`'s (sha256
+    /// by default).
+    fn connect(o: &VoteNodeOpts, token_flag: &'static str) -> Result<Api, Fail> {
+        let client = o.node.client_naming(token_flag)?;
+        let status = client.status().map_err(api_fail)?;
+        let kind = match remote::identify(&status.chain_id) {
+            Some((params, _)) => {
+                remote::check_hash(o.hash, params.hash)?;
+                params.hash
+            }
+            None => o.hash.unwrap_or(HashKind::Sha256),
+        };
+        Ok(Api { client, kind, height: status.height })
     }
 
     /// Submits one transaction; its txid, or the node's refusal as a failure (exit 1).
@@ -344,8 +361,9 @@ impl Api {
         ))
     }
 
-    /// The published election `id` (checked to hash to `id` under `kind`).
-    fn election(&self, kind: HashKind, id: &Hash) -> Result<Election, Fail> {
+    /// The published election `id` (checked to hash to `id` under the chain's hash function).
+    fn election(&self, id: &Hash) -> Result<Election, Fail> {
+        let kind = self.kind;
         let entry = match self.client.app_value(VOTE_KIND.0, &election_key(id)) {
             Ok(e) => e,
             Err(e) if e.is_not_found() => {
@@ -438,31 +456,30 @@ struct Payer {
     fee_rate: u64,
 }
 
-fn election(node: &NodeOpts, dir: &Path, p: &Published, pay: &Payer) -> Result<(), Fail> {
+fn election(node: &VoteNodeOpts, dir: &Path, p: &Published, pay: &Payer) -> Result<(), Fail> {
     if dir.join(KEYS_FILE).exists() {
         return Err(usage(format!("{} already holds EA keys; use another directory", dir.display())));
     }
-    let api = Api::new(node)?;
-    let tip = api.client.status().map_err(api_fail)?.height;
+    let api = Api::connect(node, "--token")?;
+    let tip = api.height;
     if p.end <= tip {
         return Err(usage(format!("the window ends at height {}, but the chain is at {tip} already", p.end)));
     }
+    // The wallet pays through the same client, on the chain just recognised.
     let wallet_opts = WalletOpts {
         wallet: pay.wallet.clone(),
         passphrase_file: pay.passphrase_file.clone(),
-        hash: Some(node.hash),
+        hash: Some(api.kind),
     };
-    let wallet_api =
-        ApiOpts { api: Some(node.api.clone()), token: node.api_token.clone(), token_file: None }.client()?;
     let payer = wallet::open(&wallet_opts)?;
     let keys = EaKeys::generate(p.scheme, &mut rng()?).map_err(|e| Fail(2, e.to_string()))?;
     let e =
         keys.election(p.candidates, p.start, p.end, p.voters, &p.label).map_err(|e| usage(e.to_string()))?;
-    let kind = node.hash;
+    let kind = api.kind;
     let id = e.id(kind);
     // Funded before anything is written: a wallet that cannot pay leaves no keys behind.
     let data = Message::Election(e.clone()).encode();
-    let built = wallet::fund_app_tx(&wallet_api, &wallet_opts, &payer, VOTE_KIND, &data, pay.fee_rate)?;
+    let built = wallet::fund_app_tx(&api.client, &wallet_opts, &payer, VOTE_KIND, &data, pay.fee_rate)?;
     std::fs::create_dir_all(dir).map_err(|x| usage(format!("creating {}: {x}", dir.display())))?;
     create_file(&dir.join(KEYS_FILE), &keys.to_json().map_err(|x| Fail(2, x.to_string()))?, true)?;
     let public = json!({
@@ -476,7 +493,7 @@ fn election(node: &NodeOpts, dir: &Path, p: &Published, pay: &Payer) -> Result<(
         "encoding": hex::encode(e.encode()),
     });
     create_file(&dir.join(ELECTION_FILE), &format!("{public:#}\n"), false)?;
-    wallet::submit_built(&wallet_api, &built).map_err(|x| {
+    wallet::submit_built(&api.client, &built).map_err(|x| {
         Fail(
             x.code(),
             format!("{x} (the keys stay in {}; publish again from another directory)", dir.display()),
@@ -504,13 +521,13 @@ fn register(dir: &Path, voter_pubkey: &str) -> Result<(), Fail> {
     Ok(())
 }
 
-fn cast(node: &NodeOpts, election: &str, choice: usize, key: &Path, token: &str) -> Result<(), Fail> {
+fn cast(node: &VoteNodeOpts, election: &str, choice: usize, key: &Path, token: &str) -> Result<(), Fail> {
     let id = parse_id(election)?;
     let token = hex_array::<64>("token", token)?;
     let voter = voter_secret(key)?;
-    let api = Api::new(node)?;
-    let kind = node.hash;
-    let e = api.election(kind, &id)?;
+    let api = Api::connect(node, "--api-token")?;
+    let kind = api.kind;
+    let e = api.election(&id)?;
     let l = usize::from(e.candidates);
     if choice >= l {
         return Err(usage(format!("choice {choice}: the election has candidates 0 to {}", l - 1)));
@@ -543,12 +560,12 @@ fn print_counts(r: &TallyResult) {
     }
 }
 
-fn tally_cmd(node: &NodeOpts, election: &str, dir: &Path, out: Option<PathBuf>) -> Result<(), Fail> {
+fn tally_cmd(node: &VoteNodeOpts, election: &str, dir: &Path, out: Option<PathBuf>) -> Result<(), Fail> {
     let id = parse_id(election)?;
     let keys = ea_keys(dir)?;
-    let api = Api::new(node)?;
-    let kind = node.hash;
-    let e = api.election(kind, &id)?;
+    let api = Api::connect(node, "--token")?;
+    let kind = api.kind;
+    let e = api.election(&id)?;
     let (stored, height) = api.ballots(&id)?;
     if height < e.end {
         return Err(Fail(
@@ -570,13 +587,13 @@ fn tally_cmd(node: &NodeOpts, election: &str, dir: &Path, out: Option<PathBuf>) 
     Ok(())
 }
 
-fn verify_cmd(node: &NodeOpts, election: &str, result: &Path) -> Result<(), Fail> {
+fn verify_cmd(node: &VoteNodeOpts, election: &str, result: &Path) -> Result<(), Fail> {
     let id = parse_id(election)?;
     let r = TallyResult::from_json(&read_small(result)?)
         .map_err(|x| Fail(1, format!("{}: {x}", result.display())))?;
-    let api = Api::new(node)?;
-    let kind = node.hash;
-    let e = api.election(kind, &id)?;
+    let api = Api::connect(node, "--token")?;
+    let kind = api.kind;
+    let e = api.election(&id)?;
     let (stored, _) = api.ballots(&id)?;
     tally::verify(&e, kind, &stored, &r, &mut rng()?)
         .map_err(|x| Fail(1, format!("verification failed: {x}")))?;
@@ -619,4 +636,65 @@ fn demo(
         return Err(Fail(1, "the election did not verify".into()));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use clap::{CommandFactory, Parser};
+
+    fn parse(args: &[&str]) -> Result<VoteCmd, clap::Error> {
+        let argv = ["scalechain", "vote"].into_iter().chain(args.iter().copied());
+        match crate::Cli::try_parse_from(argv)?.cmd {
+            crate::Cmd::Vote { cmd } => Ok(cmd),
+            _ => panic!("not a vote command: {args:?}"),
+        }
+    }
+
+    fn help(sub: &str) -> String {
+        let mut cli = crate::Cli::command();
+        let vote = cli.find_subcommand_mut("vote").unwrap();
+        vote.find_subcommand_mut(sub).unwrap().render_long_help().to_string()
+    }
+
+    #[test]
+    fn the_old_spellings_still_parse_hidden() {
+        let tally = ["tally", "--api", "127.0.0.1:1", "--election", "ab", "--ea-dir", "ea"];
+        for token in ["--token", "--api-token"] {
+            let Ok(VoteCmd::Tally { node, .. }) =
+                parse(&[&tally[..], &[token, "t", "--hash", "blake3"]].concat())
+            else {
+                panic!("tally with {token}")
+            };
+            assert_eq!(node.node.token.token.as_deref(), Some("t"), "{token}");
+            assert_eq!(node.hash, Some(HashKind::Blake3));
+        }
+        let Ok(VoteCmd::Tally { node, .. }) = parse(&tally) else { panic!("tally") };
+        assert_eq!((node.node.token.token, node.hash), (None, None), "--hash is not needed");
+        let Ok(VoteCmd::Verify { node, .. }) = parse(&["verify", "--election", "ab", "--result", "r"]) else {
+            panic!("verify")
+        };
+        assert_eq!(node.node.api, None, "--api defaults as in every command");
+        let h = help("tally");
+        assert!(h.contains("--token <TOKEN>") && h.contains("--token-file"), "{h}");
+        assert!(!h.contains("--hash") && !h.contains("api-token"), "hidden: {h}");
+    }
+
+    #[test]
+    fn cast_keeps_token_for_the_voter_and_api_token_for_the_node() {
+        let cast = ["cast", "--api", "x:1", "--election", "ab", "--choice", "1", "--voter-key", "k"];
+        let args = [&cast[..], &["--token", "REG", "--api-token", "BEARER"]].concat();
+        let Ok(VoteCmd::Cast { node, registration, .. }) = parse(&args) else { panic!("cast") };
+        assert_eq!((registration.as_str(), node.node.token.token.as_deref()), ("REG", Some("BEARER")));
+        let Ok(VoteCmd::Cast { node, .. }) = parse(&[&cast[..], &["--token", "REG"]].concat()) else {
+            panic!("cast without the node's token")
+        };
+        assert_eq!(node.node.token.token, None);
+        let clash = [&cast[..], &["--token", "REG", "--api-token", "B", "--token-file", "f"]].concat();
+        assert_eq!(parse(&clash).err().map(|e| e.kind()), Some(clap::error::ErrorKind::ArgumentConflict));
+        assert!(parse(&cast).is_err(), "the registration token is required");
+        let h = help("cast");
+        assert!(h.contains("--api-token <TOKEN>") && h.contains("--token <TOKEN>"), "{h}");
+    }
 }

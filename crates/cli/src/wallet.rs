@@ -8,7 +8,9 @@
 //!   and terminals.
 //! - The node is `--api URL`, by default `http://` followed by the `api.listen` default of the
 //!   node's configuration (`127.0.0.1:8645`). Writes send `--token`/`--token-file` as a bearer
-//!   token (a node listening beyond loopback keeps it in `DATA_DIR/api_token`).
+//!   token (a node listening beyond loopback keeps it in `DATA_DIR/api_token`). These options,
+//!   the client they give and the chain's recognition are [`crate::remote`]'s, shared with the
+//!   other commands that talk to a node.
 //! - The chain (hash function, signature schemes, coinbase maturity) is recognised from the
 //!   node's chain id among the devnet parameter sets; addresses use the devnet prefix `scdev`.
 //!
@@ -23,10 +25,8 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Subcommand};
 
 use scalechain_client::types::{Owner, TxState};
-use scalechain_client::{blocking, ClientBuilder, ClientError};
-use scalechain_consensus::params::SigMode;
+use scalechain_client::ClientError;
 use scalechain_consensus::Params;
-use scalechain_node::NodeConfig;
 use scalechain_types::codec::Decode;
 use scalechain_types::{Amount, Hash, HashKind, Lock, OutPoint, Scheme, Tx, TxKind, TxOut};
 use scalechain_wallet::{
@@ -35,6 +35,7 @@ use scalechain_wallet::{
     KeyId, Keyring, KeystoreError, Passphrase, PassphraseError, Seed, SeedError, TransferRequest, Wallet,
 };
 
+use crate::remote::{node_chain, Api, NodeError, NodeOpts};
 use crate::Fail;
 
 /// The environment variable holding the passphrase.
@@ -60,27 +61,13 @@ pub struct WalletOpts {
     pub hash: Option<HashKind>,
 }
 
-/// Which node to talk to, and the token for writes.
-#[derive(Args, Clone, Debug)]
-pub struct ApiOpts {
-    /// The node's API, e.g. http://127.0.0.1:8645 (default: the node's default API address).
-    #[arg(long, global = true)]
-    pub api: Option<String>,
-    /// Bearer token for write endpoints.
-    #[arg(long, global = true, conflicts_with = "token_file")]
-    pub token: Option<String>,
-    /// Read the bearer token from the first line of this file (e.g. DATA_DIR/api_token).
-    #[arg(long, global = true)]
-    pub token_file: Option<PathBuf>,
-}
-
 /// Arguments of `scalechain wallet`.
 #[derive(Args)]
 pub struct WalletArgs {
     #[command(flatten)]
     wallet: WalletOpts,
     #[command(flatten)]
-    api: ApiOpts,
+    api: NodeOpts,
     #[command(subcommand)]
     cmd: WalletCmd,
 }
@@ -205,17 +192,10 @@ pub enum WalletError {
     /// The wallet holds no key.
     #[error("the wallet {0} holds no key: run `scalechain wallet address --new`")]
     NoKeys(PathBuf),
-    /// `--api`, `--token` or `--token-file` is unusable.
-    #[error("{flag}: {source}")]
-    ApiOption {
-        /// Which option.
-        flag: &'static str,
-        /// Why.
-        source: ClientError,
-    },
-    /// Talking to the node failed, or it answered with an error (its code and message).
+    /// Reaching the node failed (unusable options, unreachable), it answered with an error (its
+    /// code and message), or its chain is not one this program knows or not `--hash`'s.
     #[error(transparent)]
-    Client(#[from] ClientError),
+    Node(#[from] NodeError),
     /// The API's answer is not what it documents.
     #[error("{url}: unexpected answer from the node: {detail}")]
     BadResponse {
@@ -234,20 +214,6 @@ pub enum WalletError {
         /// Details.
         detail: String,
     },
-    /// The node's chain is not one of the known parameter sets.
-    #[error(
-        "the node's chain {0} is not a devnet this program knows (no devnet hash function and \
-         signature schemes give this chain id)"
-    )]
-    UnknownChain(Hash),
-    /// `--hash` disagrees with the node.
-    #[error("--hash {given} but the node's chain uses {node}")]
-    HashMismatch {
-        /// Given.
-        given: HashKind,
-        /// The node's.
-        node: HashKind,
-    },
     /// The coins the node lists do not add up.
     #[error("the node's coin list: {0}")]
     Balance(#[from] BalanceError),
@@ -261,10 +227,8 @@ impl WalletError {
             | WalletError::Build { .. }
             | WalletError::BadResponse { .. }
             | WalletError::Refused { .. }
-            | WalletError::UnknownChain(_)
-            | WalletError::HashMismatch { .. }
             | WalletError::Balance(_) => 1,
-            WalletError::Client(e) if !e.is_connection() => 1,
+            WalletError::Node(e) => e.code(),
             _ => 2,
         }
     }
@@ -274,71 +238,16 @@ impl WalletError {
     }
 }
 
+impl From<ClientError> for WalletError {
+    fn from(e: ClientError) -> WalletError {
+        WalletError::Node(e.into())
+    }
+}
+
 impl From<WalletError> for Fail {
     fn from(e: WalletError) -> Fail {
         Fail(e.code(), e.to_string())
     }
-}
-
-/// The blocking client of a node's API.
-pub(crate) type Api = blocking::Client;
-
-/// The default API URL: the node's default listen address.
-pub(crate) fn default_api() -> String {
-    format!("http://{}", NodeConfig::default().api.listen)
-}
-
-impl ApiOpts {
-    /// The client settings these options give (`--api`, or the node's default address; the
-    /// token of `--token` or `--token-file`).
-    pub fn builder(&self) -> ClientBuilder {
-        let b = ClientBuilder::new(self.api.clone().unwrap_or_else(default_api));
-        match (&self.token, &self.token_file) {
-            (Some(t), _) => b.token(t.clone()),
-            (None, Some(p)) => b.token_file(p.clone()),
-            (None, None) => b,
-        }
-    }
-
-    /// A blocking client of the node.
-    pub fn client(&self) -> Result<Api, WalletError> {
-        self.builder().build_blocking().map_err(|e| match e {
-            ClientError::BadUrl { .. } => WalletError::ApiOption { flag: "--api", source: e },
-            ClientError::BadToken(_) => WalletError::ApiOption { flag: "--token", source: e },
-            other => other.into(),
-        })
-    }
-}
-
-/// The node's chain: its parameters (recognised from the chain id) and tip height.
-pub(crate) struct ChainInfo {
-    /// The parameters.
-    pub params: Params,
-    /// The chain id.
-    pub chain_id: Hash,
-    /// The tip height.
-    pub height: u64,
-}
-
-/// The devnet parameter set whose genesis hash is `chain_id`.
-pub(crate) fn identify(chain_id: &Hash) -> Option<(Params, SigMode)> {
-    for hash in HashKind::ALL {
-        for sig in [SigMode::Ed25519, SigMode::Secp256k1, SigMode::Mixed] {
-            let p = Params::devnet(hash, sig);
-            if p.chain_id() == *chain_id {
-                return Some((p, sig));
-            }
-        }
-    }
-    None
-}
-
-/// Asks the node for its chain.
-pub(crate) fn chain_info(api: &Api) -> Result<ChainInfo, WalletError> {
-    let s = api.status()?;
-    let chain_id = s.chain_id;
-    let (params, _) = identify(&chain_id).ok_or(WalletError::UnknownChain(chain_id))?;
-    Ok(ChainInfo { params, chain_id, height: s.height })
 }
 
 /// A coin as the node lists it.
@@ -476,17 +385,6 @@ fn offline_hash(opts: &WalletOpts) -> HashKind {
     opts.hash.unwrap_or(HashKind::Sha256)
 }
 
-/// The node's chain, checked against `--hash`.
-fn node_chain(api: &Api, opts: &WalletOpts) -> Result<ChainInfo, WalletError> {
-    let c = chain_info(api)?;
-    if let Some(given) = opts.hash {
-        if given != c.params.hash {
-            return Err(WalletError::HashMismatch { given, node: c.params.hash });
-        }
-    }
-    Ok(c)
-}
-
 /// What a command prints: `out` on standard output, `info` on standard error (the shell prints
 /// both).
 #[derive(Default)]
@@ -531,7 +429,8 @@ pub(crate) fn balance_of(
     opts: &WalletOpts,
     wallet: &Wallet,
 ) -> Result<BalanceReport, WalletError> {
-    let chain = node_chain(api, opts)?;
+    // The node's chain, checked against `--hash`.
+    let chain = node_chain(api, opts.hash)?;
     let kind = chain.params.hash;
     let (locks, ordered) = wallet_locks(wallet, kind);
     let mut coins = Vec::new();
@@ -657,7 +556,8 @@ fn fund(
         Lock,
     ) -> Result<BuiltTransfer, BuildError>,
 ) -> Result<BuiltTransfer, WalletError> {
-    let chain = node_chain(api, opts)?;
+    // The node's chain, checked against `--hash`.
+    let chain = node_chain(api, opts.hash)?;
     let kind = chain.params.hash;
     let change =
         wallet.keys().first().ok_or_else(|| WalletError::NoKeys(wallet.path().to_path_buf()))?.lock(kind);

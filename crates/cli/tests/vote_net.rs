@@ -4,7 +4,8 @@
 //! cannot pay publishes nothing and leaves no keys behind), registers voters with `vote register`, voters cast with `vote cast` (a
 //! second ballot of one voter is refused by the node), blocks are mined, the EA tallies with
 //! `vote tally` and anyone checks the result with `vote verify`; a tampered result fails
-//! verification, and bad ids get JSON 4xx.
+//! verification, and bad ids get JSON 4xx. The chain's hash function is the node's: a `--hash`
+//! naming another is refused.
 #![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
@@ -392,6 +393,15 @@ fn an_elgamal_election_over_a_node_tallies_and_verifies() {
         assert!(stdout.contains(&format!("candidate {j}: {n}")), "{stdout}");
     }
     tampered_fails(&api, &id, &v, serde_json::json!([2, 1, 3]), tmp.path());
+    // The chain's hash function comes from the node: the old spellings still work (`--hash`
+    // hidden, `--api-token` for `--token`), and a `--hash` the node's chain contradicts is
+    // refused, naming both.
+    let verify = ["verify", "--api", &api, "--election", &id, "--result", res_s];
+    vote_ok(&[&verify[..], &["--hash", "sha256", "--api-token", "sent-with-writes-only"]].concat());
+    let out = vote(&[&verify[..], &["--hash", "blake3"]].concat());
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("--hash blake3 but the node's chain uses sha256"), "{err}");
     explorer_verifies(&api, &id, &v, "elgamal", 6, serde_json::json!([2, 1, 3]));
     verify_in_a_browser(&api, &id, &result);
 

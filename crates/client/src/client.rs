@@ -8,6 +8,7 @@ use std::time::Duration;
 use scalechain_types::tx::encode_tx_batch;
 use scalechain_types::{Hash, Tx};
 
+use crate::decode::decode_json;
 use crate::error::{error_chain, ClientError};
 use crate::ops::{self, Method, Op, Request, Response};
 use crate::types::{
@@ -268,7 +269,7 @@ impl Client {
         let status = resp.status();
         if !status.is_success() {
             let bytes = resp.bytes().await.map_err(|e| self.transport(method, &url, &e))?;
-            let (code, message) = match ops::decode_json::<ApiError>(&bytes) {
+            let (code, message) = match decode_json::<ApiError>(&bytes) {
                 Ok(b) => (b.error, b.message),
                 Err(_) => {
                     let text = String::from_utf8_lossy(&bytes[..bytes.len().min(300)]);

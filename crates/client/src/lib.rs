@@ -15,6 +15,7 @@
 
 pub mod blocking;
 mod client;
+mod decode;
 mod error;
 pub mod interrupt;
 pub mod launcher;

@@ -10,6 +10,8 @@ use std::marker::PhantomData;
 use serde::de::DeserializeOwned;
 use utoipa::ToSchema;
 
+// Every JSON answer decodes through the crate's one decoder, found here by its callers.
+pub use crate::decode::decode_json;
 use crate::types::{
     AppEntries, AppEntry, ArrivalsJson, BlockJson, BlockTxids, MempoolJson, PeerInfo, ProfileControl,
     ProfileJson, ProfileStatus, RemovedJson, Status, SubmitResult, SubmitTxs, Tip, TxStatus, UtxoJson,
@@ -87,27 +89,6 @@ pub struct EventStream;
 
 /// No request body.
 pub struct NoBody;
-
-/// Decodes JSON, naming the path of the first field that does not parse (`results[3].txid`).
-///
-/// A document that parses is read once, directly; only one that does not is read again to
-/// find the path (tracking it costs as much as the parse itself).
-pub fn decode_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
-    if let Ok(value) = serde_json::from_slice(bytes) {
-        return Ok(value);
-    }
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let path = e.path().to_string();
-        if path == "." {
-            e.into_inner().to_string()
-        } else {
-            format!("{path}: {}", e.into_inner())
-        }
-    })?;
-    de.end().map_err(|e| e.to_string())?;
-    Ok(value)
-}
 
 impl<T: DeserializeOwned + ToSchema> Response for Json<T> {
     type Output = T;

@@ -80,7 +80,7 @@ impl NodeEvent {
     /// (a newer node may send more kinds).
     pub fn parse(event: &str, data: &str) -> Result<Option<NodeEvent>, String> {
         match event {
-            "tip" => crate::ops::decode_json(data.as_bytes())
+            "tip" => crate::decode::decode_json(data.as_bytes())
                 .map(|t| Some(NodeEvent::Tip(t)))
                 .map_err(|e| format!("event `tip`: {e}")),
             _ => Ok(None),
