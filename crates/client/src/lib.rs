@@ -19,7 +19,6 @@ mod error;
 pub mod interrupt;
 pub mod launcher;
 pub mod ops;
-pub mod procfs;
 pub mod types;
 
 pub use client::{parse_base, Client, ClientBuilder, CONNECT_TIMEOUT, REQUEST_TIMEOUT};

@@ -32,12 +32,12 @@ use std::time::{Duration, Instant};
 
 use scalechain_client::launcher::netns::{self, Namespaces};
 use scalechain_client::launcher::{LaunchError, Launcher, NodeSpec, Role};
-use scalechain_client::procfs::threads_cpu_seconds;
 use scalechain_client::types::SubmitResult;
 use scalechain_client::Client;
 use scalechain_consensus::params::SigMode;
 use scalechain_consensus::{genesis_block, verify_txs, Params, VerifyMode};
 use scalechain_mempool::Mempool;
+use scalechain_procfs::threads_cpu_seconds;
 use scalechain_types::{HashKind, Tx};
 use scalechain_workload::fixed::{transfers, Spec};
 

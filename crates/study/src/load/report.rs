@@ -105,16 +105,9 @@ pub mod memory {
     use crate::plot::{write_svg, Chart, Series};
     use crate::StudyError;
 
-    /// The resident bytes in the text of a `/proc/<pid>/status` file (its `VmRSS` line).
-    pub fn parse_status(status: &str) -> Option<u64> {
-        let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-        let kb: u64 = line.trim_start_matches("VmRSS:").trim().trim_end_matches("kB").trim().parse().ok()?;
-        kb.checked_mul(1024)
-    }
-
-    /// Resident bytes of `pid`.
+    /// Resident bytes of `pid` (the `VmRSS` line of its `/proc/<pid>/status`).
     pub fn resident(pid: u32) -> Option<u64> {
-        parse_status(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?)
+        scalechain_procfs::resident_bytes(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?)
     }
 
     /// One sample: seconds since the load started, and (name, resident bytes) per process that
@@ -198,7 +191,7 @@ pub mod cpu {
 
     /// User + system CPU seconds in the text of a `/proc/<pid>/stat` file, at `ticks` clock
     /// ticks per second (`None` if it does not parse).
-    pub use scalechain_client::procfs::cpu_seconds as parse_stat;
+    pub use scalechain_procfs::cpu_seconds as parse_stat;
 
     /// CPU seconds of `pid` (`self` for this process).
     fn seconds(pid: &str) -> Option<f64> {
@@ -488,8 +481,6 @@ mod tests {
 
     #[test]
     fn resident_memory_comes_from_the_vmrss_line_and_becomes_csv_and_a_chart() {
-        assert_eq!(memory::parse_status("Name:\tx\nVmRSS:\t   2048 kB\nThreads: 3\n"), Some(2 << 20));
-        assert_eq!(memory::parse_status("Name:\tx\n"), None);
         assert!(memory::resident(std::process::id()).unwrap() > 0, "this process has a resident set");
         assert!(
             memory::sample(&[("gone".into(), u32::MAX)], 0.0).rss.is_empty(),
