@@ -103,7 +103,7 @@ pub mod memory {
     use std::path::Path;
 
     use crate::plot::{write_svg, Chart, Series};
-    use crate::StudyError;
+    use crate::LabError;
 
     /// Resident bytes of `pid` (the `VmRSS` line of its `/proc/<pid>/status`).
     pub fn resident(pid: u32) -> Option<u64> {
@@ -175,11 +175,10 @@ pub mod memory {
     }
 
     /// Writes `rss.csv` and `rss.svg` into `dir`.
-    pub fn write(dir: &Path, samples: &[Sample], title: &str) -> Result<(), StudyError> {
-        std::fs::create_dir_all(dir).map_err(|source| StudyError::Io { path: dir.to_path_buf(), source })?;
+    pub fn write(dir: &Path, samples: &[Sample], title: &str) -> Result<(), LabError> {
+        std::fs::create_dir_all(dir).map_err(|source| LabError::Io { path: dir.to_path_buf(), source })?;
         let csv_path = dir.join("rss.csv");
-        std::fs::write(&csv_path, csv(samples))
-            .map_err(|source| StudyError::Io { path: csv_path, source })?;
+        std::fs::write(&csv_path, csv(samples)).map_err(|source| LabError::Io { path: csv_path, source })?;
         write_svg(&dir.join("rss.svg"), &[chart(samples, title)])
     }
 }
@@ -277,7 +276,7 @@ pub struct Summary {
     /// Resident memory of the nodes over the run.
     pub memory: Vec<memory::Sample>,
     /// The signature bound measured in the same run: µs per batched Ed25519 check on one core
-    /// (`exp::signature_bound_us`), if the load signs with Ed25519.
+    /// (`scalechain_study::exp::signature_bound_us`), if the load signs with Ed25519.
     pub sig_bound_us: Option<f64>,
     /// What each validating node received from its peers over the load, by node.
     pub traffic: Vec<(String, traffic::Traffic)>,
