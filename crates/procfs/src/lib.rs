@@ -58,14 +58,24 @@ mod tests {
 
     #[test]
     fn threads_cpu_time_counts_a_busy_thread() {
+        // Busy until the process's clock-tick accounting (`/proc/self/stat`) has counted 60 ms
+        // more CPU: on loaded cores that takes longer than 60 ms of wall time (a minute at most).
+        let ticks = rustix::param::clock_ticks_per_second();
+        let stat_seconds = || {
+            let text = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+            cpu_seconds(&text, ticks).unwrap_or_else(|| panic!("/proc/self/stat: {text:?}"))
+        };
         let before = threads_cpu_seconds("self");
+        let start = stat_seconds();
         let t = Instant::now();
         let mut x = 1u64;
-        while t.elapsed() < Duration::from_millis(60) {
-            x = std::hint::black_box(x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1));
+        while stat_seconds() - start < 0.06 && t.elapsed() < Duration::from_secs(60) {
+            for _ in 0..10_000 {
+                x = std::hint::black_box(x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1));
+            }
         }
         let used = threads_cpu_seconds("self") - before;
-        // Other tests share the cores: at least half of the busy wall time, and some of it
+        // Other tests share the process: at least half of the busy CPU time, and some of it
         // finer than a clock tick.
         assert!(used >= 0.03, "{used}");
         assert!(threads_cpu_seconds("no-such-process") == 0.0);
