@@ -14,13 +14,14 @@ use std::time::Instant;
 
 use clap::Args;
 
-use scalechain_client::launcher::{Launcher, NetworkPlan, Role};
-use scalechain_client::{interrupt, Client};
-use scalechain_study::bench::report::{self, Header};
-use scalechain_study::bench::run::{self, Env};
-use scalechain_study::bench::spec::{self, Benchmark};
-use scalechain_study::load::converge::wait_connected;
-use scalechain_study::load::SystemClock;
+use scalechain_client::Client;
+use scalechain_lab::bench::report::{self, Header};
+use scalechain_lab::bench::run::{self, Env};
+use scalechain_lab::bench::spec::{self, Benchmark};
+use scalechain_lab::interrupt;
+use scalechain_lab::launcher::{Launcher, NetworkPlan, Role};
+use scalechain_lab::load::converge::wait_connected;
+use scalechain_lab::load::SystemClock;
 
 use crate::devnet::{launch_fail, load_fail};
 use crate::remote::{self, TokenOpts};
@@ -180,7 +181,7 @@ fn on_devnet(
 }
 
 /// `devnet of 3 peers and 1 miner`.
-fn layout(n: &scalechain_study::bench::spec::Network) -> String {
+fn layout(n: &scalechain_lab::bench::spec::Network) -> String {
     let s = |k: usize| if k == 1 { "" } else { "s" };
     format!("devnet of {} peer{} and {} miner{}", n.peers, s(n.peers), n.miners, s(n.miners))
 }

@@ -2,8 +2,8 @@
 //! 127.0.0.1 (OS-chosen ports), a transaction load offered at a fixed rate through the peers'
 //! APIs, live progress, and a summary of what the network confirmed.
 //!
-//! A composition: the launcher (`scalechain_client::launcher`) starts and stops the nodes; the
-//! load is a one-round benchmark run by the load benchmark's runner (`scalechain_study::bench`,
+//! A composition: the launcher (`scalechain_lab::launcher`) starts and stops the nodes; the
+//! load is a one-round benchmark run by the load benchmark's runner (`scalechain_lab::bench`,
 //! what `scalechain bench` runs): 1-input/1-output transfers at a fixed rate, every one signed
 //! before the clock starts from the premine split into one output each (a tree of splits when
 //! the load is large), offered round-robin over the peers, open loop, beside a block watcher
@@ -21,19 +21,20 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 
-use scalechain_client::launcher::netns::{self, Namespaces};
-use scalechain_client::launcher::{LaunchError, Launcher, NetworkPlan, Role};
-use scalechain_client::{interrupt, Client};
+use scalechain_client::Client;
 use scalechain_consensus::params::SigMode;
 use scalechain_consensus::Params;
-use scalechain_study::bench::run::{self, Env};
-use scalechain_study::bench::spec::{Benchmark, Network, Round, Workload, MAX_TXS};
-use scalechain_study::load::account::account;
-use scalechain_study::load::converge::{converge, wait_connected};
-use scalechain_study::load::prepare::{premine_funds, Shape};
-use scalechain_study::load::report::{self, memory, NodeEnd, Summary};
-use scalechain_study::load::schedule::Rate;
-use scalechain_study::load::{LoadError, SystemClock};
+use scalechain_lab::bench::run::{self, Env};
+use scalechain_lab::bench::spec::{Benchmark, Network, Round, Workload, MAX_TXS};
+use scalechain_lab::interrupt;
+use scalechain_lab::launcher::netns::{self, Namespaces};
+use scalechain_lab::launcher::{LaunchError, Launcher, NetworkPlan, Role};
+use scalechain_lab::load::account::account;
+use scalechain_lab::load::converge::{converge, wait_connected};
+use scalechain_lab::load::prepare::{premine_funds, Shape};
+use scalechain_lab::load::report::{self, memory, NodeEnd, Summary};
+use scalechain_lab::load::schedule::Rate;
+use scalechain_lab::load::{LoadError, SystemClock};
 use scalechain_types::Hash;
 
 use crate::Fail;

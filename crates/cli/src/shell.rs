@@ -12,7 +12,7 @@
 //! prints `error: ...` on standard error and the shell goes on.
 //!
 //! `load` offers generated transfers at a fixed rate from a background thread, in rounds of up
-//! to 10 s (`scalechain_study::load::rounds`: each a one-round benchmark of the runner
+//! to 10 s (`scalechain_lab::load::rounds`: each a one-round benchmark of the runner
 //! `scalechain bench` and devnet use): the devnet premine keys' coins are split, the split is
 //! waited for, the pre-signed transfers are submitted every 100 ms, and the round's transfers
 //! are waited for before the next round spends the keys' coins again; `load status` counts
@@ -43,7 +43,7 @@ use scalechain_chain::export::{dot, parse_chain_json, BlockJson, ChainJson, Impo
 use scalechain_client::types::BlockId;
 use scalechain_client::{ClientBuilder, ClientError};
 use scalechain_consensus::genesis_block;
-use scalechain_study::load::rounds::{self, RoundStats};
+use scalechain_lab::load::rounds::{self, RoundStats};
 use scalechain_types::{Hash, Lock};
 use scalechain_wallet::{encode_address, AddressHrp};
 

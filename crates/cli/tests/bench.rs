@@ -10,8 +10,8 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use scalechain_client::launcher::{signal_pid, Launcher, NetworkPlan, Role, Sig};
 use scalechain_client::types::BlockId;
+use scalechain_lab::launcher::{signal_pid, Launcher, NetworkPlan, Role, Sig};
 use scalechain_types::Hash;
 
 const EXE: &str = env!("CARGO_BIN_EXE_scalechain");
@@ -63,7 +63,7 @@ txs = 40
     .unwrap();
     let out = dir.path().join("out");
     // Until both peers know each other, a transaction sent to one might not reach the miner.
-    scalechain_client::launcher::wait_until("the peers connected", Duration::from_secs(30), || {
+    scalechain_lab::launcher::wait_until("the peers connected", Duration::from_secs(30), || {
         peers.iter().all(|p| p.status().is_ok_and(|s| s.peers >= 2))
     })
     .unwrap();

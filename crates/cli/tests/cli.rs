@@ -351,7 +351,7 @@ fn study_quick_smoke() {
     let p50: f64 = wan.split(',').nth(6).unwrap().parse().unwrap();
     assert!(p50 >= 150.0, "{wan}");
     // As root, the main network also ran on emulated hosts (network namespaces).
-    if scalechain_client::launcher::netns::is_root() {
+    if scalechain_lab::launcher::netns::is_root() {
         let hosts = csv.lines().filter(|l| l.starts_with("tx-arrival,namespaces,3,")).count();
         assert_eq!(hosts, 3, "{csv}");
         let wan = csv.lines().find(|l| l.starts_with("tx-propagation,namespaces-wan-seed001,3,")).unwrap();
@@ -364,7 +364,7 @@ fn study_quick_smoke() {
     // pipeline: every source at every group size, positive rates.
     let csv = std::fs::read_to_string(out.join("pipeline.csv")).unwrap();
     let mut sources = vec![("memory", 7), ("verify-bound", 7), ("same-machine", 5)];
-    if scalechain_client::launcher::netns::is_root() {
+    if scalechain_lab::launcher::netns::is_root() {
         sources.push(("other-host", 5));
     }
     for (source, sizes) in sources {
@@ -531,7 +531,7 @@ fn every_command_uses_one_data_directory_layout_and_reads_create_nothing() {
     let tip = i["tip_hash"].as_str().unwrap().to_string();
     // A node on that directory serves that chain (no second genesis, no second store).
     {
-        use scalechain_client::launcher::{Launcher, NodeSpec, Role};
+        use scalechain_lab::launcher::{Launcher, NodeSpec, Role};
         let mut net = Launcher::with_base(env!("CARGO_BIN_EXE_scalechain"), tmp.path()).unwrap();
         let node = net.start(NodeSpec::new("d", Role::Peer)).unwrap();
         let status = node.blocking_client().unwrap().status().unwrap();

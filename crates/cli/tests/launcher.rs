@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use scalechain_client::launcher::{wait_until, LaunchError, Launcher, NodeSpec, Role};
+use scalechain_lab::launcher::{wait_until, LaunchError, Launcher, NodeSpec, Role};
 
 const EXE: &str = env!("CARGO_BIN_EXE_scalechain");
 

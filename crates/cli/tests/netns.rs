@@ -8,8 +8,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use scalechain_client::launcher::netns::{self, Namespaces};
-use scalechain_client::launcher::{wait_until, Launcher, NetworkPlan};
+use scalechain_lab::launcher::netns::{self, Namespaces};
+use scalechain_lab::launcher::{wait_until, Launcher, NetworkPlan};
 
 const EXE: &str = env!("CARGO_BIN_EXE_scalechain");
 

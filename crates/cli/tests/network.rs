@@ -9,10 +9,10 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use scalechain_client::launcher::{signal_pid, wait_until, Launcher, NodeSpec, Role, Sig};
 use scalechain_client::NodeInfo;
 use scalechain_consensus::params::SigMode;
 use scalechain_consensus::{genesis_block, Params};
+use scalechain_lab::launcher::{signal_pid, wait_until, Launcher, NodeSpec, Role, Sig};
 use scalechain_p2p::msg::{ProtocolNames, TxBatch};
 use scalechain_p2p::net::{self, Command as NetCommand, NetConfig, NetEvent, Topic};
 use scalechain_types::codec::Encode;

@@ -7,7 +7,7 @@
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use scalechain_client::launcher::{wait_until, Launcher, NodeSpec, Role};
+use scalechain_lab::launcher::{wait_until, Launcher, NodeSpec, Role};
 
 const EXE: &str = env!("CARGO_BIN_EXE_scalechain");
 

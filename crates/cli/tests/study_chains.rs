@@ -6,10 +6,10 @@
 
 use std::time::{Duration, Instant};
 
-use scalechain_client::launcher::{LaunchError, Launcher, NetworkPlan, NodeSpec, Role};
 use scalechain_client::types::TxState;
 use scalechain_consensus::params::{devnet_premine_key, SigMode};
 use scalechain_consensus::{genesis_block, Params};
+use scalechain_lab::launcher::{LaunchError, Launcher, NetworkPlan, NodeSpec, Role};
 use scalechain_node::{params_of, NodeConfig};
 use scalechain_study::exp::e2e::Setting;
 use scalechain_types::{Amount, OutPoint, Tx, TxIn, TxKind, TxOut, Witness};

@@ -13,9 +13,9 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use scalechain_client::blocking::Client;
-use scalechain_client::launcher::{LaunchError, Launcher, NodeSpec, Role};
 use scalechain_client::types::{AppRange, TxState};
 use scalechain_client::ClientError;
+use scalechain_lab::launcher::{LaunchError, Launcher, NodeSpec, Role};
 use scalechain_types::{Hash, HashKind};
 
 #[path = "../../node/tests/support/browser.rs"]
@@ -26,7 +26,7 @@ const EXE: &str = env!("CARGO_BIN_EXE_scalechain");
 /// Polls `f` every 100 ms until it holds; fails the test naming `what` past `deadline`.
 fn wait_until(what: &str, deadline: Instant, f: impl FnMut() -> bool) {
     let left = deadline.saturating_duration_since(Instant::now());
-    match scalechain_client::launcher::wait_until(what, left, f) {
+    match scalechain_lab::launcher::wait_until(what, left, f) {
         Ok(()) => {}
         Err(e @ LaunchError::WaitTimeout { .. }) => panic!("{e}"),
         Err(e) => panic!("waiting for {what}: {e}"),

@@ -13,9 +13,9 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use scalechain_client::blocking::Client;
-use scalechain_client::launcher::{wait_until, Launcher, NodeSpec, Role};
 use scalechain_client::types::{BlockId, TxState};
 use scalechain_consensus::params::{devnet_premine_key, SigMode};
+use scalechain_lab::launcher::{wait_until, Launcher, NodeSpec, Role};
 use scalechain_types::HashKind;
 use scalechain_wallet::{encode_address, AddressHrp};
 

@@ -7,10 +7,10 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use scalechain_client::launcher::wan::{Link, Relay};
-use scalechain_client::launcher::{wait_until, Launcher, NodeSpec, Role};
 use scalechain_consensus::params::{devnet_premine_key, SigMode};
 use scalechain_consensus::{genesis_block, Params};
+use scalechain_lab::launcher::wan::{Link, Relay};
+use scalechain_lab::launcher::{wait_until, Launcher, NodeSpec, Role};
 use scalechain_types::{Amount, HashKind, OutPoint, Tx, TxIn, TxKind, TxOut, Witness};
 
 const EXE: &str = env!("CARGO_BIN_EXE_scalechain");

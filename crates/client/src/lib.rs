@@ -9,18 +9,13 @@
 //! - [`Client`] (async) and [`blocking::Client`] (the same methods, through a runtime it owns),
 //!   returning typed answers or a [`ClientError`] that says what was asked, where, and what went
 //!   wrong (the node's JSON error with its `code` and `message`, unreachable, time-out, an answer
-//!   that does not parse, a bad URL);
-//! - [`launcher`]: the local-network launcher (node processes, their logs, their clients, clean
-//!   stops on drop and on Ctrl-C), with [`interrupt`], the process-wide Ctrl-C flag.
+//!   that does not parse, a bad URL).
 
 pub mod blocking;
 mod client;
 mod decode;
 mod error;
-pub mod interrupt;
-pub mod launcher;
 pub mod ops;
-pub mod procfs;
 pub mod types;
 
 pub use client::{parse_base, Client, ClientBuilder, CONNECT_TIMEOUT, REQUEST_TIMEOUT};

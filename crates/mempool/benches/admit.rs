@@ -22,10 +22,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, BenchmarkId, Criterion, SamplingMode, Throughput};
-use scalechain_client::procfs::threads_cpu_seconds;
 use scalechain_consensus::connect::ConnectCtx;
 use scalechain_consensus::{genesis_block, verify_txs, Apps, Params, SigMode, TxEnv, VerifyConfig};
 use scalechain_mempool::{Mempool, MempoolConfig};
+use scalechain_procfs::threads_cpu_seconds;
 use scalechain_types::{Block, Hash, HashKind, Tx};
 use scalechain_workload::fixed::{transfers, Spec, Transfers};
 

@@ -15,7 +15,7 @@ use prometheus_client::metrics::gauge::{ConstGauge, Gauge as PromGauge};
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::{Registry, Unit};
-use scalechain_client::procfs::{cpu_seconds, stat_fields};
+use scalechain_procfs::{cpu_seconds, stat_fields};
 
 /// The content type of [`Metrics::render`]'s document.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";

@@ -8,21 +8,14 @@
 //! that code cannot beat on this machine (raw signature verification of the same signatures
 //! with the same threads), so results are reported as ratios measured in one run.
 
-pub mod bench;
 pub mod exp;
-pub mod load;
-pub mod machine;
-pub mod output;
-pub mod plot;
 pub mod seeds;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
-
-pub use machine::Machine;
-pub use output::Table;
+use scalechain_lab::{output, plot, LabError, Machine, Table};
 
 /// What can go wrong.
 #[derive(Debug, thiserror::Error)]
@@ -35,9 +28,9 @@ pub enum StudyError {
         /// The cause.
         source: std::io::Error,
     },
-    /// The plot could not be drawn.
-    #[error("plot: {0}")]
-    Plot(String),
+    /// The lab harness could not write its output (a file of the report, a plot).
+    #[error(transparent)]
+    Lab(#[from] LabError),
     /// The code under measurement gave a wrong answer (a measurement of failures is no
     /// measurement).
     #[error("{0}")]

@@ -10,15 +10,16 @@ use scalechain_consensus::check::{check_block, check_block_txs, check_header_con
 use scalechain_consensus::connect::{connect_block, ConnectCtx};
 use scalechain_consensus::pow::HeaderChain;
 use scalechain_consensus::{genesis_block, Apps, BlockTree, Params, UtxoSet, VerifyMode};
+use scalechain_lab::output::sig4;
+use scalechain_lab::plot::{Chart, Series};
+use scalechain_lab::Table;
 use scalechain_store::{ChainStore, Commit, DiskStore};
 use scalechain_types::codec::Encode;
 use scalechain_types::{Block, Header};
 use scalechain_workload::fixed::{self, transfers, Spec};
 
 use super::{powers, raw_batch, raw_sigs, study_params, verify_config, CHAIN_ID};
-use crate::output::sig4;
-use crate::plot::{Chart, Series};
-use crate::{interleaved_medians, seeds, Ctx, Experiment, StudyError, Table};
+use crate::{interleaved_medians, seeds, Ctx, Experiment, StudyError};
 
 /// Columns of `block-validation.csv`.
 pub const COLUMNS: &[&str] = &[

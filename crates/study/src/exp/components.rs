@@ -8,15 +8,16 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use scalechain_consensus::{verify_txs, Coin, UtxoView, VerifyMode};
+use scalechain_lab::output::sig4;
+use scalechain_lab::plot::{Chart, Series};
+use scalechain_lab::Table;
 use scalechain_types::codec::{Decode, Encode};
 use scalechain_types::keys::{self, sighash, Ed25519Item};
 use scalechain_types::{HashKind, Scheme, SecretKey, Tx};
 use scalechain_workload::fixed::{transfers, Spec};
 
 use super::{study_params, validator, verify_config, with_env, CHAIN_ID};
-use crate::output::sig4;
-use crate::plot::{Chart, Series};
-use crate::{median, seeds, Ctx, Experiment, StudyError, Table};
+use crate::{median, seeds, Ctx, Experiment, StudyError};
 
 /// Columns of `components.csv`.
 pub const COLUMNS: &[&str] = &["component", "ns", "iterations", "build", "runs", "commit", "seed"];

@@ -9,17 +9,17 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use scalechain_client::launcher::{LaunchError, Launcher, NetworkPlan, Role};
 use scalechain_client::Client;
 use scalechain_consensus::params::SigMode;
 use scalechain_consensus::Params;
+use scalechain_lab::bench::metrics::RoundResult;
+use scalechain_lab::bench::run::{self, Env};
+use scalechain_lab::bench::spec::{Benchmark, Network, Round};
+use scalechain_lab::launcher::{LaunchError, Launcher, NetworkPlan, Role};
+use scalechain_lab::load::converge::wait_connected;
+use scalechain_lab::load::{LoadError, SystemClock};
 use scalechain_types::HashKind;
 
-use crate::bench::metrics::RoundResult;
-use crate::bench::run::{self, Env};
-use crate::bench::spec::{Benchmark, Network, Round};
-use crate::load::converge::wait_connected;
-use crate::load::{LoadError, SystemClock};
 use crate::{Ctx, StudyError};
 
 /// Peers of the devnet (the load goes to them).
@@ -127,7 +127,7 @@ pub fn run_groups_then(
     let measured = (|| {
         let rt = tokio::runtime::Runtime::new().map_err(|e| StudyError::Wrong(format!("runtime: {e}")))?;
         let env = Env { targets: &peers, pids: &pids, params: &params, sig: SigMode::Ed25519 };
-        let stop: &AtomicBool = scalechain_client::interrupt::flag();
+        let stop: &AtomicBool = scalechain_lab::interrupt::flag();
         let progress = &ctx.progress;
         let clock = SystemClock::start();
         rt.block_on(wait_connected(

@@ -9,12 +9,13 @@ use std::hint::black_box;
 use std::process::Command;
 use std::time::Instant;
 
+use scalechain_lab::machine::peak_rss_kib;
+use scalechain_lab::output::sig4;
+use scalechain_lab::plot::{Chart, Series};
+use scalechain_lab::Table;
 use sha2::Digest;
 
-use crate::machine::peak_rss_kib;
-use crate::output::sig4;
-use crate::plot::{Chart, Series};
-use crate::{median, seeds, Ctx, Experiment, StudyError, Table};
+use crate::{median, seeds, Ctx, Experiment, StudyError};
 
 /// Columns of `hash.csv`.
 pub const COLUMNS: &[&str] = &[

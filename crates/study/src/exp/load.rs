@@ -12,20 +12,21 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use scalechain_lab::bench::metrics::RoundResult;
+use scalechain_lab::bench::spec::{Round, Workload};
+use scalechain_lab::load::prepare::Shape;
+use scalechain_lab::load::schedule::Rate;
+use scalechain_lab::output::sig4;
+use scalechain_lab::plot::{Chart, Series};
+use scalechain_lab::Table;
 use scalechain_voting::BallotScheme;
 
 use super::e2e::{self, Setting, MINERS, PEERS};
-use crate::bench::metrics::RoundResult;
-use crate::bench::spec::{Round, Workload};
-use crate::load::prepare::Shape;
-use crate::load::schedule::Rate;
-use crate::output::sig4;
-use crate::plot::{Chart, Series};
 use crate::seeds::{
     VOTING_BASELINE_LATENCY_S, VOTING_BASELINE_TPS, VOTING_OPTIMISED_LATENCY_S, VOTING_OPTIMISED_TPS,
     VOTING_REQUIRED_TPS,
 };
-use crate::{Ctx, Experiment, StudyError, Table};
+use crate::{Ctx, Experiment, StudyError};
 
 /// Columns of `load.csv`.
 pub const COLUMNS: &[&str] = &[

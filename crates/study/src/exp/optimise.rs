@@ -27,21 +27,22 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
+use scalechain_lab::bench::metrics::RoundResult;
+use scalechain_lab::bench::spec::{Round, Workload};
+use scalechain_lab::load::prepare::Shape;
+use scalechain_lab::load::schedule::Rate;
+use scalechain_lab::machine;
+use scalechain_lab::output::sig4;
+use scalechain_lab::plot::{Chart, Series};
+use scalechain_lab::Table;
 use scalechain_types::{Hash, HashKind, Scheme, SecretKey};
 
 use super::e2e::{self, Setting, MINERS, PEERS};
-use crate::bench::metrics::RoundResult;
-use crate::bench::spec::{Round, Workload};
-use crate::load::prepare::Shape;
-use crate::load::schedule::Rate;
-use crate::machine;
-use crate::output::sig4;
-use crate::plot::{Chart, Series};
 use crate::seeds::{
     SEED_ECDSA_TIME_CHANGE_PCT, SEED_LOCK_ROWS, SEED_NO_SIGNATURES_THROUGHPUT_PCT,
     SEED_SHA256_TIME_CHANGE_PCT, SEED_SWAP_THROUGHPUT_PCT,
 };
-use crate::{median, Ctx, Experiment, StudyError, Table};
+use crate::{median, Ctx, Experiment, StudyError};
 
 /// Columns of `backend.csv`, `signatures.csv` and `contention.csv`. A round's row has the
 /// round's figures; an operation's row (`round` = `op …`, `backend` only) has `ns_per_op`.

@@ -30,25 +30,26 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use scalechain_client::launcher::netns::{self, Namespaces};
-use scalechain_client::launcher::{LaunchError, Launcher, NodeSpec, Role};
-use scalechain_client::procfs::threads_cpu_seconds;
 use scalechain_client::types::SubmitResult;
 use scalechain_client::Client;
 use scalechain_consensus::params::SigMode;
 use scalechain_consensus::{genesis_block, verify_txs, Params, VerifyMode};
+use scalechain_lab::launcher::netns::{self, Namespaces};
+use scalechain_lab::launcher::{LaunchError, Launcher, NodeSpec, Role};
+use scalechain_lab::load::converge::wait_height;
+use scalechain_lab::load::fund::fund;
+use scalechain_lab::load::prepare::{premine_funds, prepare};
+use scalechain_lab::load::SystemClock;
+use scalechain_lab::output::sig4;
+use scalechain_lab::plot::{Chart, Series};
+use scalechain_lab::Table;
 use scalechain_mempool::Mempool;
+use scalechain_procfs::threads_cpu_seconds;
 use scalechain_types::{HashKind, Tx};
 use scalechain_workload::fixed::{transfers, Spec};
 
 use super::{open_pool_config, powers, study_params, verify_config, with_env};
-use crate::load::converge::wait_height;
-use crate::load::fund::fund;
-use crate::load::prepare::{premine_funds, prepare};
-use crate::load::SystemClock;
-use crate::output::sig4;
-use crate::plot::{Chart, Series};
-use crate::{median, seeds, Ctx, Experiment, StudyError, Table};
+use crate::{median, seeds, Ctx, Experiment, StudyError};
 
 /// Columns of `pipeline.csv`.
 ///
@@ -241,7 +242,7 @@ fn api(e: &dyn std::fmt::Display) -> StudyError {
 /// Funds the workload's keys through `node` and waits until it holds the funding confirmed.
 async fn fund_at(node: &Client, funding: &[Vec<Tx>], kind: HashKind) -> Result<(), StudyError> {
     let clock = SystemClock::start();
-    let stop: &AtomicBool = scalechain_client::interrupt::flag();
+    let stop: &AtomicBool = scalechain_lab::interrupt::flag();
     let poll = Duration::from_millis(100);
     // The premine is spendable from block 1.
     let named = [("peer0".to_string(), node.clone())];

@@ -20,21 +20,22 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use scalechain_client::launcher::netns::{self, Namespaces};
-use scalechain_client::launcher::wan::{Link, Regions, Relay};
-use scalechain_client::launcher::{LaunchError, Launcher, NetworkPlan, NodeSpec, Role};
 use scalechain_client::types::ArrivalJson;
 use scalechain_client::Client;
 use scalechain_consensus::params::{devnet_premine_key, SigMode};
 use scalechain_consensus::{genesis_block, Params};
+use scalechain_lab::launcher::netns::{self, Namespaces};
+use scalechain_lab::launcher::wan::{Link, Regions, Relay};
+use scalechain_lab::launcher::{LaunchError, Launcher, NetworkPlan, NodeSpec, Role};
+use scalechain_lab::load::converge::{wait_connected, wait_height};
+use scalechain_lab::load::SystemClock;
+use scalechain_lab::plot::{Chart, Series};
+use scalechain_lab::Table;
 use scalechain_types::{
     Amount, Hash, HashKind, Lock, OutPoint, Scheme, SecretKey, Tx, TxIn, TxKind, TxOut, Witness,
 };
 
-use crate::load::converge::{wait_connected, wait_height};
-use crate::load::SystemClock;
-use crate::plot::{Chart, Series};
-use crate::{median, Ctx, Experiment, StudyError, Table};
+use crate::{median, Ctx, Experiment, StudyError};
 
 /// Columns of `propagation.csv`.
 pub const COLUMNS: &[&str] = &[
@@ -292,7 +293,7 @@ async fn measure(
     want_peers: usize,
 ) -> Result<RunResult, StudyError> {
     let clock = SystemClock::start();
-    let stop: &AtomicBool = scalechain_client::interrupt::flag();
+    let stop: &AtomicBool = scalechain_lab::interrupt::flag();
     wait_connected(clients, want_peers, WAIT, POLL, &clock, stop).await.map_err(api)?;
     // The premine is spendable from block 1.
     wait_height(clients, 1, WAIT, POLL, &clock, stop).await.map_err(api)?;

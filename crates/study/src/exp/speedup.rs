@@ -10,12 +10,13 @@
 use std::time::Instant;
 
 use scalechain_consensus::{verify_txs, VerifyMode};
+use scalechain_lab::plot::{Chart, Series};
+use scalechain_lab::Table;
 use scalechain_types::{merkle, profile};
 use scalechain_workload::fixed::{transfers, Spec};
 
 use super::{study_params, verify_config, with_env, CHAIN_ID};
-use crate::plot::{Chart, Series};
-use crate::{time_median, Ctx, Experiment, StudyError, Table};
+use crate::{time_median, Ctx, Experiment, StudyError};
 
 /// Columns of `speedup.csv`.
 pub const COLUMNS: &[&str] = &[

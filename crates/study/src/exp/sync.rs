@@ -16,18 +16,19 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use scalechain_client::launcher::{NodeSpec, Role};
 use scalechain_consensus::{verify_txs, VerifyMode};
+use scalechain_lab::bench::spec::{Round, Workload};
+use scalechain_lab::launcher::{NodeSpec, Role};
+use scalechain_lab::load::prepare::Shape;
+use scalechain_lab::load::schedule::Rate;
+use scalechain_lab::output::sig4;
+use scalechain_lab::plot::{Chart, Series};
+use scalechain_lab::Table;
 use scalechain_workload::fixed::{transfers, Spec};
 
 use super::e2e::{self, Setting};
 use super::{study_params, verify_config, with_env};
-use crate::bench::spec::{Round, Workload};
-use crate::load::prepare::Shape;
-use crate::load::schedule::Rate;
-use crate::output::sig4;
-use crate::plot::{Chart, Series};
-use crate::{median, Ctx, Experiment, StudyError, Table};
+use crate::{median, Ctx, Experiment, StudyError};
 
 /// Columns of `sync.csv`.
 pub const COLUMNS: &[&str] = &["series", "t_s", "height", "txs", "tx_per_s", "build", "commit"];
@@ -110,7 +111,7 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
             let t0 = Instant::now();
             let late = net.start(NodeSpec::new("late0", Role::Peer).bootstrap(boot)).map_err(launch)?;
             let client = late.client().clone();
-            let stop: &AtomicBool = scalechain_client::interrupt::flag();
+            let stop: &AtomicBool = scalechain_lab::interrupt::flag();
             let mut points = Vec::new();
             loop {
                 if stop.load(Ordering::Relaxed) {
@@ -161,7 +162,7 @@ struct Synced {
     points: Vec<(f64, u64)>,
 }
 
-fn launch(e: scalechain_client::launcher::LaunchError) -> StudyError {
+fn launch(e: scalechain_lab::launcher::LaunchError) -> StudyError {
     StudyError::Wrong(format!("the devnet: {e}"))
 }
 

@@ -3,12 +3,13 @@
 //! bounds measured on the same signatures in the same run.
 
 use scalechain_consensus::{verify_txs, VerifyMode};
+use scalechain_lab::output::sig4;
+use scalechain_lab::plot::{Chart, Series};
+use scalechain_lab::Table;
 use scalechain_workload::fixed::{transfers, Spec};
 
 use super::{powers, raw_batch, raw_sigs, study_params, verify_config, with_env};
-use crate::output::sig4;
-use crate::plot::{Chart, Series};
-use crate::{interleaved_medians, seeds, Ctx, Experiment, StudyError, Table};
+use crate::{interleaved_medians, seeds, Ctx, Experiment, StudyError};
 
 /// Columns of `tx-throughput.csv`.
 pub const COLUMNS: &[&str] =

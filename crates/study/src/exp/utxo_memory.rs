@@ -8,11 +8,12 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use scalechain_consensus::{Coin, UtxoSet, UtxoView};
+use scalechain_lab::machine::rss_kib;
+use scalechain_lab::plot::{Chart, Series};
+use scalechain_lab::Table;
 use scalechain_types::{Amount, Hash, HashKind, Lock, OutPoint, Scheme, TxOut};
 
-use crate::machine::rss_kib;
-use crate::plot::{Chart, Series};
-use crate::{Ctx, Experiment, StudyError, Table};
+use crate::{Ctx, Experiment, StudyError};
 
 /// Columns of `utxo-memory.csv`.
 pub const COLUMNS: &[&str] = &[

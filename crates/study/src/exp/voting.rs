@@ -8,15 +8,16 @@
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 use rayon::prelude::*;
+use scalechain_lab::plot::{Chart, Series};
+use scalechain_lab::Table;
 use scalechain_voting::demo::{self, DemoOpts};
 use scalechain_voting::{elgamal, paillier, BallotScheme, Statement};
 
-use crate::plot::{Chart, Series};
 use crate::seeds::{
     VOTING_BASELINE_LATENCY_S, VOTING_BASELINE_TPS, VOTING_OPTIMISED_LATENCY_S, VOTING_OPTIMISED_TPS,
     VOTING_REQUIRED_TPS, VOTING_SOURCE,
 };
-use crate::{Ctx, Experiment, StudyError, Table};
+use crate::{Ctx, Experiment, StudyError};
 
 /// Columns of `voting.csv`.
 pub const COLUMNS: &[&str] = &[

@@ -6,7 +6,7 @@ use std::fs;
 use std::io::Write as _;
 use std::path::Path;
 
-use crate::StudyError;
+use crate::LabError;
 
 /// Rows of one experiment, with named columns. Every value is kept as text, as written.
 #[derive(Clone, Debug, PartialEq)]
@@ -83,7 +83,7 @@ impl Table {
     /// Writes `path`, keeping the rows of an existing file with the same columns whose `build`
     /// differs from this run's (so a portable and a native run share one CSV and one plot).
     /// Returns the merged table.
-    pub fn write_merged(&self, path: &Path, build: &str) -> Result<Table, StudyError> {
+    pub fn write_merged(&self, path: &Path, build: &str) -> Result<Table, LabError> {
         let mut merged = self.clone();
         if let Some(old) = fs::read_to_string(path).ok().and_then(|t| Table::from_csv(&t)) {
             if old.columns == self.columns {
@@ -93,7 +93,7 @@ impl Table {
                 }
             }
         }
-        fs::write(path, merged.to_csv()).map_err(|e| StudyError::io(path, e))?;
+        fs::write(path, merged.to_csv()).map_err(|e| LabError::io(path, e))?;
         Ok(merged)
     }
 
@@ -111,11 +111,11 @@ impl Table {
 }
 
 /// Appends `section` to `DIR/report.md` (creating it with a title).
-pub fn append_report(dir: &Path, section: &str) -> Result<(), StudyError> {
+pub fn append_report(dir: &Path, section: &str) -> Result<(), LabError> {
     let path = dir.join("report.md");
     let new = !path.exists();
     let mut f =
-        fs::OpenOptions::new().create(true).append(true).open(&path).map_err(|e| StudyError::io(&path, e))?;
+        fs::OpenOptions::new().create(true).append(true).open(&path).map_err(|e| LabError::io(&path, e))?;
     let mut text = String::new();
     if new {
         text.push_str(
@@ -124,7 +124,7 @@ pub fn append_report(dir: &Path, section: &str) -> Result<(), StudyError> {
     }
     text.push_str(section);
     text.push('\n');
-    f.write_all(text.as_bytes()).map_err(|e| StudyError::io(&path, e))
+    f.write_all(text.as_bytes()).map_err(|e| LabError::io(&path, e))
 }
 
 /// Formats a number with 4 significant digits (plain notation).

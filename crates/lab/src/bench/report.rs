@@ -10,7 +10,7 @@ use serde_json::json;
 use super::metrics::RoundResult;
 use crate::output::sig4;
 use crate::plot::{svg_string, Chart, Series};
-use crate::{Machine, StudyError, Table};
+use crate::{LabError, Machine, Table};
 
 /// What the results are of.
 #[derive(Clone, Debug, Default)]
@@ -285,7 +285,7 @@ pub fn esc(s: &str) -> String {
 }
 
 /// The HTML report: one page, its charts inline, nothing fetched.
-pub fn html(h: &Header, rounds: &[RoundResult], machine: &Machine) -> Result<String, StudyError> {
+pub fn html(h: &Header, rounds: &[RoundResult], machine: &Machine) -> Result<String, LabError> {
     let mut s = String::new();
     let _ = write!(
         s,
@@ -368,8 +368,8 @@ pub fn json(h: &Header, rounds: &[RoundResult]) -> serde_json::Value {
 }
 
 /// Writes `rounds.csv`, `series.csv`, `report.md` and `report.html` to `dir`.
-pub fn write(dir: &Path, h: &Header, rounds: &[RoundResult]) -> Result<(), StudyError> {
-    std::fs::create_dir_all(dir).map_err(|e| StudyError::io(dir, e))?;
+pub fn write(dir: &Path, h: &Header, rounds: &[RoundResult]) -> Result<(), LabError> {
+    std::fs::create_dir_all(dir).map_err(|e| LabError::io(dir, e))?;
     let machine = Machine::detect();
     let files = [
         ("rounds.csv", table(rounds).to_csv()),
@@ -379,7 +379,7 @@ pub fn write(dir: &Path, h: &Header, rounds: &[RoundResult]) -> Result<(), Study
     ];
     for (name, text) in files {
         let p = dir.join(name);
-        std::fs::write(&p, text).map_err(|e| StudyError::io(&p, e))?;
+        std::fs::write(&p, text).map_err(|e| LabError::io(&p, e))?;
     }
     Ok(())
 }

@@ -1,7 +1,16 @@
-//! Reading `/proc/<pid>/stat` (Linux): the node's process metrics and the load generator's CPU
-//! accounting of the processes it launched read it the same way. For spans shorter than a
-//! clock tick, [`threads_cpu_seconds`] sums the threads' `schedstat` instead (the pipeline
-//! study, the admission benchmark).
+//! The project's `/proc` reader (Linux): the node's process metrics, the lab's CPU and memory
+//! accounting of the processes it launched, the pipeline study and the mempool's admission
+//! benchmark read `/proc` through it, the same way.
+//!
+//! - [`stat_fields`] and [`cpu_seconds`]: the fields of a `/proc/<pid>/stat` text and the user +
+//!   system CPU time it reports, in clock ticks;
+//! - [`threads_cpu_seconds`]: for spans shorter than a clock tick, the sum of the threads'
+//!   `schedstat` instead, to the nanosecond;
+//! - [`resident_bytes`]: the resident set in a `/proc/<pid>/status` text (its `VmRSS` line).
+//!
+//! The parsers take the file's text and never read it themselves, so tests hand them any text;
+//! only [`threads_cpu_seconds`] reads `/proc`. Nothing here depends on another crate of the
+//! project: the node depends on this crate and must not depend on the lab.
 
 /// The fields of a `/proc/<pid>/stat` text after the command name (which may hold spaces and
 /// parentheses: it ends at the last `)`). Index 0 is `state`, proc(5)'s field 3, so proc(5)'s
@@ -34,6 +43,14 @@ pub fn threads_cpu_seconds(pid: &str) -> f64 {
     ns as f64 / 1e9
 }
 
+/// The resident bytes in the text of a `/proc/<pid>/status` file (its `VmRSS` line, in kB);
+/// `None` if it has none or it does not parse.
+pub fn resident_bytes(status: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: u64 = line.trim_start_matches("VmRSS:").trim().trim_end_matches("kB").trim().parse().ok()?;
+    kb.checked_mul(1024)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -41,14 +58,24 @@ mod tests {
 
     #[test]
     fn threads_cpu_time_counts_a_busy_thread() {
+        // Busy until the process's clock-tick accounting (`/proc/self/stat`) has counted 60 ms
+        // more CPU: on loaded cores that takes longer than 60 ms of wall time (a minute at most).
+        let ticks = rustix::param::clock_ticks_per_second();
+        let stat_seconds = || {
+            let text = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+            cpu_seconds(&text, ticks).unwrap_or_else(|| panic!("/proc/self/stat: {text:?}"))
+        };
         let before = threads_cpu_seconds("self");
+        let start = stat_seconds();
         let t = Instant::now();
         let mut x = 1u64;
-        while t.elapsed() < Duration::from_millis(60) {
-            x = std::hint::black_box(x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1));
+        while stat_seconds() - start < 0.06 && t.elapsed() < Duration::from_secs(60) {
+            for _ in 0..10_000 {
+                x = std::hint::black_box(x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1));
+            }
         }
         let used = threads_cpu_seconds("self") - before;
-        // Other tests share the cores: at least half of the busy wall time, and some of it
+        // Other tests share the process: at least half of the busy CPU time, and some of it
         // finer than a clock tick.
         assert!(used >= 0.03, "{used}");
         assert!(threads_cpu_seconds("no-such-process") == 0.0);
@@ -60,5 +87,11 @@ mod tests {
         assert_eq!(stat_fields("no parenthesis"), None);
         let stat = "7 (x) S 1 1 1 0 -1 0 0 0 0 0 250 50 0 0";
         assert_eq!(cpu_seconds(stat, 100), Some(3.0));
+    }
+
+    #[test]
+    fn resident_memory_comes_from_the_vmrss_line() {
+        assert_eq!(resident_bytes("Name:\tx\nVmRSS:\t   2048 kB\nThreads: 3\n"), Some(2 << 20));
+        assert_eq!(resident_bytes("Name:\tx\n"), None);
     }
 }

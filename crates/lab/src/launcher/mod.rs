@@ -33,9 +33,10 @@ use std::time::{Duration, Instant};
 
 pub use process::{signal_pid, tail, Sig, Stopped};
 
-use crate::error::ClientError;
-use crate::types::NodeInfo;
-use crate::{blocking, interrupt, Client, ClientBuilder};
+use scalechain_client::types::NodeInfo;
+use scalechain_client::{blocking, Client, ClientBuilder, ClientError};
+
+use crate::interrupt;
 
 /// How long a node gets to be up, by default.
 pub const START_TIMEOUT: Duration = Duration::from_secs(30);

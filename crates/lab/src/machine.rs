@@ -1,5 +1,6 @@
-//! What the study ran on: CPU model, cores, relevant instruction-set flags, the build (portable
-//! or `-C target-cpu=native`), the commit, and the load average before and after.
+//! What a run of the study or the load benchmark ran on: CPU model, cores, relevant
+//! instruction-set flags, the build (portable or `-C target-cpu=native`), the commit, and the
+//! load average before and after.
 
 use std::fmt::Write as _;
 

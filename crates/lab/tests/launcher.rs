@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use scalechain_client::launcher::{LaunchError, Launcher, NodeSpec, Place, Role};
+use scalechain_lab::launcher::{LaunchError, Launcher, NodeSpec, Place, Role};
 
 const FAKE: &str = r#"#!/bin/sh
 # A stand-in for `scalechain node`: FAKE_MODE=up (default), fail, hang or stubborn.
@@ -179,12 +179,11 @@ fn the_placement_chooses_addresses_and_wraps_the_command_line() {
 #[test]
 fn wait_until_names_what_it_waited_for() {
     let mut n = 0;
-    scalechain_client::launcher::wait_until("three calls", Duration::from_secs(5), || {
+    scalechain_lab::launcher::wait_until("three calls", Duration::from_secs(5), || {
         n += 1;
         n == 3
     })
     .unwrap();
-    let e =
-        scalechain_client::launcher::wait_until("never", Duration::from_millis(150), || false).unwrap_err();
+    let e = scalechain_lab::launcher::wait_until("never", Duration::from_millis(150), || false).unwrap_err();
     assert_eq!(e.to_string(), "timed out after 150ms waiting for never");
 }

@@ -1,4 +1,5 @@
-//! Records the commit the study binary is built from (`SCALECHAIN_COMMIT`).
+//! Records the commit the harness is built from (`SCALECHAIN_COMMIT`), which `machine::commit`
+//! reads and every report of the study and the load benchmark names.
 
 use std::process::Command;
 

@@ -103,18 +103,11 @@ pub mod memory {
     use std::path::Path;
 
     use crate::plot::{write_svg, Chart, Series};
-    use crate::StudyError;
+    use crate::LabError;
 
-    /// The resident bytes in the text of a `/proc/<pid>/status` file (its `VmRSS` line).
-    pub fn parse_status(status: &str) -> Option<u64> {
-        let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-        let kb: u64 = line.trim_start_matches("VmRSS:").trim().trim_end_matches("kB").trim().parse().ok()?;
-        kb.checked_mul(1024)
-    }
-
-    /// Resident bytes of `pid`.
+    /// Resident bytes of `pid` (the `VmRSS` line of its `/proc/<pid>/status`).
     pub fn resident(pid: u32) -> Option<u64> {
-        parse_status(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?)
+        scalechain_procfs::resident_bytes(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?)
     }
 
     /// One sample: seconds since the load started, and (name, resident bytes) per process that
@@ -182,11 +175,10 @@ pub mod memory {
     }
 
     /// Writes `rss.csv` and `rss.svg` into `dir`.
-    pub fn write(dir: &Path, samples: &[Sample], title: &str) -> Result<(), StudyError> {
-        std::fs::create_dir_all(dir).map_err(|source| StudyError::Io { path: dir.to_path_buf(), source })?;
+    pub fn write(dir: &Path, samples: &[Sample], title: &str) -> Result<(), LabError> {
+        std::fs::create_dir_all(dir).map_err(|source| LabError::Io { path: dir.to_path_buf(), source })?;
         let csv_path = dir.join("rss.csv");
-        std::fs::write(&csv_path, csv(samples))
-            .map_err(|source| StudyError::Io { path: csv_path, source })?;
+        std::fs::write(&csv_path, csv(samples)).map_err(|source| LabError::Io { path: csv_path, source })?;
         write_svg(&dir.join("rss.svg"), &[chart(samples, title)])
     }
 }
@@ -198,7 +190,7 @@ pub mod cpu {
 
     /// User + system CPU seconds in the text of a `/proc/<pid>/stat` file, at `ticks` clock
     /// ticks per second (`None` if it does not parse).
-    pub use scalechain_client::procfs::cpu_seconds as parse_stat;
+    pub use scalechain_procfs::cpu_seconds as parse_stat;
 
     /// CPU seconds of `pid` (`self` for this process).
     fn seconds(pid: &str) -> Option<f64> {
@@ -284,7 +276,7 @@ pub struct Summary {
     /// Resident memory of the nodes over the run.
     pub memory: Vec<memory::Sample>,
     /// The signature bound measured in the same run: µs per batched Ed25519 check on one core
-    /// (`exp::signature_bound_us`), if the load signs with Ed25519.
+    /// (`scalechain_study::exp::signature_bound_us`), if the load signs with Ed25519.
     pub sig_bound_us: Option<f64>,
     /// What each validating node received from its peers over the load, by node.
     pub traffic: Vec<(String, traffic::Traffic)>,
@@ -488,8 +480,6 @@ mod tests {
 
     #[test]
     fn resident_memory_comes_from_the_vmrss_line_and_becomes_csv_and_a_chart() {
-        assert_eq!(memory::parse_status("Name:\tx\nVmRSS:\t   2048 kB\nThreads: 3\n"), Some(2 << 20));
-        assert_eq!(memory::parse_status("Name:\tx\n"), None);
         assert!(memory::resident(std::process::id()).unwrap() > 0, "this process has a resident set");
         assert!(
             memory::sample(&[("gone".into(), u32::MAX)], 0.0).rss.is_empty(),

@@ -12,7 +12,7 @@ use std::path::Path;
 use plotters::coord::combinators::IntoLogRange;
 use plotters::prelude::*;
 
-use crate::StudyError;
+use crate::LabError;
 
 /// One series.
 #[derive(Clone, Debug)]
@@ -126,8 +126,8 @@ pub fn tick(v: f64, pow2: bool) -> String {
     format!("{s}{suffix}")
 }
 
-fn plot_err(e: impl std::fmt::Display) -> StudyError {
-    StudyError::Plot(e.to_string())
+fn plot_err(e: impl std::fmt::Display) -> LabError {
+    LabError::Plot(e.to_string())
 }
 
 /// How a series is drawn: its colour, marker shape and whether the marker is filled.
@@ -214,7 +214,7 @@ fn legend<DB: DrawingBackend>(
     area: &DrawingArea<DB, plotters::coord::Shift>,
     series: &[Series],
     styles: &[Style],
-) -> Result<(), StudyError> {
+) -> Result<(), LabError> {
     // Rows of 20 px, closer (and a smaller font) when the series would not fit in the panel.
     let n = series.len().max(1) as i32;
     let step = ((PANEL_HEIGHT as i32 - 60) / n).clamp(8, 20);
@@ -276,18 +276,18 @@ fn size(charts: &[Chart]) -> (u32, u32) {
 }
 
 /// Writes the panels to an SVG file, stacked vertically, each with its legend to its right.
-pub fn write_svg(path: &Path, charts: &[Chart]) -> Result<(), StudyError> {
+pub fn write_svg(path: &Path, charts: &[Chart]) -> Result<(), LabError> {
     draw(SVGBackend::new(path, size(charts)), charts)
 }
 
 /// The panels as an SVG document (to embed in a page), laid out as [`write_svg`] does.
-pub fn svg_string(charts: &[Chart]) -> Result<String, StudyError> {
+pub fn svg_string(charts: &[Chart]) -> Result<String, LabError> {
     let mut out = String::new();
     draw(SVGBackend::with_string(&mut out, size(charts)), charts)?;
     Ok(out)
 }
 
-fn draw(backend: SVGBackend<'_>, charts: &[Chart]) -> Result<(), StudyError> {
+fn draw(backend: SVGBackend<'_>, charts: &[Chart]) -> Result<(), LabError> {
     let root = backend.into_drawing_area();
     root.fill(&WHITE).map_err(plot_err)?;
     let areas = root.split_evenly((charts.len().max(1), 1));

@@ -4,8 +4,8 @@
 
 use std::time::{Duration, Instant};
 
-use scalechain_client::interrupt;
-use scalechain_client::launcher::{signal_pid, LaunchError, Launcher, NodeSpec, Role, Sig};
+use scalechain_lab::interrupt;
+use scalechain_lab::launcher::{signal_pid, LaunchError, Launcher, NodeSpec, Role, Sig};
 
 #[test]
 fn sigint_ends_the_wait_and_the_launcher_stops_its_processes() {
@@ -28,7 +28,7 @@ fn sigint_ends_the_wait_and_the_launcher_stops_its_processes() {
     assert!(t.elapsed() < Duration::from_secs(10), "ended by the signal, not the time-out");
     assert!(interrupt::requested());
     assert!(matches!(
-        scalechain_client::launcher::wait_until("anything", Duration::from_secs(5), || false),
+        scalechain_lab::launcher::wait_until("anything", Duration::from_secs(5), || false),
         Err(LaunchError::Interrupted)
     ));
     drop(net);
