@@ -6,10 +6,10 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::atomic::AtomicBool;
 
 use scalechain_chain::MemStore;
-use scalechain_p2p::msg::{block_payload, message_id, MsgId, Role};
+use scalechain_p2p::msg::{block_payload, message_id, MsgId, Role, Topic};
 use scalechain_p2p::protocol::{
-    block_txs_response, blocks_response, BlockOrigin, Event, Input, Output, Protocol, Topic, TxOrigin,
-    TxsDone, Verdict, BLOCKS_RESPONSE_BYTES,
+    block_txs_response, blocks_response, BlockOrigin, Event, Input, Output, Protocol, TxOrigin, TxsDone,
+    Verdict, BLOCKS_RESPONSE_BYTES,
 };
 use scalechain_replica::{solve, Replica};
 use scalechain_types::codec::Encode;

@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use rand_chacha::ChaCha20Rng;
 use rand_core::{Rng, SeedableRng};
-use scalechain_p2p::msg::MsgId;
-use scalechain_p2p::protocol::{Input, Topic};
+use scalechain_p2p::msg::{MsgId, Topic};
+use scalechain_p2p::protocol::Input;
 use scalechain_p2p::score::Offence;
 use scalechain_types::Hash;
 

@@ -5,8 +5,7 @@
 
 use std::sync::atomic::AtomicBool;
 
-use scalechain_p2p::msg::{message_id, Hello, Request, Response, Role, TxBatch, PROTOCOL_VERSION};
-use scalechain_p2p::protocol::Topic;
+use scalechain_p2p::msg::{message_id, Hello, Request, Response, Role, Topic, TxBatch, PROTOCOL_VERSION};
 use scalechain_p2p::score::Offence;
 use scalechain_replica::{solve, ChainView};
 use scalechain_simnet::{Load, NodeId, Sim, SimConfig, Wire};

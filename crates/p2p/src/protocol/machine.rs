@@ -8,12 +8,12 @@ use scalechain_types::{Block, Hash, Header, Tx};
 
 use super::pool::{Next as PoolNext, PoolSync};
 use super::{
-    BlockOrigin, BlockVerdict, ChainView, Config, Event, Input, MsgId, Output, Topic, TxOrigin, TxsDone,
-    Verdict, BLOCKS_RESPONSE_BYTES,
+    BlockOrigin, BlockVerdict, ChainView, Config, Event, Input, MsgId, Output, TxOrigin, TxsDone, Verdict,
+    BLOCKS_RESPONSE_BYTES,
 };
 use crate::msg::{
     decode_tx_batch, encode_tx_batch, group_for_batches, refused, CompactBlock, Hello, Request, Response,
-    Role, TxRef, MAX_BLOCK_TXS_PER_REQUEST, MAX_HEADERS, MAX_POOL_TXIDS, PROTOCOL_VERSION,
+    Role, Topic, TxRef, MAX_BLOCK_TXS_PER_REQUEST, MAX_HEADERS, MAX_POOL_TXIDS, PROTOCOL_VERSION,
 };
 use crate::score::{Offence, PeerBook, RateLimit, Standing};
 use crate::sync::{Action, SyncState};

@@ -29,23 +29,13 @@ use scalechain_types::{Block, Hash, HashKind, Header, Target, Tx};
 
 pub use crate::msg::MsgId;
 use crate::msg::{
-    Request, Response, Role, TxRef, MAX_BLOCKS_PER_REQUEST, MAX_BLOCK_TXS_PER_REQUEST, MAX_RESPONSE_BYTES,
+    Request, Response, Role, Topic, TxRef, MAX_BLOCKS_PER_REQUEST, MAX_BLOCK_TXS_PER_REQUEST,
+    MAX_RESPONSE_BYTES,
 };
 use crate::score::Offence;
 use crate::sync::SyncConfig;
 pub use machine::{Peer, Protocol, MAX_REBUILDS, MAX_REBUILDS_PER_PEER, REBUILD_TIMEOUT_MS};
 pub use pool::{successor, PoolSyncConfig};
-
-/// A gossip topic.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Topic {
-    /// Transaction batches.
-    Txs,
-    /// Whole blocks.
-    Blocks,
-    /// Compact blocks (`msg::CompactBlock`): rebuilt from the mempool, what it lacks fetched.
-    CompactBlocks,
-}
 
 /// The verdict on a gossip message (gossipsub's validation result).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
