@@ -8,8 +8,10 @@
 //!
 //! The machine holds no socket, reads no clock and draws no random number: the node's reactor
 //! (`scalechain-node`, over libp2p) and the simulator (`scalechain-simnet`, over a virtual
-//! network) drive the same code. Its managers are [`SyncState`](crate::sync::SyncState) (headers-first sync) and
-//! [`PeerBook`](crate::score::PeerBook) (scores and bans). Every map is ordered, so the same inputs give the same
+//! network) drive the same code. Its managers are [`SyncState`](crate::sync::SyncState)
+//! (headers-first sync), [`PeerBook`](crate::score::PeerBook) (scores and bans), and in this
+//! module `pool` (mempool sync with each peer) and `rebuild` (compact blocks waiting for the
+//! transactions the mempool lacked). Every map is ordered, so the same inputs give the same
 //! outputs in the same order.
 //!
 //! What it does is the contract of `docs/PROTOCOL.md` §13: the handshake on connect (refused
@@ -20,6 +22,7 @@
 
 mod machine;
 mod pool;
+mod rebuild;
 #[cfg(test)]
 mod tests;
 
@@ -34,8 +37,9 @@ use crate::msg::{
 };
 use crate::score::Offence;
 use crate::sync::SyncConfig;
-pub use machine::{Peer, Protocol, MAX_REBUILDS, MAX_REBUILDS_PER_PEER, REBUILD_TIMEOUT_MS};
+pub use machine::{Peer, Protocol};
 pub use pool::{successor, PoolSyncConfig};
+pub use rebuild::{MAX_REBUILDS, MAX_REBUILDS_PER_PEER, REBUILD_TIMEOUT_MS};
 
 /// The verdict on a gossip message (gossipsub's validation result).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
