@@ -110,6 +110,32 @@ pub struct VerifyReport {
     pub utxo_count: u64,
 }
 
+/// What one attempt to move the main chain did ([`Chain::try_reorg`]).
+struct ReorgAttempt {
+    /// The change of main chain, if it moved.
+    moved: Option<Reorg>,
+    /// The first invalid block found on the way, if any.
+    failure: Option<InvalidBlock>,
+}
+
+/// A block of a branch found invalid while the chain moved to it.
+struct InvalidBlock {
+    /// Its hash (to mark it invalid in the block tree).
+    hash: Hash,
+    /// Why it is invalid.
+    rejection: BlockRejection,
+}
+
+/// A block connected on the way to a new tip, with what disconnecting it again needs.
+struct ConnectedBlock {
+    height: u64,
+    hash: Hash,
+    undo: BlockUndo,
+}
+
+/// An application state write: the key and its new value (`None` deletes it).
+type AppWrite = (Vec<u8>, Option<Vec<u8>>);
+
 /// Application state changes layered over committed state.
 struct AppLayer<'a> {
     base: &'a BTreeMap<Vec<u8>, Vec<u8>>,
@@ -483,13 +509,13 @@ impl<S: ChainStore> Chain<S> {
             if best == tip || self.work(&best) <= self.work(&tip) {
                 return Ok(result);
             }
-            let (reorg, failure) = self.try_reorg(tip, best, fresh)?;
-            if let Some(reorg) = reorg {
+            let ReorgAttempt { moved, failure } = self.try_reorg(tip, best, fresh)?;
+            if let Some(reorg) = moved {
                 if fresh_hash.is_some_and(|h| reorg.connected.contains(&h)) {
                     result = Accepted::Connected(reorg);
                 }
             }
-            if let Some((bad, rejection)) = failure {
+            if let Some(InvalidBlock { hash: bad, rejection }) = failure {
                 self.tree.mark_invalid(&bad);
                 if Some(bad) == fresh_hash {
                     return Err(ChainError::Rejected(Box::new(rejection)));
@@ -505,13 +531,12 @@ impl<S: ChainStore> Chain<S> {
     /// Tries to move from `tip` to `target` (which has more work). Returns the reorg if the main
     /// chain moved (to `target`, or to the valid prefix of its branch if that still has more
     /// work than `tip`), and the first invalid block found on the way, if any.
-    #[allow(clippy::type_complexity)]
     fn try_reorg(
         &mut self,
         tip: Hash,
         target: Hash,
         fresh: Option<&CheckedBlock<'_>>,
-    ) -> Result<(Option<Reorg>, Option<(Hash, BlockRejection)>), ChainError> {
+    ) -> Result<ReorgAttempt, ChainError> {
         let p = self.params.clone();
         let fork =
             self.tree.fork_point(&tip, &target).ok_or_else(|| ChainError::Corrupt("no fork point".into()))?;
@@ -545,7 +570,7 @@ impl<S: ChainStore> Chain<S> {
         }
         let mut ctx = ConnectCtx::new(&p, &self.chain_id, &self.apps, &self.verify);
         ctx.sig_cache = self.sig_cache.as_deref().map(|c| c as &dyn SigCache);
-        let mut connected: Vec<(u64, Hash, BlockUndo)> = Vec::new();
+        let mut connected: Vec<ConnectedBlock> = Vec::new();
         let mut txids_add = Vec::new();
         let mut failure = None;
         for h in &to_connect {
@@ -565,7 +590,8 @@ impl<S: ChainStore> Chain<S> {
                         }
                         Err(e) => {
                             let height = stored.header.height;
-                            failure = Some((*h, BlockRejection { height, hash: *h, error: e }));
+                            let rejection = BlockRejection { height, hash: *h, error: e };
+                            failure = Some(InvalidBlock { hash: *h, rejection });
                             break;
                         }
                     }
@@ -576,21 +602,22 @@ impl<S: ChainStore> Chain<S> {
                 Ok(diff) => {
                     apply(&mut overlay, &mut app, &diff.changes);
                     txids_add.extend(txid_entries(*h, height, checked.txids().iter().copied()));
-                    connected.push((height, *h, diff.undo));
+                    connected.push(ConnectedBlock { height, hash: *h, undo: diff.undo });
                 }
                 Err(e) => {
-                    failure = Some((*h, BlockRejection { height, hash: *h, error: e }));
+                    let rejection = BlockRejection { height, hash: *h, error: e };
+                    failure = Some(InvalidBlock { hash: *h, rejection });
                     break;
                 }
             }
         }
-        let new_tip = connected.last().map(|(_, h, _)| *h).unwrap_or(fork);
+        let new_tip = connected.last().map(|c| c.hash).unwrap_or(fork);
         if self.work(&new_tip) <= self.work(&tip) {
             // Nothing better than what we had: leave state exactly as it was.
-            return Ok((None, failure));
+            return Ok(ReorgAttempt { moved: None, failure });
         }
         let changes = overlay.into_changes();
-        let app_writes: Vec<(Vec<u8>, Option<Vec<u8>>)> = app.writes.into_iter().collect();
+        let app_writes: Vec<AppWrite> = app.writes.into_iter().collect();
         let (mut count, mut total) = (self.utxos.len() as i128, self.utxos.total_value() as i128);
         let mut utxo_remove = Vec::new();
         let mut utxo_add = Vec::new();
@@ -610,8 +637,8 @@ impl<S: ChainStore> Chain<S> {
         let commit = Commit {
             tip: new_tip,
             tip_height: new_height,
-            main_chain: connected.iter().map(|(height, h, _)| (*height, *h)).collect(),
-            undo: connected.iter().map(|(_, h, u)| (*h, u.clone())).collect(),
+            main_chain: connected.iter().map(|c| (c.height, c.hash)).collect(),
+            undo: connected.iter().map(|c| (c.hash, c.undo.clone())).collect(),
             utxo_remove,
             utxo_add,
             app: app_writes.clone(),
@@ -623,7 +650,7 @@ impl<S: ChainStore> Chain<S> {
         self.store.commit(&commit)?;
         apply_to_memory(&mut self.utxos, &mut self.by_owner, &mut self.app_state, &changes, &app_writes);
         self.main.truncate(fork_height as usize + 1);
-        self.main.extend(connected.iter().map(|(_, h, _)| *h));
+        self.main.extend(connected.iter().map(|c| c.hash));
         // A store that keeps the set as a snapshot plus a log of the commits since: a new
         // snapshot now and then bounds what opening replays. A failed snapshot loses nothing
         // (the previous one and the log stay in force): the block stays connected, and the
@@ -636,10 +663,10 @@ impl<S: ChainStore> Chain<S> {
         let reorg = Reorg {
             fork,
             disconnected: to_disconnect,
-            connected: connected.into_iter().map(|(_, h, _)| h).collect(),
+            connected: connected.into_iter().map(|c| c.hash).collect(),
             returned,
         };
-        Ok((Some(reorg), failure))
+        Ok(ReorgAttempt { moved: Some(reorg), failure })
     }
 
     /// Re-validates every main-chain block from genesis on a fresh UTXO set (signatures, PoW,
@@ -755,7 +782,7 @@ fn apply_to_memory(
     by_owner: &mut OwnerIndex,
     app_state: &mut BTreeMap<Vec<u8>, Vec<u8>>,
     changes: &HashMap<OutPoint, Option<Coin>>,
-    app: &[(Vec<u8>, Option<Vec<u8>>)],
+    app: &[AppWrite],
 ) {
     for (op, c) in changes {
         if let Some(old) = utxos.remove(op) {

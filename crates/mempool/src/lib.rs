@@ -31,12 +31,29 @@
 //! verification seed and the block height and time come in through the consensus crate's
 //! `TxEnv` (the environment `verify_txs` judges transactions in, describing the next block on
 //! the chain's tip; `Chain::next_block_env` builds it).
+//!
+//! Where each part lives (one interface per file):
+//! - `mempool`: the [`Mempool`] facade: the writer's lock, the published snapshot, and each
+//!   operation's sequence (prepare, judge, hold orphans, count, publish);
+//! - `admission`: the admission engine: generations, parallel verification, and the two
+//!   stages that check signatures beside the ledger rules (the performance machinery);
+//! - `policy`: the rules beyond consensus that decide what the pool takes (size, dust,
+//!   fee rate, fee-less space, conflicts, chain limits and eviction applied, orphans held);
+//! - `pool`: the writer's graph of pooled transactions (spends, application keys, ancestor
+//!   and descendant walks, the eviction order), which the policy asks;
+//! - `outcome`: what the operations return ([`Admitted`], [`TxVerdict`], [`Removed`], ...);
+//! - `snapshot` and `layers`: what readers see; `orphan`, `sigcache`, `removed`, `config`,
+//!   `error`: the orphan pool, the signature cache, the removal log, the settings, the
+//!   refusals.
 
+mod admission;
 mod config;
 mod error;
 mod layers;
 mod mempool;
 mod orphan;
+mod outcome;
+mod policy;
 mod pool;
 mod removed;
 mod sigcache;
@@ -44,8 +61,9 @@ mod snapshot;
 
 pub use config::MempoolConfig;
 pub use error::MempoolError;
-pub use mempool::{Admitted, HeldOrphan, Mempool, Offered, Removed, ReorgOutcome, TxVerdict};
+pub use mempool::Mempool;
 pub use orphan::{OrphanConfig, OrphanCounters, OrphanPool, OrphanSource, OrphanStats, Released};
+pub use outcome::{Admitted, HeldOrphan, Offered, Removed, ReorgOutcome, TxVerdict};
 pub use removed::{Departure, Removal, RemovedPage};
 pub use sigcache::SignatureCache;
 pub use snapshot::{Counters, PoolEntry, Snapshot, Stats, Template};

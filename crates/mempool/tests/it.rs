@@ -621,13 +621,6 @@ fn a_generation_judged_in_overlapping_chunks_agrees_with_verify_txs() {
     pool.audit().unwrap();
 }
 
-#[test]
-fn utxo_helper_owns_premine() {
-    let net = Net::new();
-    let u: Utxo = net.premine[3];
-    assert_eq!(u.key, 3);
-}
-
 /// An application module whose transactions hold the key in the first 32 bytes of their data
 /// (none when shorter) and are otherwise always valid; it counts the transactions it applied
 /// (judged by the consensus rules).

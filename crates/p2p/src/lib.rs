@@ -1,7 +1,7 @@
 //! ScaleChain's peer-to-peer protocol.
 //!
-//! - [`msg`]: the wire messages (gossip payloads, sync requests and responses) in the chain's
-//!   canonical codec, and the protocol names that carry the chain id;
+//! - [`msg`]: the wire messages (gossip topics and payloads, sync requests and responses) in
+//!   the chain's canonical codec, and the protocol names that carry the chain id;
 //! - [`protocol`]: the peer protocol as one sans-IO state machine (handshake, serving, request
 //!   matching, sync, scoring, gossip verdicts, relay), driven by the node and by the simulator;
 //! - [`score`]: peer scoring, bans and per-peer rate limits (a manager of the machine);

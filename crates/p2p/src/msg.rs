@@ -9,8 +9,6 @@
 use scalechain_types::codec::{put_count, put_var_bytes, Decode, DecodeError, Encode, Reader};
 use scalechain_types::{Block, Hash, Header, Tx};
 
-use crate::protocol::Topic;
-
 /// The transaction batch encoding (PROTOCOL.md §13.2), shared with the API and its client.
 pub use scalechain_types::tx::{decode_tx_batch, encode_tx_batch};
 
@@ -71,6 +69,17 @@ impl ProtocolNames {
             identify: format!("/scalechain/{id}/{PROTOCOL_VERSION}"),
         }
     }
+}
+
+/// A gossip topic (its name on the wire: [`ProtocolNames`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Topic {
+    /// Transaction batches.
+    Txs,
+    /// Whole blocks.
+    Blocks,
+    /// Compact blocks ([`CompactBlock`]): rebuilt from the mempool, what it lacks fetched.
+    CompactBlocks,
 }
 
 /// A node's role, announced in the handshake.

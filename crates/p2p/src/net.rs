@@ -47,7 +47,8 @@ use tokio::sync::mpsc;
 use crate::msg::{message_id, MsgId, ProtocolNames, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES};
 
 mod gate;
-pub use crate::protocol::{Topic, Verdict};
+pub use crate::msg::Topic;
+pub use crate::protocol::Verdict;
 pub use gate::ip_of;
 
 /// Longest a ban waits for the answers to the peer's requests to be written.

@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 use scalechain_p2p::msg::{
-    message_id, CompactBlock, Hello, Request, Response, Role, TxBatch, PROTOCOL_VERSION,
+    message_id, CompactBlock, Hello, Request, Response, Role, Topic, TxBatch, PROTOCOL_VERSION,
 };
-use scalechain_p2p::protocol::{ChainView, Config, Event, Input, Output, Protocol, Topic, MAX_REBUILDS};
+use scalechain_p2p::protocol::{ChainView, Config, Event, Input, Output, Protocol, MAX_REBUILDS};
 use scalechain_types::codec::Encode;
 use scalechain_types::{Block, Hash, HashKind, Header, Target, Tx};
 

@@ -18,8 +18,9 @@
 
 use std::fmt;
 
+use scalechain_p2p::msg::Topic;
 use scalechain_p2p::msg::{MsgId, Role};
-use scalechain_p2p::protocol::{BlockVerdict, Event as ProtocolEvent, Topic};
+use scalechain_p2p::protocol::{BlockVerdict, Event as ProtocolEvent};
 use scalechain_types::Hash;
 
 use crate::wire::{NodeId, Wire};

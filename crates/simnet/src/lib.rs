@@ -38,8 +38,8 @@ use scalechain_chain::{Chain, MemStore};
 use scalechain_consensus::params::SigMode;
 use scalechain_consensus::{Apps, Params, VerifyConfig};
 use scalechain_mempool::MempoolConfig;
-use scalechain_p2p::msg::{message_id, Role};
-use scalechain_p2p::protocol::{Config as ProtocolConfig, Protocol, Topic, TxOrigin};
+use scalechain_p2p::msg::{message_id, Role, Topic};
+use scalechain_p2p::protocol::{Config as ProtocolConfig, Protocol, TxOrigin};
 use scalechain_replica::Replica;
 use scalechain_types::{Hash, HashKind, Lock, Scheme, Tx};
 

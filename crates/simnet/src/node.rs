@@ -6,9 +6,9 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::atomic::AtomicBool;
 
 use scalechain_chain::MemStore;
-use scalechain_p2p::msg::{block_payload, message_id, MsgId, Role};
+use scalechain_p2p::msg::{block_payload, message_id, MsgId, Role, Topic};
 use scalechain_p2p::protocol::{
-    block_txs_response, blocks_response, BlockOrigin, Event as ProtocolEvent, Input, Output, Protocol, Topic,
+    block_txs_response, blocks_response, BlockOrigin, Event as ProtocolEvent, Input, Output, Protocol,
     TxOrigin, TxsDone, Verdict, BLOCKS_RESPONSE_BYTES,
 };
 use scalechain_replica::{solve, Replica, TxsRound};

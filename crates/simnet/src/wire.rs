@@ -3,7 +3,7 @@
 //! (`crate::event`) all speak of these; this file refers to none of them.
 
 use scalechain_p2p::msg::MsgId;
-use scalechain_p2p::protocol::Topic;
+use scalechain_p2p::msg::Topic;
 
 /// A node's identity on the virtual network.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -5,8 +5,9 @@
 
 use std::sync::atomic::AtomicBool;
 
-use scalechain_p2p::msg::{message_id, Hello, MsgId, Request, Response, Role, TxBatch, PROTOCOL_VERSION};
-use scalechain_p2p::protocol::Topic;
+use scalechain_p2p::msg::{
+    message_id, Hello, MsgId, Request, Response, Role, Topic, TxBatch, PROTOCOL_VERSION,
+};
 use scalechain_p2p::score::Offence;
 use scalechain_replica::{solve, ChainView};
 use scalechain_simnet::{Cause, Event, Load, Msg, NodeId, RequestKind, Sim, SimConfig, Wire};

@@ -4,16 +4,17 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 use scalechain_types::codec::Decode;
-use scalechain_types::{Block, Hash, Header, Tx};
+use scalechain_types::{Block, Hash, Tx};
 
 use super::pool::{Next as PoolNext, PoolSync};
+use super::rebuild::{Answered, Arrival, Rebuilds};
 use super::{
-    BlockOrigin, BlockVerdict, ChainView, Config, Event, Input, MsgId, Output, Topic, TxOrigin, TxsDone,
-    Verdict, BLOCKS_RESPONSE_BYTES,
+    BlockOrigin, BlockVerdict, ChainView, Config, Event, Input, MsgId, Output, TxOrigin, TxsDone, Verdict,
+    BLOCKS_RESPONSE_BYTES,
 };
 use crate::msg::{
     decode_tx_batch, encode_tx_batch, group_for_batches, refused, CompactBlock, Hello, Request, Response,
-    Role, TxRef, MAX_BLOCK_TXS_PER_REQUEST, MAX_HEADERS, MAX_POOL_TXIDS, PROTOCOL_VERSION,
+    Role, Topic, MAX_HEADERS, MAX_POOL_TXIDS, PROTOCOL_VERSION,
 };
 use crate::score::{Offence, PeerBook, RateLimit, Standing};
 use crate::sync::{Action, SyncState};
@@ -64,36 +65,6 @@ enum Asked {
     BlockTxs(MsgId),
 }
 
-/// Most compact blocks being rebuilt at once (each waits for one `GetBlockTxs`); past it a
-/// compact block that needs fetching is ignored and sync fetches the whole block.
-pub const MAX_REBUILDS: usize = 16;
-/// Most of those relayed by one peer.
-pub const MAX_REBUILDS_PER_PEER: usize = 2;
-/// A rebuild whose transactions have not come this long after the compact block is dropped
-/// (sync fetches the block), ms. Gossipsub forgets a message waiting for its verdict after
-/// about 3.5 s (5 heartbeats of 700 ms), so a later verdict could not forward it anyway.
-pub const REBUILD_TIMEOUT_MS: u64 = 3_000;
-
-/// A compact block waiting for the transactions this node's mempool lacked.
-#[derive(Clone, Debug)]
-struct Rebuild<K> {
-    /// The peer that relayed it (and is asked for the rest).
-    source: K,
-    /// Its gossip message.
-    id: MsgId,
-    /// The block's hash.
-    hash: Hash,
-    header: Header,
-    /// Its transactions in block order (the coinbase first); `None` where fetched.
-    txs: Vec<Option<Tx>>,
-    /// Each position's reference (position 0, the coinbase, included).
-    refs: Vec<TxRef>,
-    /// The positions asked for.
-    missing: Vec<u32>,
-    /// The caller's clock when it came.
-    since_ms: u64,
-}
-
 /// The peer protocol of one node (see the module documentation).
 #[derive(Debug)]
 pub struct Protocol<K> {
@@ -106,10 +77,8 @@ pub struct Protocol<K> {
     outbox: VecDeque<Output<K>>,
     /// Txids asked of some peer by mempool sync and not answered yet.
     pool_inflight: BTreeSet<Hash>,
-    /// Compact blocks waiting for transactions, by gossip message: two messages claiming one
-    /// block are rebuilt apart, so a peer relaying a copy with wrong references first cannot
-    /// hold the block up.
-    rebuilds: BTreeMap<MsgId, Rebuild<K>>,
+    /// Compact blocks waiting for transactions (`super::rebuild`).
+    rebuilds: Rebuilds<K>,
     /// The tip when transactions from peers were first refused for want of room since the
     /// last mempool sync: once the tip moves (a block took pooled transactions out), the
     /// peers' mempools are fetched again.
@@ -130,7 +99,7 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
             next_tag: 1,
             outbox: VecDeque::new(),
             pool_inflight: BTreeSet::new(),
-            rebuilds: BTreeMap::new(),
+            rebuilds: Rebuilds::new(),
             crowded_at: None,
         }
     }
@@ -484,81 +453,40 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
         }
     }
 
-    /// A compact block from gossip: rebuilt from the mempool and submitted when the mempool
-    /// holds every transaction it names (txid and wtxid); otherwise, once its parent is known
-    /// here and its header carries the target consensus requires after it and meets it, the
-    /// missing ones are asked of the peer that relayed it (which stored the block before
-    /// relaying it). What cannot be fetched so is left to sync, which fetches the whole block
-    /// from the peer claiming it. The rebuilt block is the sender's byte for byte, so the block
-    /// worker's verdict on it is a verdict on the sender.
+    /// A compact block from gossip: decoded, its height noted as its relaying peer's claim,
+    /// then judged by the rebuilds ([`Rebuilds::on_compact`]): submitted when the mempool
+    /// completes it, else its missing transactions asked of the peer that relayed it, or its
+    /// message dropped (sync fetches the block) or rejected for want of work.
     fn compact_block(&mut self, now_ms: u64, id: MsgId, source: K, data: &[u8], chain: &impl ChainView) {
         let decoded = self.decode_gossip(now_ms, id, &source, "compact block", data, |d| {
             CompactBlock::decode(d).map_err(|e| e.to_string())
         });
-        let Some(CompactBlock { header, coinbase, txs: refs }) = decoded else { return };
+        let Some(compact) = decoded else { return };
         if self.peers.contains_key(&source) {
-            self.sync.peer_tip(source.clone(), header.height);
+            self.sync.peer_tip(source.clone(), compact.header.height);
         }
-        let kind = chain.hash_kind();
-        let hash = header.hash(kind);
-        if chain.has_block(&hash) || self.rebuilds.contains_key(&id) {
-            return self.push(Output::Validate { id, source, verdict: Verdict::Ignore });
-        }
-        let found = chain.pooled_for_block(&refs);
-        let missing: Vec<u32> = found
-            .iter()
-            .enumerate()
-            .filter(|(_, t)| t.is_none())
-            .filter_map(|(i, _)| u32::try_from(i + 1).ok())
-            .collect();
-        if missing.is_empty() {
-            let mut txs = Vec::with_capacity(found.len() + 1);
-            txs.push(coinbase);
-            txs.extend(found.into_iter().flatten());
-            let block = Block { header, txs };
-            return self.push(Output::SubmitBlock { block, origin: BlockOrigin::Gossip { source, id } });
-        }
-        // The target consensus requires after a stored parent. A parent being rebuilt itself
-        // (a chain of compact blocks over a slow link) passes its target on, as it does
-        // between retargets; a child whose target differs (a retarget) waits for sync.
-        if let Some(target) = chain.target_after(&header.prev_hash) {
-            if header.target != target || !target.is_met_by(&hash) {
-                // No honest node relays it: every node checks a block before it forwards it.
+        let askable = self.peers.get(&source).is_some_and(|p| !p.closing);
+        match self.rebuilds.on_compact(now_ms, id, &source, askable, compact, chain) {
+            Arrival::Ignore => self.push(Output::Validate { id, source, verdict: Verdict::Ignore }),
+            Arrival::Complete(block) => {
+                self.push(Output::SubmitBlock { block, origin: BlockOrigin::Gossip { source, id } })
+            }
+            Arrival::BadWork(hash) => {
                 tracing::debug!("compact block {hash} from {source:?} lacks the work consensus requires");
                 self.push(Output::Validate { id, source: source.clone(), verdict: Verdict::Reject });
-                return self.penalise(now_ms, &source, Offence::InvalidBlock);
+                self.penalise(now_ms, &source, Offence::InvalidBlock);
             }
-        } else {
-            let parent = self.rebuilds.values().find(|r| r.hash == header.prev_hash);
-            if !parent.is_some_and(|r| r.header.target == header.target && header.target.is_met_by(&hash)) {
-                // Its parent is unknown here, or the work cannot be judged yet: sync fetches.
-                return self.push(Output::Validate { id, source, verdict: Verdict::Ignore });
+            Arrival::Fetch { hash, missing } => {
+                let request = Request::GetBlockTxs { block: hash, indexes: missing };
+                self.request(source, request, Asked::BlockTxs(id));
             }
         }
-        let from_source = self.rebuilds.values().filter(|r| r.source == source).count();
-        let askable = self.peers.get(&source).is_some_and(|p| !p.closing);
-        if !askable
-            || missing.len() > MAX_BLOCK_TXS_PER_REQUEST
-            || self.rebuilds.len() >= MAX_REBUILDS
-            || from_source >= MAX_REBUILDS_PER_PEER
-        {
-            return self.push(Output::Validate { id, source, verdict: Verdict::Ignore });
-        }
-        let mut all = Vec::with_capacity(refs.len() + 1);
-        all.push(TxRef::of(&coinbase, kind));
-        all.extend(refs);
-        let mut txs = Vec::with_capacity(found.len() + 1);
-        txs.push(Some(coinbase));
-        txs.extend(found);
-        let request = Request::GetBlockTxs { block: hash, indexes: missing.clone() };
-        self.request(source.clone(), request, Asked::BlockTxs(id));
-        self.rebuilds
-            .insert(id, Rebuild { source, id, hash, header, txs, refs: all, missing, since_ms: now_ms });
     }
 
-    /// The transactions a rebuild asked for came: the block goes to the block worker, or,
-    /// if the answer is short (cut at the response bound), sync fetches the whole block. An
-    /// answer with a transaction that was not asked for (txid or wtxid) costs `malformed`.
+    /// The transactions a rebuild asked for came ([`Rebuilds::on_answer`]): the block goes to
+    /// the block worker, or, if the answer is short (cut at the response bound), sync fetches
+    /// the whole block. An answer with a transaction that was not asked for (txid or wtxid)
+    /// costs `malformed`.
     fn rebuild_answered(
         &mut self,
         now_ms: u64,
@@ -567,38 +495,27 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
         got: Vec<Tx>,
         kind: scalechain_types::HashKind,
     ) {
-        let Some(mut rb) = self.rebuilds.remove(id) else { return };
-        let malformed = |p: &mut Self, rb: Rebuild<K>| {
-            p.push(Output::Validate { id: rb.id, source: rb.source, verdict: Verdict::Ignore });
-            p.penalise(now_ms, peer, Offence::Malformed);
-        };
-        if got.len() > rb.missing.len() {
-            return malformed(self, rb);
-        }
-        let complete = got.len() == rb.missing.len();
-        for (tx, &i) in got.into_iter().zip(&rb.missing) {
-            let slot = usize::try_from(i).ok().filter(|i| *i < rb.txs.len());
-            match slot {
-                Some(slot) if TxRef::of(&tx, kind) == rb.refs[slot] => rb.txs[slot] = Some(tx),
-                _ => return malformed(self, rb),
+        match self.rebuilds.on_answer(id, got, kind) {
+            None => {}
+            Some(Answered::Block { block, msg }) => self.push(Output::SubmitBlock {
+                block,
+                origin: BlockOrigin::Gossip { source: msg.source, id: msg.id },
+            }),
+            Some(Answered::Short(msg)) => {
+                self.push(Output::Validate { id: msg.id, source: msg.source, verdict: Verdict::Ignore })
+            }
+            Some(Answered::Malformed(msg)) => {
+                self.push(Output::Validate { id: msg.id, source: msg.source, verdict: Verdict::Ignore });
+                self.penalise(now_ms, peer, Offence::Malformed);
             }
         }
-        let txs = rb.txs.into_iter().collect::<Option<Vec<Tx>>>().filter(|_| complete);
-        let Some(txs) = txs else {
-            return self.push(Output::Validate { id: rb.id, source: rb.source, verdict: Verdict::Ignore });
-        };
-        let block = Block { header: rb.header, txs };
-        self.push(Output::SubmitBlock {
-            block,
-            origin: BlockOrigin::Gossip { source: rb.source, id: rb.id },
-        });
     }
 
     /// A rebuild's request was refused or failed, or its peer left: its message is dropped
     /// and sync fetches the block (the peer's claim to it stands until it fails to deliver).
     fn rebuild_failed(&mut self, id: &MsgId) {
-        if let Some(rb) = self.rebuilds.remove(id) {
-            self.push(Output::Validate { id: rb.id, source: rb.source, verdict: Verdict::Ignore });
+        if let Some(msg) = self.rebuilds.remove(id) {
+            self.push(Output::Validate { id: msg.id, source: msg.source, verdict: Verdict::Ignore });
         }
     }
 
@@ -888,14 +805,8 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
             self.push(Output::Unban { peer });
         }
         // Rebuilds whose transactions are late: their messages are dropped, sync fetches.
-        let late: Vec<MsgId> = self
-            .rebuilds
-            .iter()
-            .filter(|(_, r)| now_ms.saturating_sub(r.since_ms) >= REBUILD_TIMEOUT_MS)
-            .map(|(id, _)| *id)
-            .collect();
-        for id in &late {
-            self.rebuild_failed(id);
+        for msg in self.rebuilds.expire(now_ms) {
+            self.push(Output::Validate { id: msg.id, source: msg.source, verdict: Verdict::Ignore });
         }
         // Connections that never completed the handshake are closed.
         let timeout = self.cfg.hello_timeout_ms;

@@ -8,8 +8,10 @@
 //!
 //! The machine holds no socket, reads no clock and draws no random number: the node's reactor
 //! (`scalechain-node`, over libp2p) and the simulator (`scalechain-simnet`, over a virtual
-//! network) drive the same code. Its managers are [`SyncState`](crate::sync::SyncState) (headers-first sync) and
-//! [`PeerBook`](crate::score::PeerBook) (scores and bans). Every map is ordered, so the same inputs give the same
+//! network) drive the same code. Its managers are [`SyncState`](crate::sync::SyncState)
+//! (headers-first sync), [`PeerBook`](crate::score::PeerBook) (scores and bans), and in this
+//! module `pool` (mempool sync with each peer) and `rebuild` (compact blocks waiting for the
+//! transactions the mempool lacked). Every map is ordered, so the same inputs give the same
 //! outputs in the same order.
 //!
 //! What it does is the contract of `docs/PROTOCOL.md` §13: the handshake on connect (refused
@@ -20,6 +22,7 @@
 
 mod machine;
 mod pool;
+mod rebuild;
 #[cfg(test)]
 mod tests;
 
@@ -29,23 +32,14 @@ use scalechain_types::{Block, Hash, HashKind, Header, Target, Tx};
 
 pub use crate::msg::MsgId;
 use crate::msg::{
-    Request, Response, Role, TxRef, MAX_BLOCKS_PER_REQUEST, MAX_BLOCK_TXS_PER_REQUEST, MAX_RESPONSE_BYTES,
+    Request, Response, Role, Topic, TxRef, MAX_BLOCKS_PER_REQUEST, MAX_BLOCK_TXS_PER_REQUEST,
+    MAX_RESPONSE_BYTES,
 };
 use crate::score::Offence;
 use crate::sync::SyncConfig;
-pub use machine::{Peer, Protocol, MAX_REBUILDS, MAX_REBUILDS_PER_PEER, REBUILD_TIMEOUT_MS};
+pub use machine::{Peer, Protocol};
 pub use pool::{successor, PoolSyncConfig};
-
-/// A gossip topic.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Topic {
-    /// Transaction batches.
-    Txs,
-    /// Whole blocks.
-    Blocks,
-    /// Compact blocks (`msg::CompactBlock`): rebuilt from the mempool, what it lacks fetched.
-    CompactBlocks,
-}
+pub use rebuild::{MAX_REBUILDS, MAX_REBUILDS_PER_PEER, REBUILD_TIMEOUT_MS};
 
 /// The verdict on a gossip message (gossipsub's validation result).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
