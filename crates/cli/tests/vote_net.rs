@@ -17,7 +17,7 @@ use scalechain_client::types::{AppRange, TxState};
 use scalechain_client::ClientError;
 use scalechain_types::{Hash, HashKind};
 
-#[path = "../../node/tests/support/browser.rs"]
+#[path = "../../explorer/tests/support/browser.rs"]
 mod browser;
 
 const EXE: &str = env!("CARGO_BIN_EXE_scalechain");

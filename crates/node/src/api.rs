@@ -44,12 +44,6 @@ pub struct ApiState {
     pub shared: Arc<Shared>,
     /// The pipeline's receive side.
     pub pipeline: mpsc::Sender<Inbound>,
-    /// Token required by write endpoints, if any.
-    pub token: Option<Arc<str>>,
-    /// Turns true when the API stops: open event streams end then.
-    pub stop: tokio::sync::watch::Receiver<bool>,
-    /// Serve the web explorer (`/explorer`, and `/` leading to it)?
-    pub explorer: bool,
 }
 
 /// An error answer: an HTTP status and the JSON body every client decodes
@@ -227,8 +221,9 @@ pub(crate) fn lower_hex(what: &str, s: &str) -> Result<Vec<u8>, String> {
 )]
 pub struct ApiDoc;
 
-/// The router.
-pub fn router(state: ApiState) -> Router {
+/// The router: the API, and `pages` beside it when they are served (the explorer's, built by
+/// [`Pages`](crate::view::Pages)).
+pub fn router(state: ApiState, pages: Option<Router>) -> Router {
     let max_body = state.shared.cfg.api.max_body_bytes;
     // The paths are the client's (`scalechain_client::ops`); the `#[utoipa::path]` attributes
     // repeat them as literals, and the OpenAPI test compares the two.
@@ -248,12 +243,15 @@ pub fn router(state: ApiState) -> Router {
         .route(ops::METRICS.path, get(metrics))
         .route(ops::EVENTS.path, get(events))
         .route(ops::OPENAPI.path, get(openapi))
-        .merge(apps::router());
-    let api = if state.explorer { api.merge(crate::explorer::router(state.clone())) } else { api };
+        .merge(apps::router())
+        .with_state(state.clone());
+    let api = match pages {
+        Some(p) => api.merge(p),
+        None => api,
+    };
     api.fallback(|| async { ApiError::not_found("no such endpoint") })
         .layer(axum::extract::DefaultBodyLimit::max(max_body))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), track))
-        .with_state(state)
+        .layer(axum::middleware::from_fn_with_state(state, track))
 }
 
 /// This document.
@@ -273,7 +271,7 @@ async fn status(State(s): State<ApiState>) -> Json<Status> {
     Json(status_of(&s.shared))
 }
 
-/// The node at a glance (`GET /status`, and the explorer's).
+/// The node at a glance (`GET /status`, and [`NodeView::status`](crate::view::NodeView::status)).
 pub(crate) fn status_of(sh: &Shared) -> Status {
     // Published by the block worker: no wait behind a block being validated or committed.
     let ((height, tip), orphans) = (sh.replica.tip(), sh.replica.orphan_blocks());
@@ -384,12 +382,12 @@ async fn tx(State(s): State<ApiState>, id: Result<Path<String>, PathRejection>) 
 }
 
 /// The token of an `Authorization: Bearer <token>` header, if there is one.
-pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
+fn bearer(headers: &HeaderMap) -> Option<&str> {
     headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "))
 }
 
 fn authorised(s: &ApiState, headers: &HeaderMap) -> Result<(), ApiError> {
-    let Some(token) = &s.token else { return Ok(()) };
+    let Some(token) = &s.shared.api_token else { return Ok(()) };
     if bearer(headers).is_some_and(|g| constant_time_eq(g.as_bytes(), token.as_bytes())) {
         Ok(())
     } else {
@@ -697,7 +695,7 @@ pub const EVENTS_KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// comment every 15 s while nothing happens. The stream ends when the node stops.
 #[utoipa::path(get, path = "/events", responses((status = 200, description = "Server-sent events: `tip`", content_type = "text/event-stream")))]
 async fn events(State(s): State<ApiState>) -> Response {
-    tip_events(s.shared.tip_changed.subscribe(), s.stop.clone())
+    tip_events(s.shared.tip_changed.subscribe(), s.shared.api_stop.subscribe())
 }
 
 /// The `tip` event stream over a tip channel, ending when `stop` turns true (also the null
@@ -731,7 +729,8 @@ async fn metrics(State(s): State<ApiState>) -> Response {
     ([(header::CONTENT_TYPE, metrics::CONTENT_TYPE)], metrics_text(&s.shared)).into_response()
 }
 
-/// The node's metrics in the OpenMetrics text format (`GET /metrics`, and the explorer's).
+/// The node's metrics in the OpenMetrics text format (`GET /metrics`, and
+/// [`NodeView::metrics_text`](crate::view::NodeView::metrics_text)).
 pub(crate) fn metrics_text(sh: &Shared) -> String {
     let (height, orphans, utxos) = {
         let c = sh.chain.read();

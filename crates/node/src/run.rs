@@ -37,6 +37,7 @@ use crate::miner;
 use crate::pipeline::{self, Source};
 use crate::serve::{self, ServeLimits};
 use crate::state::{now_ms, PeerInfo, Shared};
+use crate::view::{NodeView, Pages};
 
 /// Errors that stop a node from starting.
 #[derive(Debug, thiserror::Error)]
@@ -171,10 +172,12 @@ fn reward_lock(cfg: &NodeConfig, params: &Params) -> Result<Lock, NodeError> {
     Ok(Lock { scheme, pubkey_hash: pk.hash(params.hash) })
 }
 
-/// Starts a node and runs it until SIGINT/SIGTERM (or `stop` resolves).
+/// Starts a node and runs it until SIGINT/SIGTERM (or `stop` resolves), with `pages` beside
+/// its API when the explorer is served.
 pub async fn run(
     cfg: NodeConfig,
     apps: Apps,
+    pages: Pages,
     reindex: bool,
     stop: impl std::future::Future<Output = ()>,
 ) -> Result<(), NodeError> {
@@ -222,6 +225,34 @@ pub async fn run(
     }
     let tip = replica.tip();
     let (tip_tx, _) = tokio::sync::watch::channel(tip);
+    // The API's address and token.
+    let api = match cfg.api_addr().map_err(NodeError::Config)? {
+        None => None,
+        Some(addr) => {
+            let token: Option<Arc<str>> = match (&cfg.api.token, addr.ip().is_loopback()) {
+                (Some(t), _) if t.trim().is_empty() => {
+                    return Err(NodeError::Config("api.token is empty: set a token or leave it out".into()))
+                }
+                (Some(t), _) => Some(Arc::from(t.as_str())),
+                (None, true) => None,
+                (None, false) => {
+                    let path = cfg.data_dir.join("api_token");
+                    // A file that cannot be read, or holds no token, gets a new one.
+                    let t = match std::fs::read_to_string(&path).map(|t| t.trim().to_string()) {
+                        Ok(t) if !t.is_empty() => t,
+                        _ => {
+                            let t = hex::encode(random32()?);
+                            write_private(&path, t.as_bytes())?;
+                            t
+                        }
+                    };
+                    Some(Arc::from(t.as_str()))
+                }
+            };
+            Some((addr, token))
+        }
+    };
+    let (api_stop, _) = tokio::sync::watch::channel(false);
     let profile = crate::profile::Persisted::open(&cfg.data_dir);
     scalechain_types::profile::set_enabled(cfg.profile.enabled);
     let shared = Arc::new(Shared {
@@ -237,6 +268,8 @@ pub async fn run(
         started: Instant::now(),
         stopping: false.into(),
         tip_changed: tip_tx,
+        api_token: api.as_ref().and_then(|(_, t)| t.clone()),
+        api_stop,
     });
     // Stages and workers.
     let (pipe_tx, pipe_rx) = mpsc::channel(cfg.mempool.buffer.max(1));
@@ -264,42 +297,20 @@ pub async fn run(
         );
     }
     // API.
-    let (api_stop, _) = tokio::sync::watch::channel(false);
     let mut api_task = None;
-    let api_addr = match cfg.api_addr().map_err(NodeError::Config)? {
+    let api_addr = match api {
         None => None,
-        Some(addr) => {
-            let token = match (&cfg.api.token, addr.ip().is_loopback()) {
-                (Some(t), _) if t.trim().is_empty() => {
-                    return Err(NodeError::Config("api.token is empty: set a token or leave it out".into()))
-                }
-                (Some(t), _) => Some(Arc::from(t.as_str())),
-                (None, true) => None,
-                (None, false) => {
-                    let path = cfg.data_dir.join("api_token");
-                    // A file that cannot be read, or holds no token, gets a new one.
-                    let t = match std::fs::read_to_string(&path).map(|t| t.trim().to_string()) {
-                        Ok(t) if !t.is_empty() => t,
-                        _ => {
-                            let t = hex::encode(random32()?);
-                            write_private(&path, t.as_bytes())?;
-                            t
-                        }
-                    };
-                    Some(Arc::from(t.as_str()))
-                }
-            };
+        Some((addr, _)) => {
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
                 .map_err(|e| NodeError::Config(format!("api.listen {addr}: {e}")))?;
             let bound = listener.local_addr().map_err(|e| NodeError::Config(e.to_string()))?;
-            let app = api::router(ApiState {
-                shared: shared.clone(),
-                pipeline: pipe_tx.clone(),
-                token,
-                stop: api_stop.subscribe(),
-                explorer: cfg.explorer.serves(&bound),
-            });
+            let pages = if cfg.explorer.serves(&bound) {
+                pages.build(shared.clone() as Arc<dyn NodeView>)
+            } else {
+                None
+            };
+            let app = api::router(ApiState { shared: shared.clone(), pipeline: pipe_tx.clone() }, pages);
             let a = &cfg.api;
             let limits = ServeLimits {
                 header_timeout: Duration::from_secs(a.header_timeout_s.max(1)),
@@ -314,8 +325,13 @@ pub async fn run(
                     limits.max_connections
                 );
             }
-            api_task =
-                Some(tokio::spawn(serve::serve(listener, app, limits, shared.clone(), api_stop.subscribe())));
+            api_task = Some(tokio::spawn(serve::serve(
+                listener,
+                app,
+                limits,
+                shared.clone(),
+                shared.api_stop.subscribe(),
+            )));
             Some(bound)
         }
     };
@@ -375,7 +391,7 @@ pub async fn run(
         let _ = tokio::task::spawn_blocking(move || m.join()).await;
     }
     // The API finishes the requests it is answering (within their time-out) and lets go.
-    let _ = api_stop.send(true);
+    shared.api_stop.send_replace(true);
     if let Some(t) = api_task {
         let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
     }
