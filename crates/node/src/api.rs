@@ -276,14 +276,14 @@ pub(crate) fn status_of(sh: &Shared) -> Status {
     // Published by the block worker: no wait behind a block being validated or committed.
     let ((height, tip), orphans) = (sh.replica.tip(), sh.replica.orphan_blocks());
     Status {
-        chain_id: sh.chain_id,
+        chain_id: sh.replica.chain_id,
         role: sh.role().name().into(),
         peer_id: sh.peer_id.to_string(),
         listen: sh.listen.read().iter().map(|a| a.to_string()).collect(),
         height,
         tip,
-        mempool_txs: sh.mempool.len(),
-        mempool_bytes: sh.mempool.bytes(),
+        mempool_txs: sh.replica.mempool.len(),
+        mempool_bytes: sh.replica.mempool.bytes(),
         peers: sh.peers.read().len(),
         orphans,
         uptime_s: sh.started.elapsed().as_secs_f64(),
@@ -319,7 +319,7 @@ fn parse_block_id(id: &str) -> Result<BlockId, ApiError> {
 }
 
 fn find_block(s: &ApiState, id: BlockId) -> Result<scalechain_types::Block, ApiError> {
-    let c = s.shared.chain.read();
+    let c = s.shared.replica.chain.read();
     let found = match &id {
         BlockId::Hash(h) => c.block(h),
         BlockId::Height(h) => c.block_at(*h),
@@ -340,7 +340,7 @@ fn find_block(s: &ApiState, id: BlockId) -> Result<scalechain_types::Block, ApiE
 async fn block(State(s): State<ApiState>, id: Result<Path<String>, PathRejection>) -> ApiResult<BlockJson> {
     let id = segment(id, "block id")?;
     let b = find_block(&s, parse_block_id(&id)?)?;
-    Ok(Json(block_json(s.shared.params.hash, &b)))
+    Ok(Json(block_json(s.shared.replica.params.hash, &b)))
 }
 
 /// A block's txids.
@@ -352,7 +352,7 @@ async fn block_txids(
 ) -> ApiResult<BlockTxids> {
     let id = segment(id, "block id")?;
     let b = find_block(&s, parse_block_id(&id)?)?;
-    let kind = s.shared.params.hash;
+    let kind = s.shared.replica.params.hash;
     Ok(Json(BlockTxids {
         height: b.header.height,
         hash: b.header.hash(kind),
@@ -367,11 +367,11 @@ async fn block_txids(
 async fn tx(State(s): State<ApiState>, id: Result<Path<String>, PathRejection>) -> ApiResult<TxStatus> {
     let id = segment(id, "txid")?;
     let txid = parse_hash("txid", &id)?;
-    let kind = s.shared.params.hash;
-    if let Some(e) = s.shared.mempool.get(&txid) {
+    let kind = s.shared.replica.params.hash;
+    if let Some(e) = s.shared.replica.mempool.get(&txid) {
         return Ok(Json(TxStatus { status: TxState::Mempool, height: None, tx: tx_json(kind, &e.tx) }));
     }
-    let found = s.shared.chain.read().confirmed_tx(&txid);
+    let found = s.shared.replica.chain.read().confirmed_tx(&txid);
     match found {
         Ok(Some((loc, t))) => {
             Ok(Json(TxStatus { status: TxState::Confirmed, height: Some(loc.height), tx: tx_json(kind, &t) }))
@@ -561,7 +561,7 @@ async fn utxos(
             })?
             .pubkey_hash
     };
-    let c = s.shared.chain.read();
+    let c = s.shared.replica.chain.read();
     let out = c
         .utxos_of(&pkh)
         .take(n)
@@ -583,8 +583,8 @@ async fn utxos(
     responses((status = 200, body = MempoolJson), (status = 400, body = ErrorBody)))]
 async fn mempool(State(s): State<ApiState>, q: QueryPairs) -> ApiResult<MempoolJson> {
     let n = limit(q, 1000, 100_000)?;
-    let snap = s.shared.mempool.snapshot();
-    let stats = s.shared.mempool.stats();
+    let snap = s.shared.replica.mempool.snapshot();
+    let stats = s.shared.replica.mempool.stats();
     Ok(Json(MempoolJson {
         count: snap.len(),
         bytes: snap.bytes(),
@@ -602,7 +602,7 @@ async fn mempool(State(s): State<ApiState>, q: QueryPairs) -> ApiResult<MempoolJ
     responses((status = 200, body = RemovedJson), (status = 400, body = ErrorBody)))]
 async fn mempool_removed(State(s): State<ApiState>, q: QueryPairs) -> ApiResult<RemovedJson> {
     let (after, n) = after_and_limit(q, 1000, 10_000)?;
-    let page = s.shared.mempool.removed(after, n);
+    let page = s.shared.replica.mempool.removed(after, n);
     Ok(Json(RemovedJson {
         entries: page
             .entries
@@ -733,11 +733,11 @@ async fn metrics(State(s): State<ApiState>) -> Response {
 /// [`NodeView::metrics_text`](crate::view::NodeView::metrics_text)).
 pub(crate) fn metrics_text(sh: &Shared) -> String {
     let (height, orphans, utxos) = {
-        let c = sh.chain.read();
+        let c = sh.replica.chain.read();
         (c.tip_height(), c.orphan_count(), c.utxos().len())
     };
-    let store = sh.chain.read().store().memory();
-    let st = sh.mempool.stats();
+    let store = sh.replica.chain.read().store().memory();
+    let st = sh.replica.mempool.stats();
     let mut e = Scrape::new();
     e.process()
         .gauge(

@@ -21,8 +21,7 @@ use crate::metrics::Metrics;
 pub use scalechain_client::types::PeerInfo;
 
 /// Everything the node's tasks share (the pages beside the API read it as a
-/// [`NodeView`](crate::view::NodeView)). It dereferences to its [`Replica`], so `shared.chain`,
-/// `shared.mempool`, `shared.params` and `shared.chain_id` read the replica's.
+/// [`NodeView`](crate::view::NodeView)).
 pub struct Shared {
     /// The configuration it started with.
     pub cfg: NodeConfig,
@@ -58,14 +57,6 @@ pub struct Shared {
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
-}
-
-impl std::ops::Deref for Shared {
-    type Target = Replica<DiskStore>;
-
-    fn deref(&self) -> &Replica<DiskStore> {
-        &self.replica
-    }
 }
 
 impl Shared {
