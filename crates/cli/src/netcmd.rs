@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use scalechain_consensus::Apps;
-use scalechain_node::NodeConfig;
+use scalechain_node::{NodeConfig, Pages};
 
 use crate::Fail;
 
@@ -61,6 +61,12 @@ pub fn apps() -> Apps {
     apps
 }
 
+/// The pages served beside the node's API: the web explorer, and the election pages of the
+/// voting module [`apps`] registers.
+pub fn pages() -> Pages {
+    Pages::none().with(scalechain_explorer::router).with(scalechain_explorer::election::router)
+}
+
 /// Builds the configuration from the file and the flags.
 pub fn config(a: &NodeArgs) -> Result<NodeConfig, Fail> {
     let mut cfg = match &a.config {
@@ -101,7 +107,7 @@ pub fn node(a: NodeArgs) -> Result<(), Fail> {
     }
     init_logs(a.log_format);
     let rt = tokio::runtime::Runtime::new().map_err(|e| Fail(2, format!("starting the runtime: {e}")))?;
-    rt.block_on(scalechain_node::run(cfg, apps(), a.reindex, std::future::pending()))
+    rt.block_on(scalechain_node::run(cfg, apps(), pages(), a.reindex, std::future::pending()))
         .map_err(|e| Fail(2, e.to_string()))
 }
 

@@ -18,7 +18,7 @@ use scalechain_client::ClientError;
 use scalechain_lab::launcher::{LaunchError, Launcher, NodeSpec, Role};
 use scalechain_types::{Hash, HashKind};
 
-#[path = "../../node/tests/support/browser.rs"]
+#[path = "../../explorer/tests/support/browser.rs"]
 mod browser;
 
 const EXE: &str = env!("CARGO_BIN_EXE_scalechain");

@@ -44,12 +44,6 @@ pub struct ApiState {
     pub shared: Arc<Shared>,
     /// The pipeline's receive side.
     pub pipeline: mpsc::Sender<Inbound>,
-    /// Token required by write endpoints, if any.
-    pub token: Option<Arc<str>>,
-    /// Turns true when the API stops: open event streams end then.
-    pub stop: tokio::sync::watch::Receiver<bool>,
-    /// Serve the web explorer (`/explorer`, and `/` leading to it)?
-    pub explorer: bool,
 }
 
 /// An error answer: an HTTP status and the JSON body every client decodes
@@ -227,8 +221,9 @@ pub(crate) fn lower_hex(what: &str, s: &str) -> Result<Vec<u8>, String> {
 )]
 pub struct ApiDoc;
 
-/// The router.
-pub fn router(state: ApiState) -> Router {
+/// The router: the API, and `pages` beside it when they are served (the explorer's, built by
+/// [`Pages`](crate::view::Pages)).
+pub fn router(state: ApiState, pages: Option<Router>) -> Router {
     let max_body = state.shared.cfg.api.max_body_bytes;
     // The paths are the client's (`scalechain_client::ops`); the `#[utoipa::path]` attributes
     // repeat them as literals, and the OpenAPI test compares the two.
@@ -248,12 +243,15 @@ pub fn router(state: ApiState) -> Router {
         .route(ops::METRICS.path, get(metrics))
         .route(ops::EVENTS.path, get(events))
         .route(ops::OPENAPI.path, get(openapi))
-        .merge(apps::router());
-    let api = if state.explorer { api.merge(crate::explorer::router(state.clone())) } else { api };
+        .merge(apps::router())
+        .with_state(state.clone());
+    let api = match pages {
+        Some(p) => api.merge(p),
+        None => api,
+    };
     api.fallback(|| async { ApiError::not_found("no such endpoint") })
         .layer(axum::extract::DefaultBodyLimit::max(max_body))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), track))
-        .with_state(state)
+        .layer(axum::middleware::from_fn_with_state(state, track))
 }
 
 /// This document.
@@ -273,19 +271,19 @@ async fn status(State(s): State<ApiState>) -> Json<Status> {
     Json(status_of(&s.shared))
 }
 
-/// The node at a glance (`GET /status`, and the explorer's).
+/// The node at a glance (`GET /status`, and [`NodeView::status`](crate::view::NodeView::status)).
 pub(crate) fn status_of(sh: &Shared) -> Status {
     // Published by the block worker: no wait behind a block being validated or committed.
     let ((height, tip), orphans) = (sh.replica.tip(), sh.replica.orphan_blocks());
     Status {
-        chain_id: sh.chain_id,
+        chain_id: sh.replica.chain_id,
         role: sh.role().name().into(),
         peer_id: sh.peer_id.to_string(),
         listen: sh.listen.read().iter().map(|a| a.to_string()).collect(),
         height,
         tip,
-        mempool_txs: sh.mempool.len(),
-        mempool_bytes: sh.mempool.bytes(),
+        mempool_txs: sh.replica.mempool.len(),
+        mempool_bytes: sh.replica.mempool.bytes(),
         peers: sh.peers.read().len(),
         orphans,
         uptime_s: sh.started.elapsed().as_secs_f64(),
@@ -321,7 +319,7 @@ fn parse_block_id(id: &str) -> Result<BlockId, ApiError> {
 }
 
 fn find_block(s: &ApiState, id: BlockId) -> Result<scalechain_types::Block, ApiError> {
-    let c = s.shared.chain.read();
+    let c = s.shared.replica.chain.read();
     let found = match &id {
         BlockId::Hash(h) => c.block(h),
         BlockId::Height(h) => c.block_at(*h),
@@ -342,7 +340,7 @@ fn find_block(s: &ApiState, id: BlockId) -> Result<scalechain_types::Block, ApiE
 async fn block(State(s): State<ApiState>, id: Result<Path<String>, PathRejection>) -> ApiResult<BlockJson> {
     let id = segment(id, "block id")?;
     let b = find_block(&s, parse_block_id(&id)?)?;
-    Ok(Json(block_json(s.shared.params.hash, &b)))
+    Ok(Json(block_json(s.shared.replica.params.hash, &b)))
 }
 
 /// A block's txids.
@@ -354,7 +352,7 @@ async fn block_txids(
 ) -> ApiResult<BlockTxids> {
     let id = segment(id, "block id")?;
     let b = find_block(&s, parse_block_id(&id)?)?;
-    let kind = s.shared.params.hash;
+    let kind = s.shared.replica.params.hash;
     Ok(Json(BlockTxids {
         height: b.header.height,
         hash: b.header.hash(kind),
@@ -369,11 +367,11 @@ async fn block_txids(
 async fn tx(State(s): State<ApiState>, id: Result<Path<String>, PathRejection>) -> ApiResult<TxStatus> {
     let id = segment(id, "txid")?;
     let txid = parse_hash("txid", &id)?;
-    let kind = s.shared.params.hash;
-    if let Some(e) = s.shared.mempool.get(&txid) {
+    let kind = s.shared.replica.params.hash;
+    if let Some(e) = s.shared.replica.mempool.get(&txid) {
         return Ok(Json(TxStatus { status: TxState::Mempool, height: None, tx: tx_json(kind, &e.tx) }));
     }
-    let found = s.shared.chain.read().confirmed_tx(&txid);
+    let found = s.shared.replica.chain.read().confirmed_tx(&txid);
     match found {
         Ok(Some((loc, t))) => {
             Ok(Json(TxStatus { status: TxState::Confirmed, height: Some(loc.height), tx: tx_json(kind, &t) }))
@@ -384,12 +382,12 @@ async fn tx(State(s): State<ApiState>, id: Result<Path<String>, PathRejection>) 
 }
 
 /// The token of an `Authorization: Bearer <token>` header, if there is one.
-pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
+fn bearer(headers: &HeaderMap) -> Option<&str> {
     headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "))
 }
 
 fn authorised(s: &ApiState, headers: &HeaderMap) -> Result<(), ApiError> {
-    let Some(token) = &s.token else { return Ok(()) };
+    let Some(token) = &s.shared.api_token else { return Ok(()) };
     if bearer(headers).is_some_and(|g| constant_time_eq(g.as_bytes(), token.as_bytes())) {
         Ok(())
     } else {
@@ -563,7 +561,7 @@ async fn utxos(
             })?
             .pubkey_hash
     };
-    let c = s.shared.chain.read();
+    let c = s.shared.replica.chain.read();
     let out = c
         .utxos_of(&pkh)
         .take(n)
@@ -585,8 +583,8 @@ async fn utxos(
     responses((status = 200, body = MempoolJson), (status = 400, body = ErrorBody)))]
 async fn mempool(State(s): State<ApiState>, q: QueryPairs) -> ApiResult<MempoolJson> {
     let n = limit(q, 1000, 100_000)?;
-    let snap = s.shared.mempool.snapshot();
-    let stats = s.shared.mempool.stats();
+    let snap = s.shared.replica.mempool.snapshot();
+    let stats = s.shared.replica.mempool.stats();
     Ok(Json(MempoolJson {
         count: snap.len(),
         bytes: snap.bytes(),
@@ -604,7 +602,7 @@ async fn mempool(State(s): State<ApiState>, q: QueryPairs) -> ApiResult<MempoolJ
     responses((status = 200, body = RemovedJson), (status = 400, body = ErrorBody)))]
 async fn mempool_removed(State(s): State<ApiState>, q: QueryPairs) -> ApiResult<RemovedJson> {
     let (after, n) = after_and_limit(q, 1000, 10_000)?;
-    let page = s.shared.mempool.removed(after, n);
+    let page = s.shared.replica.mempool.removed(after, n);
     Ok(Json(RemovedJson {
         entries: page
             .entries
@@ -697,7 +695,7 @@ pub const EVENTS_KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// comment every 15 s while nothing happens. The stream ends when the node stops.
 #[utoipa::path(get, path = "/events", responses((status = 200, description = "Server-sent events: `tip`", content_type = "text/event-stream")))]
 async fn events(State(s): State<ApiState>) -> Response {
-    tip_events(s.shared.tip_changed.subscribe(), s.stop.clone())
+    tip_events(s.shared.tip_changed.subscribe(), s.shared.api_stop.subscribe())
 }
 
 /// The `tip` event stream over a tip channel, ending when `stop` turns true (also the null
@@ -731,14 +729,15 @@ async fn metrics(State(s): State<ApiState>) -> Response {
     ([(header::CONTENT_TYPE, metrics::CONTENT_TYPE)], metrics_text(&s.shared)).into_response()
 }
 
-/// The node's metrics in the OpenMetrics text format (`GET /metrics`, and the explorer's).
+/// The node's metrics in the OpenMetrics text format (`GET /metrics`, and
+/// [`NodeView::metrics_text`](crate::view::NodeView::metrics_text)).
 pub(crate) fn metrics_text(sh: &Shared) -> String {
     let (height, orphans, utxos) = {
-        let c = sh.chain.read();
+        let c = sh.replica.chain.read();
         (c.tip_height(), c.orphan_count(), c.utxos().len())
     };
-    let store = sh.chain.read().store().memory();
-    let st = sh.mempool.stats();
+    let store = sh.replica.chain.read().store().memory();
+    let st = sh.replica.mempool.stats();
     let mut e = Scrape::new();
     e.process()
         .gauge(

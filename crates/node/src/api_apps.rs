@@ -101,7 +101,7 @@ pub(super) async fn value(
     let Path((kind, key)) = path.map_err(|e| ApiError::bad(format!("kind/key: {}", e.body_text())))?;
     let kind = parse_kind(&kind)?;
     let k = parse_key("key", &key)?;
-    let v = s.shared.chain.read().app_state().get(&full(kind, &k)).cloned();
+    let v = s.shared.replica.chain.read().app_state().get(&full(kind, &k)).cloned();
     match v {
         Some(v) => Ok(Json(AppEntry { key: hex::encode(&k), value: hex::encode(v) })),
         None => Err(ApiError::not_found(format!("no key {key} in the state of kind {kind}"))),
@@ -130,7 +130,7 @@ pub(super) async fn range(
         Some(a) if a >= prefix => Bound::Excluded(a),
         _ => Bound::Included(prefix.clone()),
     };
-    let c = s.shared.chain.read();
+    let c = s.shared.replica.chain.read();
     let height = c.tip_height();
     let mut it = c
         .app_state()

@@ -79,7 +79,7 @@ pub fn accept(shared: &Shared, block: Block, origin: BlockOrigin<PeerId>) -> Out
         };
         shared.arrivals.record(Kind::Block { height: outcome.height }, [outcome.hash], at, via);
     }
-    let kind = shared.params.hash;
+    let kind = shared.replica.params.hash;
     shared.arrivals.record(Kind::Tx, outcome.released.iter().map(|t| t.txid(kind)), at, Via::Released);
     if let Some(tip) = outcome.new_tip {
         if outcome.disconnected > 0 {

@@ -43,7 +43,9 @@ pub struct NodeConfig {
     pub explorer: ExplorerSection,
 }
 
-/// The web explorer: read-only pages served on the API's address under `/explorer`.
+/// The web explorer: read-only pages served on the API's address under `/explorer` (the
+/// [`Pages`](crate::Pages) the node's caller mounts there: `scalechain node` mounts the
+/// explorer's).
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct ExplorerSection {

@@ -14,19 +14,22 @@
 //! - `arrivals`: when each transaction and block arrived, and from where (`GET /arrivals`);
 //! - [`null`]: the null target — the API as the load benchmark uses it, accepting every
 //!   transaction unverified (it measures the load generator);
-//! - `run`: start-up, the reactor that drives the peer protocol, and shutdown ([`run()`]).
+//! - `run`: start-up, the wiring, the reactor that drives the peer protocol, and shutdown
+//!   ([`run()`]);
+//! - [`view`]: what pages served beside the API read of the node ([`NodeView`]) and the routes
+//!   a caller mounts there ([`Pages`]) — the web explorer (`scalechain-explorer`) sits above
+//!   the node and is mounted so by `scalechain node`.
 //!
 //! Consensus stays in `consensus` and `chain`, the peer protocol in `p2p::protocol`, the
 //! node's synchronous steps in `replica`: the node only moves data between the network, the
 //! API, its threads and those crates.
 
-// The modules are the node's own; its interface is the configuration, `run` and what
-// `node.json` says. Everything else other crates need lives in `replica`, `p2p` and `client`.
+// The modules are the node's own; its interface is the configuration, `run`, the view the
+// pages beside the API read and what `node.json` says. Everything else other crates need lives in `replica`, `p2p` and `client`.
 mod api;
 mod arrivals;
 mod blocks;
 pub mod config;
-pub mod explorer;
 mod known;
 mod metrics;
 mod miner;
@@ -36,6 +39,8 @@ mod profile;
 mod run;
 mod serve;
 mod state;
+pub mod view;
 
 pub use config::NodeConfig;
 pub use run::{params_of, run, shutdown_signal, NodeError, NodeInfo};
+pub use view::{NodeView, Pages};

@@ -38,16 +38,17 @@ pub fn run(
     done: mpsc::UnboundedSender<Outcome>,
 ) {
     let mut tip_rx = shared.tip_changed.subscribe();
-    let interval = shared.params.target_block_ms;
+    let interval = shared.replica.params.target_block_ms;
     while !shared.is_stopping() {
-        let parent = shared.chain.read().tip_header();
-        let parent_hash: Hash = parent.hash(shared.params.hash);
+        let parent = shared.replica.chain.read().tip_header();
+        let parent_hash: Hash = parent.hash(shared.replica.params.hash);
         if shared.cfg.miner.pace {
             let due = parent.time.saturating_add(paced_wait(interval, getrandom::u32().unwrap_or(0)));
-            while now_ms() < due && !shared.is_stopping() && shared.chain.read().tip() == parent_hash {
+            while now_ms() < due && !shared.is_stopping() && shared.replica.chain.read().tip() == parent_hash
+            {
                 std::thread::sleep(Duration::from_millis((due - now_ms()).clamp(1, 20)));
             }
-            if shared.chain.read().tip() != parent_hash {
+            if shared.replica.chain.read().tip() != parent_hash {
                 continue;
             }
         }
@@ -67,17 +68,18 @@ pub fn run(
                     std::thread::sleep(Duration::from_millis(5));
                 }
             });
-            let ok = solve(&mut block.header, shared.params.hash, shared.cfg.miner.threads, &stale);
+            let ok = solve(&mut block.header, shared.replica.params.hash, shared.cfg.miner.threads, &stale);
             stale.store(true, Ordering::Relaxed);
             let _ = watcher.join();
             ok
         });
-        if !solved || shared.chain.read().tip() != parent_hash {
+        if !solved || shared.replica.chain.read().tip() != parent_hash {
             continue;
         }
         let (tx, rx) = oneshot::channel();
         let bytes = block.encoded_len();
-        let (topic, payload) = block_payload(&block, shared.params.hash, shared.cfg.p2p.compact_blocks);
+        let (topic, payload) =
+            block_payload(&block, shared.replica.params.hash, shared.cfg.p2p.compact_blocks);
         let origin = BlockOrigin::Local { topic, payload };
         if jobs.blocking_send(BlockJob { block, origin, reply: Some(tx) }).is_err() {
             break;

@@ -115,7 +115,7 @@ pub async fn run(
         let mut round = TxsRound::with_capacity(items.len());
         shared.metrics.txs_admitted.add(admission.released.len() as u64);
         let at = arrivals::now_us();
-        let txid = |t: &Arc<Tx>| t.txid(shared.params.hash);
+        let txid = |t: &Arc<Tx>| t.txid(shared.replica.params.hash);
         shared.arrivals.record(Kind::Tx, admission.released.iter().map(txid), at, Via::Released);
         for (item, o) in items.into_iter().zip(admission.batches) {
             let via = match &item.source {

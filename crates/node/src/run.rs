@@ -1,5 +1,7 @@
-//! Starting and running a node: open the chain, start the network, the pipeline, the block
-//! worker, the miner and the API, then run the reactor until a shutdown signal.
+//! Starting and running a node. Start-up prepares what nothing runs on yet: the data
+//! directory, the chain (rebuilt first on `--reindex`), the identity key and the API's token.
+//! The wiring then starts the network, the pipeline, the block worker, the miner and the API
+//! (with the pages its caller gave beside it), and runs the reactor until a shutdown signal.
 //!
 //! The reactor is the IO half of the peer protocol (`scalechain_p2p::protocol`): it turns
 //! network events, block-worker outcomes, pipeline verdicts and a 250 ms tick into the
@@ -37,6 +39,7 @@ use crate::miner;
 use crate::pipeline::{self, Source};
 use crate::serve::{self, ServeLimits};
 use crate::state::{now_ms, PeerInfo, Shared};
+use crate::view::{NodeView, Pages};
 
 /// Errors that stop a node from starting.
 #[derive(Debug, thiserror::Error)]
@@ -171,182 +174,30 @@ fn reward_lock(cfg: &NodeConfig, params: &Params) -> Result<Lock, NodeError> {
     Ok(Lock { scheme, pubkey_hash: pk.hash(params.hash) })
 }
 
-/// Starts a node and runs it until SIGINT/SIGTERM (or `stop` resolves).
+/// Starts a node and runs it until SIGINT/SIGTERM (or `stop` resolves): [`start_up`], then
+/// the wiring — the network, the shared state, the workers, the API (with `pages` beside it
+/// when the explorer is served) and the reactor — and at the end the shutdown.
 pub async fn run(
     cfg: NodeConfig,
     apps: Apps,
+    pages: Pages,
     reindex: bool,
     stop: impl std::future::Future<Output = ()>,
 ) -> Result<(), NodeError> {
-    std::fs::create_dir_all(&cfg.data_dir).map_err(|e| io("creating", &cfg.data_dir, e))?;
-    let _ = std::fs::remove_file(cfg.data_dir.join("node.json"));
-    let params = params_of(&cfg);
-    let chain = open_chain(&cfg, apps, reindex)?;
-    let chain_id = chain.chain_id();
-    let replica = Replica::new(chain, cfg.mempool.pool_config().map_err(NodeError::Config)?);
-    let key = node_key(&cfg.data_dir)?;
-    let names = ProtocolNames::for_chain(&chain_id);
-    let parse_addrs = |v: &[String], what: &str| -> Result<Vec<Multiaddr>, NodeError> {
-        v.iter().map(|a| a.parse().map_err(|e| NodeError::Config(format!("{what} {a:?}: {e}")))).collect()
-    };
-    let agent = format!("scalechain/{}", env!("CARGO_PKG_VERSION"));
-    let net_cfg = NetConfig {
-        listen: parse_addrs(&cfg.p2p.listen, "p2p.listen")?,
-        bootstrap: parse_addrs(&cfg.p2p.bootstrap, "p2p.bootstrap")?,
-        names,
-        key_seed: key,
-        max_message_bytes: cfg.p2p.max_message_bytes,
-        max_connections: cfg.p2p.max_connections,
-        event_buffer: 1024,
-        agent: agent.clone(),
-        gossip: cfg.role != scalechain_p2p::msg::Role::Bootstrap,
-        discover: cfg.p2p.discover,
-    };
-    let limits = NetLimits {
-        handshake_timeout: Duration::from_secs(cfg.p2p.handshake_timeout_s.max(1)),
-        max_pending_per_ip: cfg.p2p.max_pending_per_ip.max(1),
-        max_inbound_per_ip: cfg.p2p.max_connections_per_ip.max(1),
-        ..NetLimits::default()
-    };
-    let mut netw = net::start_with(net_cfg, limits).await?;
-    // The peers a previous run knew: dialled again (the bootstrap nodes are dialled besides).
-    let known_path = cfg.data_dir.join("peers.json");
-    let known = KnownPeers::load(&known_path).unwrap_or_else(|e| {
-        tracing::warn!("{e}; starting with an empty peer book");
-        KnownPeers::new()
-    });
-    if cfg.p2p.discover {
-        for addr in known.to_dial(now_ms(), DIAL_KNOWN) {
-            let _ = netw.commands.send(Command::Dial(addr)).await;
-        }
-    }
-    let tip = replica.tip();
-    let (tip_tx, _) = tokio::sync::watch::channel(tip);
-    let profile = crate::profile::Persisted::open(&cfg.data_dir);
-    scalechain_types::profile::set_enabled(cfg.profile.enabled);
-    let shared = Arc::new(Shared {
-        cfg: cfg.clone(),
-        replica,
-        metrics: Metrics::default(),
-        profile,
-        arrivals: crate::arrivals::Arrivals::new(cfg.arrivals.capacity),
-        net_stats: RwLock::new(Some(netw.stats.clone())),
-        peers: RwLock::new(Default::default()),
-        peer_id: netw.peer_id,
-        listen: RwLock::new(Vec::new()),
-        started: Instant::now(),
-        stopping: false.into(),
-        tip_changed: tip_tx,
-    });
-    // Stages and workers.
-    let (pipe_tx, pipe_rx) = mpsc::channel(cfg.mempool.buffer.max(1));
-    let (verdict_tx, mut verdict_rx) = mpsc::unbounded_channel::<Vec<TxsDone<PeerId>>>();
-    tokio::spawn(pipeline::run(shared.clone(), pipe_rx, verdict_tx));
-    let (block_tx, block_rx) = mpsc::channel::<BlockJob>(256);
-    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Outcome>();
-    {
-        let s = shared.clone();
-        let d = done_tx.clone();
-        std::thread::Builder::new()
-            .name("blocks".into())
-            .spawn(move || blocks::run(s, block_rx, d))
-            .map_err(|e| NodeError::Config(format!("starting the block worker: {e}")))?;
-    }
-    let mut miner_thread = None;
-    if cfg.role == scalechain_p2p::msg::Role::Miner {
-        let reward = reward_lock(&cfg, &params)?;
-        let (s, j, d) = (shared.clone(), block_tx.clone(), done_tx.clone());
-        miner_thread = Some(
-            std::thread::Builder::new()
-                .name("miner".into())
-                .spawn(move || miner::run(s, reward, j, d))
-                .map_err(|e| NodeError::Config(format!("starting the miner: {e}")))?,
-        );
-    }
-    // API.
-    let (api_stop, _) = tokio::sync::watch::channel(false);
-    let mut api_task = None;
-    let api_addr = match cfg.api_addr().map_err(NodeError::Config)? {
-        None => None,
-        Some(addr) => {
-            let token = match (&cfg.api.token, addr.ip().is_loopback()) {
-                (Some(t), _) if t.trim().is_empty() => {
-                    return Err(NodeError::Config("api.token is empty: set a token or leave it out".into()))
-                }
-                (Some(t), _) => Some(Arc::from(t.as_str())),
-                (None, true) => None,
-                (None, false) => {
-                    let path = cfg.data_dir.join("api_token");
-                    // A file that cannot be read, or holds no token, gets a new one.
-                    let t = match std::fs::read_to_string(&path).map(|t| t.trim().to_string()) {
-                        Ok(t) if !t.is_empty() => t,
-                        _ => {
-                            let t = hex::encode(random32()?);
-                            write_private(&path, t.as_bytes())?;
-                            t
-                        }
-                    };
-                    Some(Arc::from(t.as_str()))
-                }
-            };
-            let listener = tokio::net::TcpListener::bind(addr)
-                .await
-                .map_err(|e| NodeError::Config(format!("api.listen {addr}: {e}")))?;
-            let bound = listener.local_addr().map_err(|e| NodeError::Config(e.to_string()))?;
-            let app = api::router(ApiState {
-                shared: shared.clone(),
-                pipeline: pipe_tx.clone(),
-                token,
-                stop: api_stop.subscribe(),
-                explorer: cfg.explorer.serves(&bound),
-            });
-            let a = &cfg.api;
-            let limits = ServeLimits {
-                header_timeout: Duration::from_secs(a.header_timeout_s.max(1)),
-                body_timeout: Duration::from_secs(a.body_timeout_s.max(1)),
-                request_timeout: Duration::from_secs(a.request_timeout_s.max(1)),
-                max_connections: serve::connection_cap(a.max_connections),
-            };
-            if limits.max_connections < a.max_connections {
-                tracing::warn!(
-                    "api.max_connections {} is more than half the open-file limit: serving {} at most",
-                    a.max_connections,
-                    limits.max_connections
-                );
-            }
-            api_task =
-                Some(tokio::spawn(serve::serve(listener, app, limits, shared.clone(), api_stop.subscribe())));
-            Some(bound)
+    let opened = start_up(&cfg, apps, reindex)?;
+    let mut netw = start_network(&cfg, &opened).await?;
+    let (known, known_path) = redial_known(&cfg, &netw).await;
+    let api = opened.api.clone();
+    let shared = share(&cfg, opened, &netw);
+    let (w, mut reports) = Workers::start(&shared)?;
+    let (api_addr, api_task) = match api {
+        None => (None, None),
+        Some((addr, _)) => {
+            let (bound, task) = serve_api(&shared, &w.pipeline, addr, pages).await?;
+            (Some(bound), Some(task))
         }
     };
-    // Reactor.
-    let mut protocol = ProtocolConfig::new(cfg.role, agent);
-    protocol.requests_per_s = cfg.p2p.requests_per_s;
-    protocol.max_message_bytes = cfg.p2p.max_message_bytes;
-    protocol.max_txs_per_message = cfg.p2p.max_txs_per_message;
-    protocol.pool_sync.max_txs = cfg.p2p.mempool_sync_txs;
-    protocol.pool_sync.max_bytes = cfg.p2p.mempool_sync_bytes;
-    protocol.max_peers = cfg.p2p.max_connections as usize;
-    protocol.hello_timeout_ms = cfg.p2p.handshake_timeout_s.max(1).saturating_mul(1000);
-    let mut protocol = Protocol::new(protocol);
-    let now = now_ms();
-    for (peer, k) in known.iter() {
-        protocol.restore_peer(peer, k.score, k.banned_until_ms, now);
-    }
-    let mut r = Reactor {
-        shared: shared.clone(),
-        protocol,
-        known,
-        known_path,
-        known_saved: Instant::now(),
-        profile_saved: Instant::now(),
-        net: netw.commands.clone(),
-        pipeline: pipe_tx.clone(),
-        blocks: block_tx.clone(),
-        api_addr,
-        info_written: false,
-        rtts: HashMap::new(),
-    };
+    let mut r = Reactor::new(&shared, known, known_path, &netw, &w, api_addr);
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     let sigterm = shutdown_signal();
     tokio::pin!(sigterm);
@@ -357,8 +208,8 @@ pub async fn run(
                 Some(e) => r.net_event(e).await,
                 None => break,
             },
-            Some(o) = done_rx.recv() => r.block_done(o).await,
-            Some(v) = verdict_rx.recv() => r.step(Input::TxsDone(v)).await,
+            Some(o) = reports.done.recv() => r.block_done(o).await,
+            Some(v) = reports.verdicts.recv() => r.step(Input::TxsDone(v)).await,
             _ = tick.tick() => r.tick().await,
             _ = &mut sigterm => break,
             _ = &mut stop => break,
@@ -369,18 +220,236 @@ pub async fn run(
     r.save_known();
     r.save_profile();
     drop(r);
-    drop(block_tx);
-    drop(pipe_tx);
-    if let Some(m) = miner_thread {
-        let _ = tokio::task::spawn_blocking(move || m.join()).await;
-    }
+    w.stop().await;
     // The API finishes the requests it is answering (within their time-out) and lets go.
-    let _ = api_stop.send(true);
+    shared.api_stop.send_replace(true);
     if let Some(t) = api_task {
         let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
     }
     let _ = std::fs::remove_file(shared.cfg.data_dir.join("node.json"));
     Ok(())
+}
+
+/// What start-up prepared, before anything runs.
+struct Opened {
+    /// The chain and an empty mempool.
+    replica: Replica<DiskStore>,
+    /// The node's identity key.
+    key: [u8; 32],
+    /// The API's address and its token, if the API is on.
+    api: Option<(SocketAddr, Option<Arc<str>>)>,
+}
+
+/// Start-up: the data directory (a `node.json` left behind removed), the chain in it (rebuilt
+/// first with `reindex`), the node's identity key (made on first start), the API's address and
+/// its token (see [`api_token`]).
+fn start_up(cfg: &NodeConfig, apps: Apps, reindex: bool) -> Result<Opened, NodeError> {
+    std::fs::create_dir_all(&cfg.data_dir).map_err(|e| io("creating", &cfg.data_dir, e))?;
+    let _ = std::fs::remove_file(cfg.data_dir.join("node.json"));
+    let chain = open_chain(cfg, apps, reindex)?;
+    let replica = Replica::new(chain, cfg.mempool.pool_config().map_err(NodeError::Config)?);
+    let key = node_key(&cfg.data_dir)?;
+    let api = match cfg.api_addr().map_err(NodeError::Config)? {
+        None => None,
+        Some(addr) => Some((addr, api_token(cfg, &addr)?)),
+    };
+    Ok(Opened { replica, key, api })
+}
+
+/// The API's token on `addr`: `api.token` (refused when empty); none on loopback without it;
+/// beyond loopback without it, the one in `DATA_DIR/api_token`, made on first start (a file
+/// that cannot be read, or holds no token, gets a new one).
+fn api_token(cfg: &NodeConfig, addr: &SocketAddr) -> Result<Option<Arc<str>>, NodeError> {
+    Ok(match (&cfg.api.token, addr.ip().is_loopback()) {
+        (Some(t), _) if t.trim().is_empty() => {
+            return Err(NodeError::Config("api.token is empty: set a token or leave it out".into()))
+        }
+        (Some(t), _) => Some(Arc::from(t.as_str())),
+        (None, true) => None,
+        (None, false) => {
+            let path = cfg.data_dir.join("api_token");
+            let t = match std::fs::read_to_string(&path).map(|t| t.trim().to_string()) {
+                Ok(t) if !t.is_empty() => t,
+                _ => {
+                    let t = hex::encode(random32()?);
+                    write_private(&path, t.as_bytes())?;
+                    t
+                }
+            };
+            Some(Arc::from(t.as_str()))
+        }
+    })
+}
+
+/// The user agent this node gives its peers.
+fn agent() -> String {
+    format!("scalechain/{}", env!("CARGO_PKG_VERSION"))
+}
+
+/// Starts the peer-to-peer network with the node's key, on the chain's protocol names.
+async fn start_network(cfg: &NodeConfig, opened: &Opened) -> Result<net::Net, NodeError> {
+    let parse_addrs = |v: &[String], what: &str| -> Result<Vec<Multiaddr>, NodeError> {
+        v.iter().map(|a| a.parse().map_err(|e| NodeError::Config(format!("{what} {a:?}: {e}")))).collect()
+    };
+    let net_cfg = NetConfig {
+        listen: parse_addrs(&cfg.p2p.listen, "p2p.listen")?,
+        bootstrap: parse_addrs(&cfg.p2p.bootstrap, "p2p.bootstrap")?,
+        names: ProtocolNames::for_chain(&opened.replica.chain_id),
+        key_seed: opened.key,
+        max_message_bytes: cfg.p2p.max_message_bytes,
+        max_connections: cfg.p2p.max_connections,
+        event_buffer: 1024,
+        agent: agent(),
+        gossip: cfg.role != scalechain_p2p::msg::Role::Bootstrap,
+        discover: cfg.p2p.discover,
+    };
+    let limits = NetLimits {
+        handshake_timeout: Duration::from_secs(cfg.p2p.handshake_timeout_s.max(1)),
+        max_pending_per_ip: cfg.p2p.max_pending_per_ip.max(1),
+        max_inbound_per_ip: cfg.p2p.max_connections_per_ip.max(1),
+        ..NetLimits::default()
+    };
+    Ok(net::start_with(net_cfg, limits).await?)
+}
+
+/// The peer book a previous run left (`DATA_DIR/peers.json`) and where it lives; its peers are
+/// dialled again (the bootstrap nodes are dialled besides).
+async fn redial_known(cfg: &NodeConfig, netw: &net::Net) -> (KnownPeers, PathBuf) {
+    let known_path = cfg.data_dir.join("peers.json");
+    let known = KnownPeers::load(&known_path).unwrap_or_else(|e| {
+        tracing::warn!("{e}; starting with an empty peer book");
+        KnownPeers::new()
+    });
+    if cfg.p2p.discover {
+        for addr in known.to_dial(now_ms(), DIAL_KNOWN) {
+            let _ = netw.commands.send(Command::Dial(addr)).await;
+        }
+    }
+    (known, known_path)
+}
+
+/// The state the node's tasks share, the profiler set as configured.
+fn share(cfg: &NodeConfig, opened: Opened, netw: &net::Net) -> Arc<Shared> {
+    let (tip_tx, _) = tokio::sync::watch::channel(opened.replica.tip());
+    let (api_stop, _) = tokio::sync::watch::channel(false);
+    let profile = crate::profile::Persisted::open(&cfg.data_dir);
+    scalechain_types::profile::set_enabled(cfg.profile.enabled);
+    Arc::new(Shared {
+        cfg: cfg.clone(),
+        replica: opened.replica,
+        metrics: Metrics::default(),
+        profile,
+        arrivals: crate::arrivals::Arrivals::new(cfg.arrivals.capacity),
+        net_stats: RwLock::new(Some(netw.stats.clone())),
+        peers: RwLock::new(Default::default()),
+        peer_id: netw.peer_id,
+        listen: RwLock::new(Vec::new()),
+        started: Instant::now(),
+        stopping: false.into(),
+        tip_changed: tip_tx,
+        api_token: opened.api.and_then(|(_, t)| t),
+        api_stop,
+    })
+}
+
+/// The node's stages and workers — the transaction pipeline (a task), the block worker and the
+/// miner (threads) — and the channels the reactor reaches them by.
+struct Workers {
+    /// The pipeline's receive side.
+    pipeline: mpsc::Sender<pipeline::Inbound>,
+    /// The block worker's jobs.
+    blocks: mpsc::Sender<BlockJob>,
+    /// The miner thread (role `miner` only).
+    miner: Option<std::thread::JoinHandle<()>>,
+}
+
+/// What the workers report to the reactor (kept open until the node has stopped: the pipeline
+/// still admits what the API submits while the API finishes).
+struct Reports {
+    /// The pipeline's verdicts, to relay.
+    verdicts: mpsc::UnboundedReceiver<Vec<TxsDone<PeerId>>>,
+    /// The block worker's outcomes (the miner's blocks' too).
+    done: mpsc::UnboundedReceiver<Outcome>,
+}
+
+impl Workers {
+    /// Starts the pipeline, the block worker and, for a miner, the miner.
+    fn start(shared: &Arc<Shared>) -> Result<(Workers, Reports), NodeError> {
+        let cfg = &shared.cfg;
+        let (pipe_tx, pipe_rx) = mpsc::channel(cfg.mempool.buffer.max(1));
+        let (verdict_tx, verdict_rx) = mpsc::unbounded_channel::<Vec<TxsDone<PeerId>>>();
+        tokio::spawn(pipeline::run(shared.clone(), pipe_rx, verdict_tx));
+        let (block_tx, block_rx) = mpsc::channel::<BlockJob>(256);
+        let (done_tx, done_rx) = mpsc::unbounded_channel::<Outcome>();
+        {
+            let s = shared.clone();
+            let d = done_tx.clone();
+            std::thread::Builder::new()
+                .name("blocks".into())
+                .spawn(move || blocks::run(s, block_rx, d))
+                .map_err(|e| NodeError::Config(format!("starting the block worker: {e}")))?;
+        }
+        let mut miner = None;
+        if cfg.role == scalechain_p2p::msg::Role::Miner {
+            let reward = reward_lock(cfg, &params_of(cfg))?;
+            let (s, j, d) = (shared.clone(), block_tx.clone(), done_tx.clone());
+            miner = Some(
+                std::thread::Builder::new()
+                    .name("miner".into())
+                    .spawn(move || miner::run(s, reward, j, d))
+                    .map_err(|e| NodeError::Config(format!("starting the miner: {e}")))?,
+            );
+        }
+        let workers = Workers { pipeline: pipe_tx, blocks: block_tx, miner };
+        Ok((workers, Reports { verdicts: verdict_rx, done: done_rx }))
+    }
+
+    /// Lets the pipeline and the block worker go (their channels closed) and waits for the
+    /// miner thread.
+    async fn stop(self) {
+        let Workers { pipeline, blocks, miner } = self;
+        drop(blocks);
+        drop(pipeline);
+        if let Some(m) = miner {
+            let _ = tokio::task::spawn_blocking(move || m.join()).await;
+        }
+    }
+}
+
+/// Serves the API on `addr`, with `pages` beside it when the explorer is served there
+/// (`explorer.enabled`): the address bound and the serving task.
+async fn serve_api(
+    shared: &Arc<Shared>,
+    pipeline: &mpsc::Sender<pipeline::Inbound>,
+    addr: SocketAddr,
+    pages: Pages,
+) -> Result<(SocketAddr, tokio::task::JoinHandle<()>), NodeError> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| NodeError::Config(format!("api.listen {addr}: {e}")))?;
+    let bound = listener.local_addr().map_err(|e| NodeError::Config(e.to_string()))?;
+    let pages = if shared.cfg.explorer.serves(&bound) {
+        pages.build(shared.clone() as Arc<dyn NodeView>)
+    } else {
+        None
+    };
+    let app = api::router(ApiState { shared: shared.clone(), pipeline: pipeline.clone() }, pages);
+    let a = &shared.cfg.api;
+    let limits = ServeLimits {
+        header_timeout: Duration::from_secs(a.header_timeout_s.max(1)),
+        body_timeout: Duration::from_secs(a.body_timeout_s.max(1)),
+        request_timeout: Duration::from_secs(a.request_timeout_s.max(1)),
+        max_connections: serve::connection_cap(a.max_connections),
+    };
+    if limits.max_connections < a.max_connections {
+        tracing::warn!(
+            "api.max_connections {} is more than half the open-file limit: serving {} at most",
+            a.max_connections,
+            limits.max_connections
+        );
+    }
+    let task = tokio::spawn(serve::serve(listener, app, limits, shared.clone(), shared.api_stop.subscribe()));
+    Ok((bound, task))
 }
 
 /// Resolves at the first SIGINT (Ctrl-C) or SIGTERM.
@@ -432,6 +501,46 @@ struct Reactor {
 }
 
 impl Reactor {
+    /// The reactor of `shared`'s node: the peer protocol configured from its settings, the
+    /// scores and bans of the peer book restored.
+    fn new(
+        shared: &Arc<Shared>,
+        known: KnownPeers,
+        known_path: PathBuf,
+        netw: &net::Net,
+        w: &Workers,
+        api_addr: Option<SocketAddr>,
+    ) -> Reactor {
+        let cfg = &shared.cfg;
+        let mut protocol = ProtocolConfig::new(cfg.role, agent());
+        protocol.requests_per_s = cfg.p2p.requests_per_s;
+        protocol.max_message_bytes = cfg.p2p.max_message_bytes;
+        protocol.max_txs_per_message = cfg.p2p.max_txs_per_message;
+        protocol.pool_sync.max_txs = cfg.p2p.mempool_sync_txs;
+        protocol.pool_sync.max_bytes = cfg.p2p.mempool_sync_bytes;
+        protocol.max_peers = cfg.p2p.max_connections as usize;
+        protocol.hello_timeout_ms = cfg.p2p.handshake_timeout_s.max(1).saturating_mul(1000);
+        let mut protocol = Protocol::new(protocol);
+        let now = now_ms();
+        for (peer, k) in known.iter() {
+            protocol.restore_peer(peer, k.score, k.banned_until_ms, now);
+        }
+        Reactor {
+            shared: shared.clone(),
+            protocol,
+            known,
+            known_path,
+            known_saved: Instant::now(),
+            profile_saved: Instant::now(),
+            net: netw.commands.clone(),
+            pipeline: w.pipeline.clone(),
+            blocks: w.blocks.clone(),
+            api_addr,
+            info_written: false,
+            rtts: HashMap::new(),
+        }
+    }
+
     async fn send(&self, c: Command) {
         let _ = self.net.send(c).await;
     }
@@ -574,7 +683,7 @@ impl Reactor {
         tokio::spawn(async move {
             let load = move || {
                 let _s = scalechain_types::profile::span(span);
-                answer(&shared.chain.read())
+                answer(&shared.replica.chain.read())
             };
             if let Ok(response) = tokio::task::spawn_blocking(load).await {
                 let _ = net.send(Command::Respond { id, data: response.encode() }).await;

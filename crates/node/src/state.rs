@@ -20,8 +20,8 @@ use crate::metrics::Metrics;
 
 pub use scalechain_client::types::PeerInfo;
 
-/// Everything the node's tasks share. It dereferences to its [`Replica`], so `shared.chain`,
-/// `shared.mempool`, `shared.params` and `shared.chain_id` read the replica's.
+/// Everything the node's tasks share (the pages beside the API read it as a
+/// [`NodeView`](crate::view::NodeView)).
 pub struct Shared {
     /// The configuration it started with.
     pub cfg: NodeConfig,
@@ -47,19 +47,16 @@ pub struct Shared {
     pub stopping: AtomicBool,
     /// Bumped on every change of tip, so waiters (miner, API) notice.
     pub tip_changed: tokio::sync::watch::Sender<(u64, Hash)>,
+    /// The API's token, if it has one (`api.token`, or the one generated when it listens
+    /// beyond loopback): write endpoints and every page ask for it.
+    pub api_token: Option<Arc<str>>,
+    /// Turns true when the API stops: open event streams end then.
+    pub api_stop: tokio::sync::watch::Sender<bool>,
 }
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
-}
-
-impl std::ops::Deref for Shared {
-    type Target = Replica<DiskStore>;
-
-    fn deref(&self) -> &Replica<DiskStore> {
-        &self.replica
-    }
 }
 
 impl Shared {

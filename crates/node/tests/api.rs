@@ -15,7 +15,7 @@ use scalechain_client::types::{
 use scalechain_client::{Client, ClientError};
 use scalechain_consensus::params::{devnet_premine_key, SigMode};
 use scalechain_consensus::{genesis_block, Apps, Params};
-use scalechain_node::{NodeConfig, NodeInfo};
+use scalechain_node::{NodeConfig, NodeInfo, Pages};
 use scalechain_types::{Amount, HashKind, OutPoint, SecretKey, Tx, TxIn, TxKind, TxOut, Witness};
 use serde_json::{json, Value};
 
@@ -35,7 +35,7 @@ async fn start(token: Option<&str>) -> Running {
     cfg.api.max_body_bytes = 64 << 10;
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(async move {
-        scalechain_node::run(cfg, Apps::none(), false, async {
+        scalechain_node::run(cfg, Apps::none(), Pages::none(), false, async {
             let _ = rx.await;
         })
         .await

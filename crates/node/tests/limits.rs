@@ -2,17 +2,28 @@
 //! headers do not keep `/status` from answering and are closed after the header time-out; a
 //! flood of idle TCP connections to the peer-to-peer port does not keep a new node from
 //! connecting and syncing.
+//!
+//! The tests wait on events — an answer, a connection closed, a height reached — rather than
+//! time them: what they prove is an order (`/status` answered before the node closed a slow
+//! client, or only after it closed most of them). The bounds left only keep a broken node from
+//! hanging a test; they are generous because two loaded cores can be slow.
 #![allow(clippy::unwrap_used)]
 
 mod support;
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use scalechain_p2p::msg::Role;
 use support::{eventually, get, height, start, stop};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
+
+/// How long a test waits for what a working node does at once, or after a time-out of a
+/// second or a few: only a broken node takes this long.
+const GENEROUS: Duration = Duration::from_secs(60);
 
 /// A client that sends the start of a request and never ends its headers.
 async fn slow_client(addr: SocketAddr) -> TcpStream {
@@ -35,11 +46,31 @@ async fn closed(s: &mut TcpStream, within: Duration) -> bool {
     }
 }
 
+/// True if the server has closed the connection already (end of stream or reset), without
+/// waiting.
+fn closed_now(s: &TcpStream) -> bool {
+    let mut buf = [0u8; 256];
+    loop {
+        match s.try_read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return false,
+            Err(_) => return true,
+        }
+    }
+}
+
+/// `GET base+path` as JSON, within [`GENEROUS`].
+async fn get_in_time(base: &str, path: &str) -> serde_json::Value {
+    tokio::time::timeout(GENEROUS, get(base, path)).await.unwrap_or_else(|_| panic!("{path}: no answer"))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_api_clients_neither_pin_the_api_nor_stay_open() {
     let dir = tempfile::tempdir().unwrap();
     let n = start(dir.path(), Role::Peer, &[], |c| {
-        c.api.header_timeout_s = 1;
+        // Long enough that /status is asked for well within it, however loaded the machine.
+        c.api.header_timeout_s = 5;
         c.api.max_connections = 400;
     })
     .await;
@@ -48,18 +79,32 @@ async fn slow_api_clients_neither_pin_the_api_nor_stay_open() {
     for _ in 0..300 {
         slow.push(slow_client(addr).await);
     }
-    // /status answers at once while 300 connections wait for their headers.
-    let t0 = Instant::now();
-    assert!(get(&n.api(), "/status").await["height"].is_u64());
-    assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+    // /status answers while the 300 connections wait for their headers: when it has answered,
+    // the node has closed none of them yet (it closes each at its header time-out).
+    assert!(get_in_time(&n.api(), "/status").await["height"].is_u64());
+    let gone = slow.iter().filter(|s| closed_now(s)).count();
+    assert_eq!(gone, 0, "{gone} slow clients were closed before /status answered");
     // After the header time-out every slow connection is closed by the node.
     for (i, s) in slow.iter_mut().enumerate() {
-        assert!(closed(s, Duration::from_secs(4)).await, "slow client {i} still open");
+        assert!(closed(s, GENEROUS).await, "slow client {i} still open");
     }
-    let metrics = reqwest::get(format!("{}/metrics", n.api())).await.unwrap().text().await.unwrap();
-    let open: f64 =
-        metrics.lines().find_map(|l| l.strip_prefix("scalechain_api_connections ")).unwrap().parse().unwrap();
-    assert!(open <= 2.0, "{open} API connections still open");
+    // The node counts a connection closed just after closing it: the count comes down to the
+    // connections of these requests.
+    let open = || async {
+        let metrics = reqwest::get(format!("{}/metrics", n.api())).await.unwrap().text().await.unwrap();
+        let open: f64 = metrics
+            .lines()
+            .find_map(|l| l.strip_prefix("scalechain_api_connections "))
+            .unwrap()
+            .parse()
+            .unwrap();
+        open
+    };
+    assert!(
+        eventually(GENEROUS, || async { open().await <= 2.0 }).await,
+        "{} API connections still open",
+        open().await
+    );
     stop(n).await;
 }
 
@@ -76,33 +121,29 @@ async fn more_slow_clients_than_the_cap_wait_their_turn_and_the_api_survives() {
     for _ in 0..200 {
         slow.push(slow_client(addr).await);
     }
-    // At most 50 are served at a time, each closed after the 1 s header time-out: they close
-    // in waves, not all after the first second.
-    let t0 = Instant::now();
-    let mut waits = tokio::task::JoinSet::new();
-    for mut s in slow {
-        waits.spawn(async move { closed(&mut s, Duration::from_secs(10)).await.then(Instant::now) });
+    // /status waits its turn in the backlog, behind the 200, then answers. At most 50 are
+    // served at a time, each closed after the 1 s header time-out: the node takes /status only
+    // once it has closed 151 of them, in waves (one of them may close a moment after its slot
+    // is free). Served all at once, /status would answer before any was closed.
+    assert!(get_in_time(&n.api(), "/status").await["height"].is_u64());
+    let gone = slow.iter().filter(|s| closed_now(s)).count();
+    assert!(
+        gone >= 150,
+        "only {gone} of 200 closed before /status answered: more than 50 were served at once"
+    );
+    for (i, s) in slow.iter_mut().enumerate() {
+        assert!(closed(s, GENEROUS).await, "slow client {i} still open");
     }
-    // /status waits its turn in the backlog, then answers.
-    let t1 = Instant::now();
-    assert!(get(&n.api(), "/status").await["height"].is_u64());
-    assert!(t1.elapsed() < Duration::from_secs(9), "{:?}", t1.elapsed());
-    let mut early = 0;
-    while let Some(r) = waits.join_next().await {
-        let at = r.unwrap().expect("every slow client is closed within 10 s");
-        if at.duration_since(t0) < Duration::from_millis(1_500) {
-            early += 1;
-        }
-    }
-    assert!(early < 150, "{early} of 200 closed in the first 1.5 s: more than 50 were served at once");
-    assert!(get(&n.api(), "/status").await["height"].is_u64());
+    assert!(get_in_time(&n.api(), "/status").await["height"].is_u64());
     stop(n).await;
 }
 
 /// Opens `n` TCP connections from 127.0.0.2 to `to` that never say anything, and opens them
-/// again as the node closes them, until the task is dropped.
-fn idle_flood(to: SocketAddr, n: usize) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
+/// again as the node closes them, until the task is dropped; counts the connections opened.
+fn idle_flood(to: SocketAddr, n: usize) -> (tokio::task::JoinHandle<()>, Arc<AtomicUsize>) {
+    let opened = Arc::new(AtomicUsize::new(0));
+    let count = opened.clone();
+    let task = tokio::spawn(async move {
         let open = || async move {
             let sock = TcpSocket::new_v4().ok()?;
             sock.bind("127.0.0.2:0".parse().ok()?).ok()?;
@@ -122,32 +163,39 @@ fn idle_flood(to: SocketAddr, n: usize) -> tokio::task::JoinHandle<()> {
             held = alive;
             while held.len() < n {
                 match open().await {
-                    Some(s) => held.push(s),
+                    Some(s) => {
+                        held.push(s);
+                        count.fetch_add(1, Ordering::Relaxed);
+                    }
                     None => break,
                 }
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
-    })
+    });
+    (task, opened)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_connections_flooding_a_node_do_not_keep_a_newcomer_out() {
     let (dm, dp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let m = start(dm.path(), Role::Miner, &[], |_| {}).await;
-    assert!(eventually(Duration::from_secs(15), || async { height(&m).await >= 2 }).await);
+    // The idle connections are not closed for not finishing their handshake while the test
+    // runs: the newcomer gets in only because one address cannot take every slot, never because
+    // the flood's connections timed out and left room.
+    let m = start(dm.path(), Role::Miner, &[], |c| c.p2p.handshake_timeout_s = 600).await;
+    assert!(eventually(GENEROUS, || async { height(&m).await >= 2 }).await);
     let port = m.p2p().split('/').nth(4).unwrap().parse::<u16>().unwrap();
     // More idle connections than the node's 64 connection slots, kept up all along.
-    let flood = idle_flood(SocketAddr::from(([127, 0, 0, 1], port)), 150);
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let t0 = Instant::now();
+    let (flood, opened) = idle_flood(SocketAddr::from(([127, 0, 0, 1], port)), 150);
+    assert!(
+        eventually(GENEROUS, || async { opened.load(Ordering::Relaxed) >= 150 }).await,
+        "the flood is up"
+    );
     let p = start(dp.path(), Role::Peer, &[m.p2p()], |_| {}).await;
     let target = height(&m).await;
-    let synced = eventually(Duration::from_secs(5), || async { height(&p).await >= target }).await;
-    let took = t0.elapsed();
+    let synced = eventually(GENEROUS, || async { height(&p).await >= target }).await;
     flood.abort();
-    assert!(synced, "the newcomer did not sync within 5 s under the flood");
-    assert!(took < Duration::from_secs(5), "{took:?}");
+    assert!(synced, "the newcomer did not sync under the flood");
     stop(p).await;
     stop(m).await;
 }

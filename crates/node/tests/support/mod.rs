@@ -1,5 +1,6 @@
 //! Nodes run in this test process: start one on a data directory, stop it (its data directory
-//! kept, so it can start again), and talk to its API.
+//! kept, so it can start again), and talk to its API. The explorer's tests include this file by
+//! path (`crates/explorer/tests/support/mod.rs`) and start nodes with its pages.
 #![allow(dead_code, clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
@@ -7,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use scalechain_consensus::params::{devnet_premine_key, SigMode};
 use scalechain_consensus::{genesis_block, Apps, Params};
-use scalechain_node::{NodeConfig, NodeInfo};
+use scalechain_node::{NodeConfig, NodeInfo, Pages};
 use scalechain_p2p::msg::Role;
 use scalechain_types::codec::Encode;
 use scalechain_types::{Amount, Hash, HashKind, OutPoint, Tx, TxIn, TxKind, TxOut, Witness};
@@ -42,6 +43,17 @@ pub async fn start(
     bootstrap: &[String],
     tweak: impl FnOnce(&mut NodeConfig),
 ) -> Node {
+    start_with(dir, role, bootstrap, Pages::none(), tweak).await
+}
+
+/// [`start`] with `pages` mounted beside the API (the explorer's tests include this file).
+pub async fn start_with(
+    dir: &Path,
+    role: Role,
+    bootstrap: &[String],
+    pages: Pages,
+    tweak: impl FnOnce(&mut NodeConfig),
+) -> Node {
     let mut cfg = NodeConfig { data_dir: dir.to_path_buf(), role, ..NodeConfig::default() };
     cfg.api.listen = "127.0.0.1:0".into();
     cfg.p2p.bootstrap = bootstrap.to_vec();
@@ -50,7 +62,7 @@ pub async fn start(
     let _ = std::fs::remove_file(&path);
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(async move {
-        scalechain_node::run(cfg, Apps::none(), false, async {
+        scalechain_node::run(cfg, Apps::none(), pages, false, async {
             let _ = rx.await;
         })
         .await
@@ -135,7 +147,7 @@ pub fn transfers_with(range: std::ops::Range<u32>, data: &[u8]) -> Vec<(String, 
 /// A transfer of `prev` on the chain `chain_id` of `p`, spent with premine key `i`, to that
 /// key's own premine lock: premine output `i`'s value less `fee_below`, carrying `data`;
 /// (txid, hex).
-fn premine_key_transfer(
+pub fn premine_key_transfer(
     p: &Params,
     chain_id: &Hash,
     i: u32,
@@ -154,12 +166,4 @@ fn premine_key_transfer(
     };
     tx.sign_inputs_with(p.hash, chain_id, &key);
     (tx.txid(p.hash).to_string(), hex::encode(tx.encode()))
-}
-
-/// A transfer of output 0 of `txid` (a transfer of premine output 0, as [`transfers`] makes)
-/// back to the same key, carrying `data`: (txid, hex).
-pub fn spend_first_output(txid: &str, data: &[u8]) -> (String, String) {
-    let p = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
-    let chain_id = genesis_block(&p).hash(p.hash);
-    premine_key_transfer(&p, &chain_id, 0, OutPoint { txid: txid.parse().unwrap(), index: 0 }, 4_000, data)
 }

@@ -11,7 +11,10 @@ use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Redirect, Response};
 
 use scalechain_chain::export::tx_json;
+use scalechain_chain::DiskStore;
 use scalechain_client::types::{PeerInfo, ProfilePath, Status, TxJson};
+use scalechain_node::NodeView;
+use scalechain_replica::Replica;
 use scalechain_types::{Hash, Header, Tx, TxKind};
 use scalechain_wallet::{encode_address, parse_address, AddressHrp};
 
@@ -19,8 +22,7 @@ use super::chart::{self, BarChart, ChainPicture, PicBlock};
 use super::data::{self, Place, ReadError, Scan, Spender};
 use super::live::{self, BlockSummary};
 use super::secure;
-use crate::api::{status_of, ApiState};
-use crate::state::Shared;
+use super::View;
 
 /// Base units in one whole coin (display only: the chain counts base units).
 pub const BASE_PER_COIN: u64 = 100_000_000;
@@ -120,7 +122,7 @@ impl From<ReadError> for PageError {
 }
 
 #[derive(Template)]
-#[template(path = "explorer/error.html")]
+#[template(path = "error.html")]
 struct ErrorPage {
     title: String,
     nav: &'static str,
@@ -149,12 +151,12 @@ fn render<T: Template>(page: Result<T, PageError>) -> Response {
 }
 
 /// Builds a page off the API's threads (pages read blocks from the store).
-pub(super) async fn blocking<T, F>(s: ApiState, build: F) -> Response
+pub(super) async fn blocking<T, F>(node: View, build: F) -> Response
 where
     T: Template + Send + 'static,
-    F: FnOnce(&Shared) -> Result<T, PageError> + Send + 'static,
+    F: FnOnce(&dyn NodeView) -> Result<T, PageError> + Send + 'static,
 {
-    match tokio::task::spawn_blocking(move || build(&s.shared)).await {
+    match tokio::task::spawn_blocking(move || build(node.as_ref())).await {
         Ok(page) => render(page),
         Err(_) => error_page(StatusCode::SERVICE_UNAVAILABLE, "Unavailable", "the node is stopping".into()),
     }
@@ -205,7 +207,7 @@ fn address_of(out: &scalechain_types::TxOut) -> String {
 // ---------------------------------------------------------------- overview
 
 #[derive(Template)]
-#[template(path = "explorer/overview.html")]
+#[template(path = "overview.html")]
 struct Overview {
     title: String,
     nav: &'static str,
@@ -244,17 +246,17 @@ fn row(b: &BlockSummary) -> BlockRow {
 
 /// The newest `n` main-chain blocks in brief (genesis too while the chain is no longer),
 /// newest first.
-fn recent(sh: &Shared, tip: u64, n: u64) -> Result<Vec<BlockSummary>, PageError> {
+fn recent(r: &Replica<DiskStore>, tip: u64, n: u64) -> Result<Vec<BlockSummary>, PageError> {
     let lo = tip.saturating_sub(n);
-    let mut out = live::summaries(sh, if lo == 0 { 0 } else { lo + 1 }, tip)?;
+    let mut out = live::summaries(r, if lo == 0 { 0 } else { lo + 1 }, tip)?;
     out.reverse();
     Ok(out)
 }
 
-pub async fn overview(State(s): State<ApiState>) -> Response {
-    blocking(s, |sh| {
-        let status = status_of(sh);
-        let recent = recent(sh, status.height, RECENT_BLOCKS)?;
+pub async fn overview(State(node): State<View>) -> Response {
+    blocking(node, |node| {
+        let status = node.status();
+        let recent = recent(node.replica(), status.height, RECENT_BLOCKS)?;
         let seed = serde_json::to_string(&recent).unwrap_or_else(|_| "[]".into());
         let up = status.uptime_s as u64;
         Ok(Overview {
@@ -263,7 +265,7 @@ pub async fn overview(State(s): State<ApiState>) -> Response {
             uptime: format!("{}h {:02}m {:02}s", up / 3600, up / 60 % 60, up % 60),
             mempool_bytes: bytes(status.mempool_bytes),
             blocks: recent.iter().map(row).collect(),
-            peers: sh.peers.read().values().cloned().collect(),
+            peers: node.peers(),
             status,
             seed,
         })
@@ -282,7 +284,7 @@ fn bytes(n: u64) -> String {
 // ---------------------------------------------------------------- chain
 
 #[derive(Template)]
-#[template(path = "explorer/chain.html")]
+#[template(path = "chain.html")]
 struct ChainPage {
     title: String,
     nav: &'static str,
@@ -294,29 +296,30 @@ struct ChainPage {
     span: u64,
 }
 
-pub async fn chain(State(s): State<ApiState>, q: QueryPairs) -> Response {
+pub async fn chain(State(node): State<View>, q: QueryPairs) -> Response {
     let p = params(q);
-    blocking(s, move |sh| {
+    blocking(node, move |node| {
+        let r = node.replica();
         let p = p?;
         let span = number(&p, "span", CHAIN_SPAN_MAX)?.unwrap_or(CHAIN_SPAN).max(1);
-        let tip = sh.chain.read().tip_height();
+        let tip = r.chain.read().tip_height();
         let hi = number(&p, "top", u64::MAX)?.unwrap_or(tip).min(tip);
         let lo = hi.saturating_sub(span - 1);
-        let kind = sh.params.hash;
+        let kind = r.params.hash;
         // The main chain's headers in the window, then the side branches' (headers only: the
         // bodies are read one at a time below).
         let mut headers: Vec<(Header, Hash, bool)> = {
-            let c = sh.chain.read();
+            let c = r.chain.read();
             let m = c.main_chain();
             (lo..=hi)
                 .filter_map(|h| usize::try_from(h).ok().and_then(|h| m.get(h)))
                 .filter_map(|hash| c.tree().get(hash).map(|e| (e.header, *hash, true)))
                 .collect()
         };
-        headers.extend(data::side_blocks(sh, lo, hi).into_iter().map(|h| (h, h.hash(kind), false)));
+        headers.extend(data::side_blocks(r, lo, hi).into_iter().map(|h| (h, h.hash(kind), false)));
         let mut blocks = Vec::new();
         for (header, hash, is_main) in headers {
-            let body = data::block(sh, &hash)?;
+            let body = data::block(r, &hash)?;
             let txs = body
                 .as_ref()
                 .map(|b| {
@@ -348,7 +351,7 @@ pub async fn chain(State(s): State<ApiState>, q: QueryPairs) -> Response {
 // ---------------------------------------------------------------- block
 
 #[derive(Template)]
-#[template(path = "explorer/block.html")]
+#[template(path = "block.html")]
 struct BlockPage {
     title: String,
     nav: &'static str,
@@ -376,22 +379,23 @@ struct TxRow {
 }
 
 pub async fn block(
-    State(s): State<ApiState>,
+    State(node): State<View>,
     id: Result<Path<String>, PathRejection>,
     q: QueryPairs,
 ) -> Response {
     let (id, p) = (segment(id, "block id"), params(q));
-    blocking(s, move |sh| {
+    blocking(node, move |node| {
+        let r = node.replica();
         let (id, p) = (id?, p?);
-        let kind = sh.params.hash;
+        let kind = r.params.hash;
         let b = if id.len() == 64 {
             let h = parse_hash("block hash", &id)?;
-            data::block(sh, &h)?.ok_or_else(|| PageError::not_found(format!("no block {id}")))?
+            data::block(r, &h)?.ok_or_else(|| PageError::not_found(format!("no block {id}")))?
         } else {
             let h: u64 = id.parse().map_err(|_| {
                 PageError::bad(format!("block {id:?} is neither a height nor 64 lowercase hex digits"))
             })?;
-            data::block_at(sh, h)?.ok_or_else(|| PageError::not_found(format!("no block at height {h}")))?
+            data::block_at(r, h)?.ok_or_else(|| PageError::not_found(format!("no block at height {h}")))?
         };
         let hash = b.hash(kind);
         let pages = b.txs.len().div_ceil(BLOCK_PAGE).max(1);
@@ -399,13 +403,13 @@ pub async fn block(
         if page > pages {
             return Err(PageError::not_found(format!("page {page}: the block has {pages}")));
         }
-        let main = data::on_main(sh, b.header.height, &hash);
+        let main = data::on_main(r, b.header.height, &hash);
         let children: Vec<(String, bool)> = {
-            let c = sh.chain.read();
+            let c = r.chain.read();
             c.tree().children(&hash).to_vec()
         }
         .into_iter()
-        .map(|h| (h.to_string(), data::on_main(sh, b.header.height + 1, &h)))
+        .map(|h| (h.to_string(), data::on_main(r, b.header.height + 1, &h)))
         .collect();
         let txs = b
             .txs
@@ -448,7 +452,7 @@ fn out_value(t: &Tx) -> u64 {
 // ---------------------------------------------------------------- transaction
 
 #[derive(Template)]
-#[template(path = "explorer/tx.html")]
+#[template(path = "tx.html")]
 struct TxPage {
     title: String,
     nav: &'static str,
@@ -491,13 +495,14 @@ enum SpenderView {
     Unknown,
 }
 
-pub async fn tx(State(s): State<ApiState>, id: Result<Path<String>, PathRejection>) -> Response {
+pub async fn tx(State(node): State<View>, id: Result<Path<String>, PathRejection>) -> Response {
     let id = segment(id, "txid");
-    blocking(s, move |sh| {
+    blocking(node, move |node| {
+        let r = node.replica();
         let id = id?;
         let txid = parse_hash("txid", &id)?;
-        let kind = sh.params.hash;
-        let (t, place) = data::find_tx(sh, &txid)?.ok_or_else(|| {
+        let kind = r.params.hash;
+        let (t, place) = data::find_tx(r, &txid)?.ok_or_else(|| {
             PageError::not_found(format!(
                 "no transaction {id} in the mempool, the main chain or the newest {} side-branch blocks",
                 data::SIDE_BLOCKS
@@ -510,7 +515,7 @@ pub async fn tx(State(s): State<ApiState>, id: Result<Path<String>, PathRejectio
         let mut inputs = Vec::new();
         let mut in_sum: Option<u64> = (t.inputs.len() <= INPUTS_SHOWN).then_some(0);
         for i in t.inputs.iter().take(INPUTS_SHOWN) {
-            let prev = data::prev_output(sh, &i.prev, &mut cache)?;
+            let prev = data::prev_output(r, &i.prev, &mut cache)?;
             in_sum = match (&prev, in_sum) {
                 (Some(o), Some(s)) => s.checked_add(o.value.get()),
                 _ => None,
@@ -526,7 +531,7 @@ pub async fn tx(State(s): State<ApiState>, id: Result<Path<String>, PathRejectio
         let (place_text, place_class, block, confirmations, height) = match &place {
             Place::Pooled { .. } => ("in the mempool".to_string(), "pooled", None, None, None),
             Place::Confirmed { height, block } => {
-                let tip = sh.chain.read().tip_height();
+                let tip = r.chain.read().tip_height();
                 (
                     format!("confirmed at height {height}"),
                     "confirmed",
@@ -545,7 +550,7 @@ pub async fn tx(State(s): State<ApiState>, id: Result<Path<String>, PathRejectio
         };
         let spenders = match place {
             Place::Side { .. } => vec![Spender::Unknown; t.outputs.len()],
-            _ => data::spenders(sh, &txid, t.outputs.len(), height)?,
+            _ => data::spenders(r, &txid, t.outputs.len(), height)?,
         };
         let outputs = t
             .outputs
@@ -599,7 +604,7 @@ pub async fn tx(State(s): State<ApiState>, id: Result<Path<String>, PathRejectio
 // ---------------------------------------------------------------- address
 
 #[derive(Template)]
-#[template(path = "explorer/address.html")]
+#[template(path = "address.html")]
 struct AddressPage {
     title: String,
     nav: &'static str,
@@ -633,12 +638,13 @@ struct HistoryRow {
 }
 
 pub async fn address(
-    State(s): State<ApiState>,
+    State(node): State<View>,
     owner: Result<Path<String>, PathRejection>,
     q: QueryPairs,
 ) -> Response {
     let (owner, p) = (segment(owner, "address"), params(q));
-    blocking(s, move |sh| {
+    blocking(node, move |node| {
+        let r = node.replica();
         let (owner, p) = (owner?, p?);
         let before = number(&p, "before", u64::MAX)?;
         let (pkh, address) = if owner.len() == 64 && owner.bytes().all(|b| b.is_ascii_hexdigit()) {
@@ -650,7 +656,7 @@ pub async fn address(
             (lock.pubkey_hash, Some(owner.clone()))
         };
         let (balance, coin_count, coins, more_coins) = {
-            let c = sh.chain.read();
+            let c = r.chain.read();
             let mut total = 0u64;
             let mut n = 0usize;
             let mut more = false;
@@ -674,7 +680,7 @@ pub async fn address(
             }
             (total, n, shown, more)
         };
-        let (touches, scan) = data::history(sh, &pkh, before, HISTORY_PAGE)?;
+        let (touches, scan) = data::history(r, &pkh, before, HISTORY_PAGE)?;
         let older = scan.filter(|s| s.to > 0).map(|s| s.to);
         Ok(AddressPage {
             title: format!("Address {}", address.as_deref().unwrap_or(&owner)),
@@ -706,7 +712,7 @@ pub async fn address(
 // ---------------------------------------------------------------- mempool
 
 #[derive(Template)]
-#[template(path = "explorer/mempool.html")]
+#[template(path = "mempool.html")]
 struct MempoolPage {
     title: String,
     nav: &'static str,
@@ -752,11 +758,12 @@ fn fee_buckets(rates: impl Iterator<Item = u64>) -> Vec<(String, u64)> {
         .collect()
 }
 
-pub async fn mempool(State(s): State<ApiState>, q: QueryPairs) -> Response {
+pub async fn mempool(State(node): State<View>, q: QueryPairs) -> Response {
     let p = params(q);
-    blocking(s, move |sh| {
+    blocking(node, move |node| {
+        let r = node.replica();
         let p = p?;
-        let snap = sh.mempool.snapshot();
+        let snap = r.mempool.snapshot();
         let pages = snap.len().div_ceil(MEMPOOL_PAGE).max(1);
         let page = usize::try_from(number(&p, "page", u64::MAX)?.unwrap_or(1).max(1)).unwrap_or(usize::MAX);
         if page > pages {
@@ -784,7 +791,7 @@ pub async fn mempool(State(s): State<ApiState>, q: QueryPairs) -> Response {
                 rate: rate(e.fee.get(), e.size).to_string(),
             })
             .collect();
-        let st = sh.mempool.stats();
+        let st = r.mempool.stats();
         Ok(MempoolPage {
             title: "Mempool".into(),
             nav: "mempool",
@@ -809,7 +816,7 @@ pub async fn mempool(State(s): State<ApiState>, q: QueryPairs) -> Response {
 // ---------------------------------------------------------------- peers, profile
 
 #[derive(Template)]
-#[template(path = "explorer/peers.html")]
+#[template(path = "peers.html")]
 struct PeersPage {
     title: String,
     nav: &'static str,
@@ -818,21 +825,22 @@ struct PeersPage {
     listen: Vec<String>,
 }
 
-pub async fn peers(State(s): State<ApiState>) -> Response {
-    blocking(s, |sh| {
+pub async fn peers(State(node): State<View>) -> Response {
+    blocking(node, |node| {
+        let status = node.status();
         Ok(PeersPage {
             title: "Peers".into(),
             nav: "peers",
-            peers: sh.peers.read().values().cloned().collect(),
-            peer_id: sh.peer_id.to_string(),
-            listen: sh.listen.read().iter().map(|a| a.to_string()).collect(),
+            peers: node.peers(),
+            peer_id: status.peer_id,
+            listen: status.listen,
         })
     })
     .await
 }
 
 #[derive(Template)]
-#[template(path = "explorer/profile.html")]
+#[template(path = "profile.html")]
 struct ProfilePage {
     title: String,
     nav: &'static str,
@@ -884,11 +892,11 @@ fn seconds(s: f64) -> String {
 /// Paths per page of the profile.
 pub const PROFILE_PAGE: usize = 200;
 
-pub async fn profile(State(s): State<ApiState>, q: QueryPairs) -> Response {
+pub async fn profile(State(node): State<View>, q: QueryPairs) -> Response {
     let p = params(q);
-    blocking(s, move |sh| {
+    blocking(node, move |node| {
         let p = p?;
-        let doc = sh.profile.document(p.get("after").map(String::as_str), PROFILE_PAGE);
+        let doc = node.profile(p.get("after").map(String::as_str), PROFILE_PAGE);
         let next = doc.more.then(|| doc.paths.last().map(|x| x.path.clone())).flatten();
         let top = doc.paths.iter().map(|x| x.total_ns).max().unwrap_or(0).max(1);
         let us = |ns: u64| format!("{:.1}", ns as f64 / 1000.0);
@@ -909,7 +917,7 @@ pub async fn profile(State(s): State<ApiState>, q: QueryPairs) -> Response {
                 }
             })
             .collect();
-        let stages = data::stage_times(&crate::api::metrics_text(sh))
+        let stages = data::stage_times(&node.metrics_text())
             .into_iter()
             .map(|st| {
                 let buckets: Vec<(String, u64)> =
@@ -939,14 +947,14 @@ pub async fn profile(State(s): State<ApiState>, q: QueryPairs) -> Response {
 // ---------------------------------------------------------------- search, 404
 
 /// Where a search for `q` leads: a height, a block hash, a txid, an address or a pubkey hash.
-pub fn search_target(sh: &Shared, q: &str) -> Result<String, PageError> {
+pub fn search_target(r: &Replica<DiskStore>, q: &str) -> Result<String, PageError> {
     let q = q.trim();
     if q.is_empty() {
         return Err(PageError::bad("search: type a height, a block hash, a txid or an address"));
     }
     if q.bytes().all(|b| b.is_ascii_digit()) {
         let h: u64 = q.parse().map_err(|_| PageError::not_found(format!("no block at height {q}")))?;
-        if h > sh.chain.read().tip_height() {
+        if h > r.chain.read().tip_height() {
             return Err(PageError::not_found(format!("no block at height {h} (the tip is lower)")));
         }
         return Ok(format!("/explorer/block/{h}"));
@@ -954,13 +962,13 @@ pub fn search_target(sh: &Shared, q: &str) -> Result<String, PageError> {
     let lower = q.to_ascii_lowercase();
     if lower.len() == 64 && lower.bytes().all(|b| b.is_ascii_hexdigit()) {
         let h: Hash = parse_hash("search", &lower)?;
-        if sh.chain.read().tree().contains(&h) {
+        if r.chain.read().tree().contains(&h) {
             return Ok(format!("/explorer/block/{h}"));
         }
-        if data::find_tx(sh, &h)?.is_some() {
+        if data::find_tx(r, &h)?.is_some() {
             return Ok(format!("/explorer/tx/{h}"));
         }
-        if sh.chain.read().utxos_of(&h).next().is_some() {
+        if r.chain.read().utxos_of(&h).next().is_some() {
             return Ok(format!("/explorer/address/{h}"));
         }
         return Err(PageError::not_found(format!(
@@ -975,11 +983,11 @@ pub fn search_target(sh: &Shared, q: &str) -> Result<String, PageError> {
     )))
 }
 
-pub async fn search(State(s): State<ApiState>, q: QueryPairs) -> Response {
+pub async fn search(State(node): State<View>, q: QueryPairs) -> Response {
     let p = params(q);
     let target = tokio::task::spawn_blocking(move || {
         let p = p?;
-        search_target(&s.shared, p.get("q").map(String::as_str).unwrap_or(""))
+        search_target(node.replica(), p.get("q").map(String::as_str).unwrap_or(""))
     })
     .await;
     match target {

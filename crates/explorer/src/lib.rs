@@ -1,11 +1,18 @@
-//! The web explorer: read-only HTML pages served by the node on its API address under
-//! `/explorer` — the overview (live charts fed by server-sent events), the chain picture with its
-//! side branches, blocks, transactions, addresses, the mempool, peers, the profiler, seed 003's
-//! elections, study reports and a search.
+//! The web explorer: read-only HTML pages served on a node's API address under `/explorer` —
+//! the overview (live charts fed by server-sent events), the chain picture with its side
+//! branches, blocks, transactions, addresses, the mempool, peers, the profiler, study reports
+//! and a search ([`router`]) — and seed 003's elections ([`election::router`], mounted by
+//! whoever registers the voting module).
+//!
+//! The explorer sits above the node: it reads a running node only through
+//! [`NodeView`] (status, peers, metrics, profile, the API's token, the replica), and the
+//! node serves its routes as the [`Pages`](scalechain_node::Pages) its caller hands to
+//! `scalechain_node::run` — `scalechain node` mounts both routers. The node decides whether they
+//! are served (`explorer.enabled`) and serves them within its API's limits.
 //!
 //! Pages are rendered here from the API's own types ([`Status`], [`TxJson`], [`UtxoJson`],
-//! [`PeerInfo`], [`ProfileJson`]) with askama templates (`templates/explorer/`, compiled into
-//! the binary; every value is HTML-escaped), plus one small ES module and one style sheet
+//! [`PeerInfo`], [`ProfileJson`]) with askama templates (`templates/`, compiled into the
+//! binary; every value is HTML-escaped), plus one small ES module and one style sheet
 //! (`assets/`, also compiled in). Every answer carries a Content Security Policy that allows
 //! no inline script and nothing from elsewhere, so the pages work offline.
 //!
@@ -15,21 +22,31 @@
 //! snapshot without a lock (at most `mempool.max_txs` entries: the mempool page's histogram and
 //! newest entries, a transaction's pooled spenders, an address's pooled transactions); 134,000
 //! entries take about 20 ms (`docs/PERFORMANCE.md`).
+//!
+//! [`Status`]: scalechain_client::types::Status
+//! [`TxJson`]: scalechain_client::types::TxJson
+//! [`UtxoJson`]: scalechain_client::types::UtxoJson
+//! [`PeerInfo`]: scalechain_client::types::PeerInfo
+//! [`ProfileJson`]: scalechain_client::types::ProfileJson
 
 mod chart;
 mod data;
-mod election;
+pub mod election;
 mod gate;
 mod live;
 mod pages;
 mod study;
 
+use std::sync::Arc;
+
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use axum::Router;
+use scalechain_node::NodeView;
 
-use crate::api::ApiState;
+/// What every handler reads the node through.
+type View = Arc<dyn NodeView>;
 
 /// Where the explorer lives on the API's address.
 pub const ROOT: &str = "/explorer";
@@ -39,10 +56,10 @@ pub const ROOT: &str = "/explorer";
 pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; \
                        connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
-/// The explorer's routes (merged into the API's router when the explorer is served), behind
-/// the API's token when it has one ([`gate`]).
-pub fn router(state: ApiState) -> Router<ApiState> {
-    let gated = Router::new()
+/// The explorer's pages (all but the elections'), behind the API's token when it has one
+/// ([`gate`]); `/` leads to the overview.
+pub fn router(view: Arc<dyn NodeView>) -> Router {
+    let routes = Router::new()
         .route(ROOT, get(pages::overview))
         .route("/explorer/chain", get(pages::chain))
         .route("/explorer/block/{id}", get(pages::block))
@@ -52,18 +69,22 @@ pub fn router(state: ApiState) -> Router<ApiState> {
         .route("/explorer/peers", get(pages::peers))
         .route("/explorer/profile", get(pages::profile))
         .route("/explorer/search", get(pages::search))
-        .route("/explorer/elections", get(election::list))
-        .route("/explorer/election/{id}", get(election::page))
-        .route("/explorer/election/{id}/verify", axum::routing::post(election::verify))
         .route("/explorer/study", get(study::page))
         .route("/explorer/study/files/{*path}", get(study::file))
         .route("/explorer/study/render", axum::routing::post(study::render))
         .route("/explorer/live", get(live::stream))
         .route("/explorer/assets/{name}", get(asset))
-        .route("/explorer/{*rest}", get(pages::not_found))
-        .layer(axum::middleware::from_fn_with_state(state, gate::check));
+        .route("/explorer/{*rest}", get(pages::not_found));
     // `/` only leads to the explorer (which asks for the token itself, if there is one).
-    Router::new().route("/", get(|| async { Redirect::to(ROOT) })).merge(gated)
+    Router::new()
+        .route("/", get(|| async { Redirect::to(ROOT) }))
+        .merge(gated(routes, &view))
+        .with_state(view)
+}
+
+/// `routes` behind the API's token ([`gate`]).
+fn gated(routes: Router<View>, view: &View) -> Router<View> {
+    routes.layer(axum::middleware::from_fn_with_state(view.clone(), gate::check))
 }
 
 /// The headers every explorer answer carries.
@@ -78,9 +99,9 @@ fn secure(mut r: Response) -> Response {
 
 /// The assets compiled into the binary: name, content type, bytes.
 const ASSETS: &[(&str, &str, &str)] = &[
-    ("explorer.css", "text/css; charset=utf-8", include_str!("../../assets/explorer.css")),
-    ("explorer.js", "text/javascript; charset=utf-8", include_str!("../../assets/explorer.js")),
-    ("favicon.svg", "image/svg+xml", include_str!("../../assets/favicon.svg")),
+    ("explorer.css", "text/css; charset=utf-8", include_str!("../assets/explorer.css")),
+    ("explorer.js", "text/javascript; charset=utf-8", include_str!("../assets/explorer.js")),
+    ("favicon.svg", "image/svg+xml", include_str!("../assets/favicon.svg")),
 ];
 
 /// One asset, or the explorer's 404 page.

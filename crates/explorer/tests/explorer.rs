@@ -334,7 +334,13 @@ async fn an_empty_api_token_is_refused_at_start() {
     cfg.api.token = Some("  ".into());
     let r = tokio::time::timeout(
         Duration::from_secs(30),
-        scalechain_node::run(cfg, scalechain_consensus::Apps::none(), false, std::future::pending::<()>()),
+        scalechain_node::run(
+            cfg,
+            scalechain_consensus::Apps::none(),
+            scalechain_node::Pages::none(),
+            false,
+            std::future::pending::<()>(),
+        ),
     )
     .await
     .expect("refused at once");

@@ -1,4 +1,4 @@
-//! Headless Chromium through `chromedriver` for the explorer's browser tests (the node's, and
+//! Headless Chromium through `chromedriver` for the browser tests (the explorer's own, and
 //! the command line's election test, which includes this file by path): start the driver, open
 //! a session, wait on the page, take screenshots into `target/explorer-screenshots/`
 //! (`SCALECHAIN_SCREENSHOTS` moves them).

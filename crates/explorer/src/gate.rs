@@ -10,14 +10,13 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Redirect, Response};
 
-use super::secure;
-use crate::api::{bearer, constant_time_eq, ApiState};
+use super::{secure, View};
 
 /// The cookie that carries the token.
 pub const COOKIE: &str = "scalechain_token";
 
 #[derive(Template)]
-#[template(path = "explorer/token.html")]
+#[template(path = "token.html")]
 struct TokenPage {
     title: String,
     nav: &'static str,
@@ -35,6 +34,12 @@ fn given<'a>(headers: &'a HeaderMap) -> impl Iterator<Item = &'a str> + 'a {
     bearer(headers).into_iter().chain(cookies)
 }
 
+/// The token of an `Authorization: Bearer <token>` header, if there is one (as the API reads
+/// it).
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "))
+}
+
 /// The query's `token`, if any (percent-decoded).
 fn query_token(uri: &axum::http::Uri) -> Option<String> {
     let axum::extract::Query(pairs) =
@@ -43,15 +48,17 @@ fn query_token(uri: &axum::http::Uri) -> Option<String> {
 }
 
 /// The middleware.
-pub async fn check(State(s): State<ApiState>, req: Request, next: Next) -> Response {
-    let Some(token) = s.token.clone() else { return next.run(req).await };
-    let ok = |t: &str| constant_time_eq(t.as_bytes(), token.as_bytes());
+pub async fn check(State(view): State<View>, req: Request, next: Next) -> Response {
+    if !view.token_required() {
+        return next.run(req).await;
+    }
+    let ok = |t: &str| view.token_matches(t);
     if given(req.headers()).any(ok) {
         return next.run(req).await;
     }
     let path = req.uri().path().to_string();
     let offered = query_token(req.uri());
-    if offered.as_deref().is_some_and(ok) {
+    if let Some(token) = offered.as_deref().filter(|t| ok(t)) {
         // Back to the page asked for, its other parameters kept.
         let rest: Vec<(String, String)> =
             axum::extract::Query::<Vec<(String, String)>>::try_from_uri(req.uri())

@@ -17,14 +17,18 @@ use serde::{Deserialize, Serialize};
 
 use scalechain_types::Hash;
 
+use scalechain_chain::DiskStore;
+use scalechain_replica::Replica;
+
 use super::data::{self, ReadError};
-use crate::api::{status_of, ApiState};
-use crate::state::Shared;
+use super::View;
 
 /// How often the stream sends.
 pub const TICK: Duration = Duration::from_secs(1);
 /// Blocks one tick reports, at most.
 pub const BLOCKS_PER_TICK: u64 = 8;
+/// How often an idle stream carries a keep-alive comment (as the API's `GET /events`).
+pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// A main-chain block in brief.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -44,12 +48,12 @@ pub struct BlockSummary {
 
 /// Summaries of the main-chain blocks at heights `from..=to` (fewer where the chain is
 /// shorter), oldest first: each block read once, and the first one's parent for its interval.
-pub fn summaries(sh: &Shared, from: u64, to: u64) -> Result<Vec<BlockSummary>, ReadError> {
-    let kind = sh.params.hash;
+pub fn summaries(r: &Replica<DiskStore>, from: u64, to: u64) -> Result<Vec<BlockSummary>, ReadError> {
+    let kind = r.params.hash;
     let mut out = Vec::new();
     let mut parent_time = None;
     for h in from.saturating_sub(1)..=to {
-        let Some(b) = data::block_at(sh, h)? else { break };
+        let Some(b) = data::block_at(r, h)? else { break };
         // Genesis has a fixed time: the first block's distance from it is no interval.
         let interval_ms = match parent_time {
             Some(p) if h > 1 => b.header.time.saturating_sub(p),
@@ -88,57 +92,63 @@ pub fn first_to_send(sent: &[(u64, Hash)], main: impl Fn(u64) -> Option<Hash>, t
 }
 
 /// The stream.
-pub async fn stream(State(s): State<ApiState>) -> Response {
-    let stop = s.stop.clone();
-    let state = (s, stop, Vec::<(u64, Hash)>::new(), tokio::time::interval(TICK), Vec::<Event>::new());
-    let events = futures::stream::unfold(state, |(s, mut stop, mut sent, mut tick, mut queue)| async move {
-        loop {
-            if let Some(ev) = queue.pop() {
-                return Some((Ok::<Event, std::convert::Infallible>(ev), (s, stop, sent, tick, queue)));
-            }
-            tokio::select! {
-                _ = tick.tick() => {}
-                _ = stop.wait_for(|v| *v) => return None,
-            }
-            if *stop.borrow() {
-                return None;
-            }
-            let sh = s.shared.clone();
-            let before = sent.clone();
-            let (status, blocks) = tokio::task::spawn_blocking(move || {
-                let status = status_of(&sh);
-                let first = {
-                    let c = sh.chain.read();
-                    let main = c.main_chain();
-                    first_to_send(
-                        &before,
-                        |h| usize::try_from(h).ok().and_then(|h| main.get(h)).copied(),
-                        status.height,
-                    )
-                };
-                let blocks = first.and_then(|f| summaries(&sh, f, status.height).ok()).unwrap_or_default();
-                (status, blocks)
-            })
-            .await
-            .ok()?;
-            if let Some(b) = blocks.first() {
-                sent.retain(|(h, _)| *h < b.height);
-            }
-            sent.extend(blocks.iter().map(|b| (b.height, b.hash)));
-            let excess = sent.len().saturating_sub(REMEMBERED);
-            sent.drain(..excess);
-            // Queued in reverse: popped oldest block first, then the status.
-            if let Ok(d) = serde_json::to_string(&status) {
-                queue.push(Event::default().event("status").data(d));
-            }
-            for b in blocks.iter().rev() {
-                if let Ok(d) = serde_json::to_string(b) {
-                    queue.push(Event::default().event("block").data(d));
+pub async fn stream(State(node): State<View>) -> Response {
+    let stop = node.api_stopped();
+    let state = (node, stop, Vec::<(u64, Hash)>::new(), tokio::time::interval(TICK), Vec::<Event>::new());
+    let events =
+        futures::stream::unfold(state, |(node, mut stop, mut sent, mut tick, mut queue)| async move {
+            loop {
+                if let Some(ev) = queue.pop() {
+                    return Some((
+                        Ok::<Event, std::convert::Infallible>(ev),
+                        (node, stop, sent, tick, queue),
+                    ));
+                }
+                tokio::select! {
+                    _ = tick.tick() => {}
+                    _ = stop.wait_for(|v| *v) => return None,
+                }
+                if *stop.borrow() {
+                    return None;
+                }
+                let sh = node.clone();
+                let before = sent.clone();
+                let (status, blocks) = tokio::task::spawn_blocking(move || {
+                    let status = sh.status();
+                    let first = {
+                        let c = sh.replica().chain.read();
+                        let main = c.main_chain();
+                        first_to_send(
+                            &before,
+                            |h| usize::try_from(h).ok().and_then(|h| main.get(h)).copied(),
+                            status.height,
+                        )
+                    };
+                    let blocks = first
+                        .and_then(|f| summaries(sh.replica(), f, status.height).ok())
+                        .unwrap_or_default();
+                    (status, blocks)
+                })
+                .await
+                .ok()?;
+                if let Some(b) = blocks.first() {
+                    sent.retain(|(h, _)| *h < b.height);
+                }
+                sent.extend(blocks.iter().map(|b| (b.height, b.hash)));
+                let excess = sent.len().saturating_sub(REMEMBERED);
+                sent.drain(..excess);
+                // Queued in reverse: popped oldest block first, then the status.
+                if let Ok(d) = serde_json::to_string(&status) {
+                    queue.push(Event::default().event("status").data(d));
+                }
+                for b in blocks.iter().rev() {
+                    if let Ok(d) = serde_json::to_string(b) {
+                        queue.push(Event::default().event("block").data(d));
+                    }
                 }
             }
-        }
-    });
-    Sse::new(events).keep_alive(KeepAlive::new().interval(crate::api::EVENTS_KEEP_ALIVE)).into_response()
+        });
+    Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)).into_response()
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 //! line); a result file is at most [`MAX_RESULT_BYTES`].
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use askama::Template;
 use axum::body::Bytes;
@@ -17,9 +18,14 @@ use axum::extract::rejection::{BytesRejection, PathRejection};
 use axum::extract::{Path, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 
+use scalechain_chain::DiskStore;
+use scalechain_node::NodeView;
+use scalechain_replica::Replica;
 use scalechain_types::{Hash, HashKind};
 use scalechain_voting::app::{ballots_prefix, election_key, Election, Message, VOTE_KIND};
 use scalechain_voting::tally::{self, ResultProof, StoredBallot, TallyResult};
@@ -28,9 +34,18 @@ use scalechain_voting::BallotScheme;
 use super::chart::BarChart;
 use super::data::{self, ReadError};
 use super::pages::{blocking, error_page, PageError};
-use super::secure;
-use crate::api::ApiState;
-use crate::state::Shared;
+use super::{gated, secure, View};
+
+/// The election pages (`/explorer/elections`, `/explorer/election/{id}` and its verification),
+/// behind the API's token as the explorer's other pages: for a node whose chain runs the voting
+/// module.
+pub fn router(view: Arc<dyn NodeView>) -> Router {
+    let routes = Router::new()
+        .route("/explorer/elections", get(list))
+        .route("/explorer/election/{id}", get(page))
+        .route("/explorer/election/{id}/verify", post(verify));
+    gated(routes, &view).with_state(view)
+}
 
 /// Elections listed, at most.
 pub const MAX_ELECTIONS: usize = 100;
@@ -118,7 +133,7 @@ fn row(id: Hash, e: &Election, ballots: String, tip: u64) -> ElectionRow {
 }
 
 /// The published elections (at most [`MAX_ELECTIONS`]) with their ballot counts.
-fn elections(sh: &Shared) -> (Vec<ElectionRow>, bool) {
+fn elections(sh: &Replica<DiskStore>) -> (Vec<ElectionRow>, bool) {
     let c = sh.chain.read();
     let tip = c.tip_height();
     let state = c.app_state();
@@ -143,7 +158,7 @@ fn elections(sh: &Shared) -> (Vec<ElectionRow>, bool) {
 }
 
 #[derive(Template)]
-#[template(path = "explorer/elections.html")]
+#[template(path = "elections.html")]
 struct ElectionsPage {
     title: String,
     nav: &'static str,
@@ -152,16 +167,16 @@ struct ElectionsPage {
 }
 
 /// `GET /explorer/elections`.
-pub async fn list(State(s): State<ApiState>) -> Response {
-    blocking(s, |sh| {
-        let (rows, more) = elections(sh);
+pub async fn list(State(node): State<View>) -> Response {
+    blocking(node, |node| {
+        let (rows, more) = elections(node.replica());
         Ok(ElectionsPage { title: "Elections".into(), nav: "elections", rows, more })
     })
     .await
 }
 
 #[derive(Template)]
-#[template(path = "explorer/election.html")]
+#[template(path = "election.html")]
 struct ElectionPage {
     title: String,
     nav: &'static str,
@@ -173,7 +188,7 @@ struct ElectionPage {
 }
 
 /// The election `id`, if published.
-fn find(sh: &Shared, id: &Hash) -> Option<Election> {
+fn find(sh: &Replica<DiskStore>, id: &Hash) -> Option<Election> {
     let c = sh.chain.read();
     c.app_state().get(&full_key(&election_key(id))).and_then(|v| Election::decode(v).ok())
 }
@@ -198,7 +213,7 @@ fn verify_limit(e: &Election) -> usize {
 
 /// Ballots for `e` per main-chain block over the newest [`BALLOT_SCAN_BLOCKS`] of its window
 /// so far, grouped into at most [`BALLOT_BARS`] bars.
-fn ballots_per_block(sh: &Shared, e: &Election, tip: u64) -> Result<Option<BarChart>, ReadError> {
+fn ballots_per_block(sh: &Replica<DiskStore>, e: &Election, tip: u64) -> Result<Option<BarChart>, ReadError> {
     let last = e.end.min(tip);
     if tip < e.start {
         return Ok(None);
@@ -233,12 +248,13 @@ fn ballots_per_block(sh: &Shared, e: &Election, tip: u64) -> Result<Option<BarCh
 }
 
 /// `GET /explorer/election/{id}`.
-pub async fn page(State(s): State<ApiState>, id: Result<Path<String>, PathRejection>) -> Response {
+pub async fn page(State(node): State<View>, id: Result<Path<String>, PathRejection>) -> Response {
     let id = match parse_id(id) {
         Ok(id) => id,
         Err(f) => return f.page(),
     };
-    blocking(s, move |sh| {
+    blocking(node, move |node| {
+        let sh = node.replica();
         let Some(e) = find(sh, &id) else { return Err(not_published(&id)) };
         let tip = sh.chain.read().tip_height();
         let ballots = {
@@ -261,7 +277,7 @@ pub async fn page(State(s): State<ApiState>, id: Result<Path<String>, PathReject
 }
 
 #[derive(Template)]
-#[template(path = "explorer/verified.html")]
+#[template(path = "verified.html")]
 struct Verified {
     ok: bool,
     /// What failed (when `ok` is false).
@@ -315,7 +331,7 @@ fn failed(status: StatusCode, why: String) -> Response {
 /// checked against the chain's ballots; answers an HTML fragment saying what was checked and
 /// the counts (200), or what failed (422; 400 for a file that is not a result, 503 when busy).
 pub async fn verify(
-    State(s): State<ApiState>,
+    State(node): State<View>,
     id: Result<Path<String>, PathRejection>,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
@@ -346,11 +362,11 @@ pub async fn verify(
             "another verification is running: try again shortly".into(),
         );
     };
-    let kind: HashKind = s.shared.params.hash;
+    let kind: HashKind = node.replica().params.hash;
     let done = tokio::task::spawn_blocking(move || {
         // Held until the verification ends, even if the client goes away.
         let _permit = permit;
-        let sh = &s.shared;
+        let sh = node.replica();
         let Some(e) = find(sh, &id) else { return Err(not_published(&id)) };
         let limit = verify_limit(&e);
         let stored: Vec<StoredBallot> = {

@@ -20,8 +20,7 @@ use axum::response::{IntoResponse, Response};
 use pulldown_cmark::{CowStr, Event, Options, Parser, Tag};
 
 use super::pages::{blocking, error_page, PageError};
-use super::secure;
-use crate::api::ApiState;
+use super::{secure, View};
 
 /// The largest report rendered (a study's report is a few hundred KB).
 pub const MAX_REPORT_BYTES: usize = 4 << 20;
@@ -91,7 +90,7 @@ fn sub_reports(root: &FsPath) -> Vec<String> {
 }
 
 #[derive(Template)]
-#[template(path = "explorer/study.html")]
+#[template(path = "study.html")]
 struct StudyPage {
     title: String,
     nav: &'static str,
@@ -106,12 +105,12 @@ struct StudyPage {
 
 /// `GET /explorer/study?sub=NAME`.
 pub async fn page(
-    State(s): State<ApiState>,
+    State(node): State<View>,
     q: Result<Query<Vec<(String, String)>>, QueryRejection>,
 ) -> Response {
     let sub = q.ok().and_then(|Query(p)| p.into_iter().find(|(k, _)| k == "sub").map(|(_, v)| v));
-    blocking(s, move |sh| {
-        let Some(root) = sh.cfg.explorer.study_dir.clone() else {
+    blocking(node, move |node| {
+        let Some(root) = node.study_dir().map(FsPath::to_path_buf) else {
             return Ok(StudyPage {
                 title: "Study".into(),
                 nav: "study",
@@ -162,9 +161,9 @@ pub async fn page(
 }
 
 /// `GET /explorer/study/files/{*path}`: a CSV, SVG or Markdown file of the served directory.
-pub async fn file(State(s): State<ApiState>, rel: Result<Path<String>, PathRejection>) -> Response {
+pub async fn file(State(node): State<View>, rel: Result<Path<String>, PathRejection>) -> Response {
     let not_found = || error_page(StatusCode::NOT_FOUND, "Not found", "no such study file".into());
-    let (Some(root), Ok(Path(rel))) = (s.shared.cfg.explorer.study_dir.clone(), rel) else {
+    let (Some(root), Ok(Path(rel))) = (node.study_dir().map(FsPath::to_path_buf), rel) else {
         return not_found();
     };
     let kind = match rel.rsplit('.').next() {

@@ -8,7 +8,8 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use scalechain_types::{Amount, Block, Hash, Header, OutPoint, Tx, TxOut};
 
-use crate::state::Shared;
+use scalechain_chain::DiskStore;
+use scalechain_replica::Replica;
 
 /// Blocks after a transaction's own that are searched for the spender of its spent outputs.
 pub const SPENDER_BLOCKS: u64 = 200;
@@ -68,36 +69,36 @@ fn read<T, E: std::fmt::Display>(r: Result<T, E>) -> Result<T, ReadError> {
 }
 
 /// The main-chain block at `height`.
-pub fn block_at(sh: &Shared, height: u64) -> Result<Option<Block>, ReadError> {
-    read(sh.chain.read().block_at(height))
+pub fn block_at(r: &Replica<DiskStore>, height: u64) -> Result<Option<Block>, ReadError> {
+    read(r.chain.read().block_at(height))
 }
 
 /// Any stored block by hash (main chain or side branch).
-pub fn block(sh: &Shared, hash: &Hash) -> Result<Option<Block>, ReadError> {
-    read(sh.chain.read().block(hash))
+pub fn block(r: &Replica<DiskStore>, hash: &Hash) -> Result<Option<Block>, ReadError> {
+    read(r.chain.read().block(hash))
 }
 
 /// Is `hash` the main chain's block at `height`?
-pub fn on_main(sh: &Shared, height: u64, hash: &Hash) -> bool {
-    let c = sh.chain.read();
+pub fn on_main(r: &Replica<DiskStore>, height: u64, hash: &Hash) -> bool {
+    let c = r.chain.read();
     usize::try_from(height).ok().and_then(|h| c.main_chain().get(h)) == Some(hash)
 }
 
 /// A transaction wherever the node has it: the mempool, the main chain, or (searching the
 /// newest [`SIDE_BLOCKS`] side-branch blocks within [`SIDE_REACH`] of the tip) a side branch.
-pub fn find_tx(sh: &Shared, txid: &Hash) -> Result<Option<(Tx, Place)>, ReadError> {
-    if let Some(e) = sh.mempool.get(txid) {
+pub fn find_tx(r: &Replica<DiskStore>, txid: &Hash) -> Result<Option<(Tx, Place)>, ReadError> {
+    if let Some(e) = r.mempool.get(txid) {
         return Ok(Some(((*e.tx).clone(), Place::Pooled { fee: e.fee, size: e.size })));
     }
-    if let Some((loc, tx)) = read(sh.chain.read().confirmed_tx(txid))? {
+    if let Some((loc, tx)) = read(r.chain.read().confirmed_tx(txid))? {
         return Ok(Some((tx, Place::Confirmed { height: loc.height, block: loc.block })));
     }
-    let kind = sh.params.hash;
-    let tip = sh.chain.read().tip_height();
-    let near = side_blocks(sh, tip.saturating_sub(SIDE_REACH), u64::MAX);
+    let kind = r.params.hash;
+    let tip = r.chain.read().tip_height();
+    let near = side_blocks(r, tip.saturating_sub(SIDE_REACH), u64::MAX);
     for h in near.into_iter().take(SIDE_BLOCKS) {
         let hash = h.hash(kind);
-        if let Some(b) = block(sh, &hash)? {
+        if let Some(b) = block(r, &hash)? {
             if let Some(t) = b.txs.into_iter().find(|t| t.txid(kind) == *txid) {
                 return Ok(Some((t, Place::Side { height: h.height, block: hash })));
             }
@@ -109,8 +110,8 @@ pub fn find_tx(sh: &Shared, txid: &Hash) -> Result<Option<(Tx, Place)>, ReadErro
 /// Headers of the blocks off the main chain at heights `from..=to` that branch off the main
 /// chain at `from − SIDE_REACH` or above, newest (highest) first. Cost: one lookup per
 /// main-chain block from there to `to`, and the side blocks found.
-pub fn side_blocks(sh: &Shared, from: u64, to: u64) -> Vec<Header> {
-    let c = sh.chain.read();
+pub fn side_blocks(r: &Replica<DiskStore>, from: u64, to: u64) -> Vec<Header> {
+    let c = r.chain.read();
     let main = c.main_chain();
     let tree = c.tree();
     let mut out = Vec::new();
@@ -150,20 +151,24 @@ pub struct PrevCache {
 
 /// The output `op` names, if the node can find it: the UTXO set, the mempool, the main chain
 /// (one block read per block not read before).
-pub fn prev_output(sh: &Shared, op: &OutPoint, cache: &mut PrevCache) -> Result<Option<TxOut>, ReadError> {
+pub fn prev_output(
+    r: &Replica<DiskStore>,
+    op: &OutPoint,
+    cache: &mut PrevCache,
+) -> Result<Option<TxOut>, ReadError> {
     use scalechain_consensus::UtxoView;
-    if let Some(c) = sh.chain.read().utxos().coin(op) {
+    if let Some(c) = r.chain.read().utxos().coin(op) {
         return Ok(Some(c.out));
     }
     if !cache.txs.contains_key(&op.txid) {
-        let outs = match sh.mempool.get(&op.txid) {
+        let outs = match r.mempool.get(&op.txid) {
             Some(e) => Some(e.tx.outputs.clone()),
-            None => match read(sh.chain.read().tx_location(&op.txid))? {
+            None => match read(r.chain.read().tx_location(&op.txid))? {
                 None => None,
                 Some(loc) => {
                     if let std::collections::hash_map::Entry::Vacant(slot) = cache.blocks.entry(loc.block) {
-                        let kind = sh.params.hash;
-                        let txs = block(sh, &loc.block)?
+                        let kind = r.params.hash;
+                        let txs = block(r, &loc.block)?
                             .map(|b| b.txs.into_iter().map(|t| (t.txid(kind), t.outputs)).collect())
                             .unwrap_or_default();
                         slot.insert(txs);
@@ -212,17 +217,22 @@ fn mark_spent(out: &mut [Option<Spender>], txid: &Hash, tx: &Tx, who: impl Fn() 
 
 /// Who spends each output of `txid` (with `n` outputs), confirmed at `height` if it is: the
 /// UTXO set, the mempool, then the [`SPENDER_BLOCKS`] main-chain blocks from `height` on.
-pub fn spenders(sh: &Shared, txid: &Hash, n: usize, height: Option<u64>) -> Result<Vec<Spender>, ReadError> {
+pub fn spenders(
+    r: &Replica<DiskStore>,
+    txid: &Hash,
+    n: usize,
+    height: Option<u64>,
+) -> Result<Vec<Spender>, ReadError> {
     use scalechain_consensus::UtxoView;
-    let kind = sh.params.hash;
+    let kind = r.params.hash;
     // A pooled spender first: its output is still in the UTXO set until a block confirms it.
     let mut out: Vec<Option<Spender>> = vec![None; n];
-    let snap = sh.mempool.snapshot();
+    let snap = r.mempool.snapshot();
     for e in snap.iter() {
         mark_spent(&mut out, txid, &e.tx, || Spender::Pooled(e.txid));
     }
     {
-        let c = sh.chain.read();
+        let c = r.chain.read();
         for (i, slot) in out.iter_mut().enumerate() {
             let op = OutPoint { txid: *txid, index: u32::try_from(i).unwrap_or(u32::MAX) };
             if slot.is_none() && c.utxos().coin(&op).is_some() {
@@ -232,12 +242,12 @@ pub fn spenders(sh: &Shared, txid: &Hash, n: usize, height: Option<u64>) -> Resu
     }
     if let Some(h) = height {
         if out.iter().any(Option::is_none) {
-            let tip = sh.chain.read().tip_height();
+            let tip = r.chain.read().tip_height();
             let last = tip.min(h.saturating_add(SPENDER_BLOCKS));
             let mut read_txs = 0usize;
             let mut scanned_to = h;
             for ht in h..=last {
-                let Some(b) = block_at(sh, ht)? else { break };
+                let Some(b) = block_at(r, ht)? else { break };
                 scanned_to = ht;
                 read_txs = read_txs.saturating_add(b.txs.len());
                 for t in &b.txs {
@@ -273,12 +283,12 @@ pub struct Touch {
 /// transactions that pay it or spend with its key, newest first, from height `before − 1` down,
 /// until `max` are found, [`HISTORY_BLOCKS`] blocks or [`SCAN_TXS`] transactions were read.
 pub fn history(
-    sh: &Shared,
+    r: &Replica<DiskStore>,
     pkh: &Hash,
     before: Option<u64>,
     max: usize,
 ) -> Result<(Vec<Touch>, Option<Scan>), ReadError> {
-    let kind = sh.params.hash;
+    let kind = r.params.hash;
     let touch = |t: &Tx| -> Option<(u64, usize)> {
         let received: u64 =
             t.outputs.iter().filter(|o| o.lock.pubkey_hash == *pkh).map(|o| o.value.get()).sum();
@@ -288,7 +298,7 @@ pub fn history(
     };
     let mut out = Vec::new();
     if before.is_none() {
-        let snap = sh.mempool.snapshot();
+        let snap = r.mempool.snapshot();
         let mut pooled: Vec<_> =
             snap.iter().filter_map(|e| touch(&e.tx).map(|t| (e.seq, e.txid, t))).collect();
         pooled.sort_by_key(|p| std::cmp::Reverse(p.0));
@@ -300,7 +310,7 @@ pub fn history(
             spent_inputs,
         }));
     }
-    let tip = sh.chain.read().tip_height();
+    let tip = r.chain.read().tip_height();
     let top = before.map_or(tip, |b| b.saturating_sub(1).min(tip));
     if before == Some(0) {
         return Ok((out, None));
@@ -309,7 +319,7 @@ pub fn history(
     let mut last = top;
     let floor = top.saturating_sub(HISTORY_BLOCKS - 1);
     for ht in (floor..=top).rev() {
-        let Some(b) = block_at(sh, ht)? else { break };
+        let Some(b) = block_at(r, ht)? else { break };
         last = ht;
         read_txs = read_txs.saturating_add(b.txs.len());
         for t in &b.txs {
@@ -358,7 +368,7 @@ pub struct StageTimes {
 
 /// The [`STAGES`] histograms found in `text` (the OpenMetrics text of `GET /metrics`).
 pub fn stage_times(text: &str) -> Vec<StageTimes> {
-    let prefix = crate::metrics::PREFIX;
+    let prefix = scalechain_node::view::METRICS_PREFIX;
     STAGES
         .iter()
         .filter_map(|&(name, what)| {
