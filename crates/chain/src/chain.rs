@@ -747,8 +747,18 @@ fn changes_map(c: &Changes) -> HashMap<OutPoint, Option<Coin>> {
 /// a set of that owner's coins only, so a change costs O(log k) in the owner's k coins, and
 /// compares outpoints, not owner and outpoint). Built from the UTXO set when the chain opens
 /// (the set is loaded whole anyway) and changed with it, so it is never persisted.
+///
+/// Most owners hold one coin: theirs is kept inline (an ordered set's first node alone takes
+/// hundreds of bytes), a set only from the second coin on.
 #[derive(Debug, Default)]
-struct OwnerIndex(HashMap<Hash, BTreeSet<OutPoint>>);
+struct OwnerIndex(HashMap<Hash, Owned>);
+
+/// One owner's outpoints.
+#[derive(Debug)]
+enum Owned {
+    One(OutPoint),
+    Many(BTreeSet<OutPoint>),
+}
 
 impl OwnerIndex {
     fn build(utxos: &[(OutPoint, Coin)]) -> OwnerIndex {
@@ -760,20 +770,45 @@ impl OwnerIndex {
     }
 
     fn insert(&mut self, owner: Hash, op: OutPoint) {
-        self.0.entry(owner).or_default().insert(op);
-    }
-
-    fn remove(&mut self, owner: &Hash, op: &OutPoint) {
-        if let Some(set) = self.0.get_mut(owner) {
-            set.remove(op);
-            if set.is_empty() {
-                self.0.remove(owner);
+        match self.0.get_mut(&owner) {
+            None => {
+                self.0.insert(owner, Owned::One(op));
+            }
+            Some(Owned::One(first)) if *first != op => {
+                let set = BTreeSet::from([*first, op]);
+                self.0.insert(owner, Owned::Many(set));
+            }
+            Some(Owned::One(_)) => {}
+            Some(Owned::Many(set)) => {
+                set.insert(op);
             }
         }
     }
 
+    fn remove(&mut self, owner: &Hash, op: &OutPoint) {
+        let empty = match self.0.get_mut(owner) {
+            None => false,
+            Some(Owned::One(only)) => only == op,
+            Some(Owned::Many(set)) => {
+                set.remove(op);
+                if let (1, Some(&last)) = (set.len(), set.first()) {
+                    self.0.insert(*owner, Owned::One(last));
+                }
+                matches!(self.0.get(owner), Some(Owned::Many(set)) if set.is_empty())
+            }
+        };
+        if empty {
+            self.0.remove(owner);
+        }
+    }
+
     fn outpoints(&self, owner: &Hash) -> impl Iterator<Item = OutPoint> + '_ {
-        self.0.get(owner).into_iter().flat_map(|set| set.iter().copied())
+        let (one, many) = match self.0.get(owner) {
+            None => (None, None),
+            Some(Owned::One(op)) => (Some(*op), None),
+            Some(Owned::Many(set)) => (None, Some(set)),
+        };
+        one.into_iter().chain(many.into_iter().flat_map(|set| set.iter().copied()))
     }
 }
 
@@ -798,5 +833,38 @@ fn apply_to_memory(
             Some(v) => app_state.insert(k.clone(), v.clone()),
             None => app_state.remove(k),
         };
+    }
+}
+
+#[cfg(test)]
+mod owner_index_tests {
+    use super::*;
+
+    fn op(n: u32) -> OutPoint {
+        OutPoint { txid: Hash([n as u8; 32]), index: n }
+    }
+
+    #[test]
+    fn an_owner_s_outpoints_come_in_order_through_one_coin_and_many() {
+        let mut ix = OwnerIndex::default();
+        let (alice, bob) = (Hash([1; 32]), Hash([2; 32]));
+        let list = |ix: &OwnerIndex, who| ix.outpoints(&who).collect::<Vec<_>>();
+        ix.insert(alice, op(5));
+        ix.insert(alice, op(5));
+        assert_eq!(list(&ix, alice), [op(5)]);
+        ix.insert(alice, op(2));
+        ix.insert(alice, op(9));
+        ix.insert(bob, op(7));
+        assert_eq!(list(&ix, alice), [op(2), op(5), op(9)]);
+        ix.remove(&alice, &op(5));
+        ix.remove(&alice, &op(2));
+        assert!(matches!(ix.0.get(&alice), Some(Owned::One(o)) if *o == op(9)), "back to one coin inline");
+        ix.remove(&alice, &op(3));
+        assert_eq!(list(&ix, alice), [op(9)]);
+        ix.remove(&alice, &op(9));
+        assert!(list(&ix, alice).is_empty() && !ix.0.contains_key(&alice));
+        assert_eq!(list(&ix, bob), [op(7)]);
+        ix.remove(&bob, &op(8));
+        assert_eq!(list(&ix, bob), [op(7)], "another coin's removal leaves the one there");
     }
 }

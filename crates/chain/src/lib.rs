@@ -18,4 +18,4 @@ mod orphans;
 
 pub use chain::{Accepted, Chain, ChainError, Reorg, VerifyReport};
 pub use orphans::OrphanPool;
-pub use scalechain_store::{ChainStore, DiskStore, MemStore, StoreError, TxLocation};
+pub use scalechain_store::{ChainStore, DiskStore, MemStore, Shelf, StoreError, TxLocation};

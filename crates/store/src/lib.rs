@@ -32,7 +32,7 @@ mod mem;
 mod snapshot;
 
 pub use disk::{DiskStore, StoreMemory, StoreMemoryUse};
-pub use mem::MemStore;
+pub use mem::{MemStore, Shelf};
 
 use scalechain_consensus::{BlockUndo, Coin, UtxoSet};
 use scalechain_types::{Block, Hash, Header, OutPoint};

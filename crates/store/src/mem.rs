@@ -5,6 +5,7 @@
 //! and simulations can run against either.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
 
 use scalechain_consensus::{BlockUndo, Coin};
 use scalechain_types::{Block, Hash, OutPoint};
@@ -142,8 +143,10 @@ struct Meta {
 #[derive(Debug, Clone, Default)]
 pub struct MemStore {
     meta: Option<Meta>,
-    blocks: BTreeMap<Hash, Block>,
-    undo: HashMap<Hash, BlockUndo>,
+    blocks: BTreeMap<Hash, Arc<Block>>,
+    undo: HashMap<Hash, Arc<BlockUndo>>,
+    /// Where blocks and undo data are held once for every store that shares it.
+    shelf: Option<Arc<Shelf>>,
     heights: BTreeMap<u64, Hash>,
     utxos: HashMap<OutPoint, Coin>,
     app: BTreeMap<Vec<u8>, Vec<u8>>,
@@ -154,10 +157,60 @@ pub struct MemStore {
     fail_next_write: bool,
 }
 
+/// Blocks and undo data that several memory stores hold once: a simulation of many nodes
+/// gives them all one shelf, and a block every node stores takes its memory once.
+///
+/// Both are immutable and named by their block's hash (a block's undo data, the coins it
+/// spent, is the same wherever its ancestors are). A store still keeps its own copy of a value
+/// that differs from the shelf's under the same hash (a forged body under a real header), so
+/// sharing never changes what a store holds. Values stay on the shelf as long as it lives.
+#[derive(Debug, Default)]
+pub struct Shelf {
+    blocks: Mutex<HashMap<Hash, Arc<Block>>>,
+    undo: Mutex<HashMap<Hash, Arc<BlockUndo>>>,
+}
+
+impl Shelf {
+    /// An empty shelf.
+    pub fn new() -> Shelf {
+        Shelf::default()
+    }
+
+    /// Blocks on the shelf.
+    pub fn blocks(&self) -> usize {
+        self.blocks.lock().map_or(0, |m| m.len())
+    }
+}
+
+/// `value` as the shelf holds it if it holds an equal one under `hash`, else a new handle
+/// (put on the shelf if the hash is free there).
+fn shelved<T: PartialEq + Clone>(
+    shelf: Option<&Mutex<HashMap<Hash, Arc<T>>>>,
+    hash: &Hash,
+    value: &T,
+) -> Arc<T> {
+    let Some(Ok(mut map)) = shelf.map(|m| m.lock()) else { return Arc::new(value.clone()) };
+    match map.get(hash) {
+        Some(held) if **held == *value => held.clone(),
+        Some(_) => Arc::new(value.clone()),
+        None => {
+            let v = Arc::new(value.clone());
+            map.insert(*hash, v.clone());
+            v
+        }
+    }
+}
+
 impl MemStore {
     /// An empty store (no chain).
     pub fn new() -> MemStore {
         MemStore::default()
+    }
+
+    /// An empty store that holds its blocks and undo data on `shelf`, shared with the other
+    /// stores on it.
+    pub fn on_shelf(shelf: Arc<Shelf>) -> MemStore {
+        MemStore { shelf: Some(shelf), ..MemStore::default() }
     }
 
     /// Makes the next write (`init`, `put_block` or `commit`) fail with [`StoreError::Engine`]
@@ -209,7 +262,8 @@ impl MemStore {
     /// before adds; a later write of the same key wins).
     fn apply_changes(&mut self, c: &Commit) {
         for (hash, undo) in &c.undo {
-            self.undo.insert(*hash, undo.clone());
+            let undo = shelved(self.shelf.as_deref().map(|s| &s.undo), hash, undo);
+            self.undo.insert(*hash, undo);
         }
         for op in &c.utxo_remove {
             self.utxos.remove(op);
@@ -272,7 +326,8 @@ impl ChainStore for MemStore {
         check_value_len("genesis block", genesis.encoded_len())?;
         check_commit(first)?;
         self.begin_write()?;
-        self.blocks.insert(chain_id, genesis.clone());
+        let genesis = shelved(self.shelf.as_deref().map(|s| &s.blocks), &chain_id, genesis);
+        self.blocks.insert(chain_id, genesis);
         self.heights.insert(0, chain_id);
         self.apply_changes(first);
         self.meta = Some(Meta {
@@ -290,18 +345,19 @@ impl ChainStore for MemStore {
         self.check_poisoned()?;
         check_value_len("block", block.encoded_len())?;
         self.begin_write()?;
-        self.blocks.insert(*hash, block.clone());
+        let block = shelved(self.shelf.as_deref().map(|s| &s.blocks), hash, block);
+        self.blocks.insert(*hash, block);
         Ok(())
     }
 
     fn get_block(&self, hash: &Hash) -> Result<Option<Block>, StoreError> {
         self.check_poisoned()?;
-        Ok(self.blocks.get(hash).cloned())
+        Ok(self.blocks.get(hash).map(|b| Block::clone(b)))
     }
 
     fn get_undo(&self, hash: &Hash) -> Result<Option<BlockUndo>, StoreError> {
         self.check_poisoned()?;
-        Ok(self.undo.get(hash).cloned())
+        Ok(self.undo.get(hash).map(|u| BlockUndo::clone(u)))
     }
 
     fn commit(&mut self, c: &Commit) -> Result<(), StoreError> {

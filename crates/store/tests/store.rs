@@ -8,7 +8,8 @@ use std::time::Instant;
 
 use scalechain_consensus::{BlockUndo, Coin, UtxoSet};
 use scalechain_store::{
-    ChainStore, Commit, DiskStore, MemStore, StoreError, StoreMemory, StoredState, TxLocation, FORMAT_VERSION,
+    ChainStore, Commit, DiskStore, MemStore, Shelf, StoreError, StoreMemory, StoredState, TxLocation,
+    FORMAT_VERSION,
 };
 use scalechain_types::codec::Encode;
 use scalechain_types::{Amount, Block, Hash, HashKind, Header, Lock, OutPoint, Scheme, Target, Tx, TxOut};
@@ -272,6 +273,39 @@ fn reopen_disk(s: DiskStore) -> DiskStore {
 #[test]
 fn suite_mem() {
     suite(MemStore::new(), |s| s);
+}
+
+#[test]
+fn suite_mem_on_a_shelf() {
+    let shelf = std::sync::Arc::new(Shelf::new());
+    let alone = suite(MemStore::new(), |s| s);
+    let shelved = suite(MemStore::on_shelf(shelf.clone()), |s| s);
+    for (a, b) in alone.iter().zip(&shelved) {
+        assert_same(a, b);
+    }
+    assert!(shelf.blocks() > 1);
+}
+
+#[test]
+fn stores_on_a_shelf_hold_a_block_once_but_keep_a_forged_body_their_own() {
+    let shelf = std::sync::Arc::new(Shelf::new());
+    let (mut a, mut b) = (MemStore::on_shelf(shelf.clone()), MemStore::on_shelf(shelf.clone()));
+    let (gid, g, first) = genesis();
+    a.init(PARAMS, &g, gid, &first).unwrap();
+    b.init(PARAMS, &g, gid, &first).unwrap();
+    let (h1, b1) = block(1, gid, 1);
+    a.put_block(&h1, &b1).unwrap();
+    b.put_block(&h1, &b1).unwrap();
+    assert_eq!(shelf.blocks(), 2, "genesis and block 1, once each");
+    // Another body under the same header's hash: the store that got it keeps it.
+    let mut forged = b1.clone();
+    forged.txs.push(Tx::coinbase(9, vec![coin(1, 9).out]));
+    let mut c = MemStore::on_shelf(shelf.clone());
+    c.init(PARAMS, &g, gid, &first).unwrap();
+    c.put_block(&h1, &forged).unwrap();
+    assert_eq!(c.get_block(&h1).unwrap(), Some(forged));
+    assert_eq!(a.get_block(&h1).unwrap(), Some(b1.clone()));
+    assert_eq!(shelf.blocks(), 2);
 }
 
 #[test]
