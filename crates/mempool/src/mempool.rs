@@ -77,6 +77,13 @@ impl Mempool {
     /// An empty pool for a chain hashing with `hash`.
     pub fn new(hash: HashKind, config: MempoolConfig) -> Mempool {
         let sig_cache = Arc::new(SignatureCache::new(config.sig_cache_capacity));
+        Mempool::with_sig_cache(hash, config, sig_cache)
+    }
+
+    /// An empty pool whose signature cache is `sig_cache` (shared with other pools: the
+    /// simulator's nodes share one, so that a signature one verified is not verified again;
+    /// `config.sig_cache_capacity` is then the shared cache's business).
+    pub fn with_sig_cache(hash: HashKind, config: MempoolConfig, sig_cache: Arc<SignatureCache>) -> Mempool {
         let orphans = OrphanPool::new(config.orphans.clone());
         let removed = RemovalLog::new(config.removed_log);
         Mempool {

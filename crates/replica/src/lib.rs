@@ -38,7 +38,9 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 use scalechain_chain::{Chain, ChainStore};
 use scalechain_consensus::{Params, TxRule};
-use scalechain_mempool::{Admitted, Mempool, MempoolConfig, MempoolError, OrphanSource, TxVerdict};
+use scalechain_mempool::{
+    Admitted, Mempool, MempoolConfig, MempoolError, OrphanSource, SignatureCache, TxVerdict,
+};
 use scalechain_types::merkle::root_of_txs;
 use scalechain_types::{Block, Hash, HashKind, Header, Lock, Tx, TxOut};
 
@@ -123,10 +125,22 @@ pub fn punishable(e: &MempoolError) -> bool {
 impl<S: ChainStore> Replica<S> {
     /// A replica of `chain` with an empty mempool; block connection consults the mempool's
     /// signature cache, so a block whose transactions were admitted costs no signature checks.
-    pub fn new(mut chain: Chain<S>, mempool: MempoolConfig) -> Replica<S> {
+    pub fn new(chain: Chain<S>, mempool: MempoolConfig) -> Replica<S> {
+        let cache = Arc::new(SignatureCache::new(mempool.sig_cache_capacity));
+        Replica::with_sig_cache(chain, mempool, cache)
+    }
+
+    /// A replica like [`Replica::new`] whose mempool's signature cache is `cache`, shared with
+    /// other replicas (the simulator's nodes share one: what one verified, another does not
+    /// verify again).
+    pub fn with_sig_cache(
+        mut chain: Chain<S>,
+        mempool: MempoolConfig,
+        cache: Arc<SignatureCache>,
+    ) -> Replica<S> {
         let params = chain.params().clone();
         let chain_id = chain.chain_id();
-        let mempool = Arc::new(Mempool::new(params.hash, mempool));
+        let mempool = Arc::new(Mempool::with_sig_cache(params.hash, mempool, cache));
         chain.set_sig_cache(Some(mempool.sig_cache()));
         let published = Mutex::new(Published::of(&chain));
         Replica { params, chain_id, chain: RwLock::new(chain), mempool, published }

@@ -1,4 +1,4 @@
-//! A deterministic in-process network of ScaleChain nodes.
+//! A deterministic in-process network of ScaleChain nodes, from a handful to thousands.
 //!
 //! Each simulated node runs the production logic — the peer protocol machine
 //! (`scalechain_p2p::protocol::Protocol`) and a `scalechain_replica::Replica` on a memory store
@@ -6,47 +6,79 @@
 //! nonce search) — and the simulator is its second reactor (nakamoto's shape): it delivers the
 //! machine's requests, responses and gossip over virtual links and feeds back verdicts.
 //!
-//! - **Time** is virtual: a delivery queue ordered by (time, sequence number); every node gets
-//!   a tick every 250 ms; a verification round or a block takes `work_ms`.
-//! - **Links** have a latency (per link if set), a jitter and, for gossip, a loss rate, all
-//!   drawn from one seeded random source; they can be partitioned and healed; a ban closes a
-//!   link once what was written on it arrived.
-//! - **Gossip** imitates gossipsub: a publish goes to the connected subscribers; a receiver
-//!   drops ids it has seen, steps the rest through its machine, and forwards a message to its
-//!   other peers only when its machine says `Validate { Accept }`. The bootstrap role does not
-//!   subscribe.
+//! - **Time** is virtual (`crate::world`): a delivery queue ordered by (time, sequence number),
+//!   in µs (a calendar of 1 ms buckets); every node gets a tick every 250 ms and a gossip
+//!   heartbeat every 700 ms.
+//! - **The network** ([`NetModel`], `crate::net`): nodes placed in regions, a latency per pair of
+//!   regions with a jitter per message, per-node upload and download bandwidth with queues, and
+//!   a loss rate for gossip; links can be partitioned and healed, and a ban closes a link once
+//!   what was written on it arrived. Presets: a uniform network, seed 001's three sites,
+//!   SimBlock's six regions.
+//! - **Topology**: links made by the caller ([`Sim::connect`], [`Sim::connect_all`]) or a random
+//!   graph in which each node dials a bounded number of peers ([`Sim::connect_random`]).
+//! - **Gossip** imitates gossipsub (`crate::mesh`): a publish floods the connected subscribers; a
+//!   receiver drops ids it has seen, steps the rest through its machine, and forwards a
+//!   message to its mesh peers (of bounded degree, kept at each heartbeat) only when its
+//!   machine says `Validate { Accept }`. The bootstrap role does not subscribe.
+//! - **Work** ([`WorkModel`], `crate::cost`): a fixed time per verification round or block, or a
+//!   cost model calibrated on a real machine, each node a machine of its own with its cores.
+//!   Nodes may share one signature cache ([`SimConfig::share_signatures`]): a signature one node
+//!   verified is not verified again by another (still charged to it); whatever no node verified
+//!   yet — an adversary's junk included — is really checked.
 //! - **Nodes** can join late, stop (the memory store is kept) and start again; miners build and
-//!   solve a block at random intervals averaging the chain's target interval; scripted
-//!   adversaries send whatever a test tells them to.
-//!
+//!   solve a block at random intervals ([`MiningClock`]: each miner around the interval, or
+//!   the network's blocks a Poisson process at the interval, as proof of work); scripted
+//!   adversaries send whatever a test tells them to; a [`Load`] or a rate-driven
+//!   [`LoadPlan`] submits transactions as clients would.
 //! - **Events**: what happened is recorded as typed events with their virtual time
 //!   ([`Sim::events`]: deliveries and losses of messages by kind, links, bans, starts and stops,
 //!   verification rounds, blocks, the machines' reports); tests assert on them, and
-//!   [`Sim::trace`] prints them.
+//!   [`Sim::trace`] prints them. Large runs keep only [`Counters`]
+//!   ([`SimConfig::keep_events`]) and the arrival times of blocks and tracked transactions
+//!   ([`Arrivals`]), and do not deliver copies of gossip their receiver already had when they
+//!   were sent (their bandwidth is still taken).
+//! - **Memory**: the nodes' memory stores keep blocks and undo data on one shared
+//!   [`Shelf`](scalechain_chain::Shelf); each node's chain state, UTXO set and mempool are its
+//!   own. The events run on a pool of one thread ([`Sim::run_for`]).
 //!
-//! Determinism: everything random (latencies, losses, mining times, signature-batch seeds,
-//! the load) derives from the seed, and every map is ordered, so a scenario run twice with the
-//! same seed gives the same events and the same final state.
+//! Determinism: everything random (latencies, losses, mining times, meshes, signature-batch
+//! seeds, the load) derives from the seed, and every map that is walked is ordered, so a
+//! scenario run twice with the same seed gives the same events and the same final state.
 
+mod calibrate;
+mod cost;
 mod event;
 mod load;
+mod mesh;
+mod net;
 mod node;
+mod observe;
+mod seen;
 mod wire;
 mod world;
 
-use scalechain_chain::{Chain, MemStore};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use scalechain_chain::{Chain, MemStore, Shelf};
 use scalechain_consensus::params::SigMode;
 use scalechain_consensus::{Apps, Params, VerifyConfig};
-use scalechain_mempool::MempoolConfig;
+use scalechain_mempool::{MempoolConfig, SignatureCache};
 use scalechain_p2p::msg::{message_id, Role, Topic};
 use scalechain_p2p::protocol::{Config as ProtocolConfig, Protocol, TxOrigin};
 use scalechain_replica::Replica;
 use scalechain_types::{Hash, HashKind, Lock, Scheme, Tx};
 
-pub use event::{Cause, Event, Msg, Record, RequestKind, ResponseKind};
-pub use load::Load;
+pub use calibrate::{calibrate, CalibrationError};
+pub use cost::{CostModel, Work};
+pub use event::{Cause, Counters, Event, Kind, Msg, Record, RequestKind, ResponseKind};
+pub use load::{Accounts, Load, LoadPlan};
+pub use mesh::GossipParams;
+pub use net::{Jitter, ModelError, NetModel, Region};
+pub use node::WorkModel;
+pub use observe::{Arrivals, Mined, Tracking};
 pub use wire::{NodeId, Wire};
-pub use world::{NetSettings, Penalty};
+pub use world::Penalty;
 
 use node::{Honest, Scripted};
 use world::{pair, Ev, World};
@@ -60,36 +92,65 @@ pub struct SimConfig {
     pub params: Params,
     /// The devnet's signature mode (for the load's keys).
     pub sig: SigMode,
-    /// Link behaviour.
-    pub net: NetSettings,
-    /// A miner's mean time between blocks, ms (the chain's target interval by default).
+    /// The network: regions, latencies, bandwidth, loss.
+    pub model: NetModel,
+    /// The gossip mesh's bounds.
+    pub gossip: GossipParams,
+    /// The mean time between blocks, ms (the chain's target interval by default): a miner's
+    /// or the network's, as [`SimConfig::mining`] says.
     pub block_interval_ms: u64,
-    /// Virtual time a verification round or a block acceptance takes, ms.
-    pub work_ms: u64,
+    /// How miners' times to their next block are drawn.
+    pub mining: MiningClock,
+    /// How long nodes' work takes.
+    pub work: WorkModel,
     /// Interval of the machines' ticks, ms (the node's: 250).
     pub tick_ms: u64,
     /// Mempool settings of every node.
     pub mempool: MempoolConfig,
     /// Miners publish their blocks in compact form (the node's `p2p.compact_blocks`).
     pub compact_blocks: bool,
+    /// Most transactions a miner puts in a block (the coinbase left out).
+    pub max_block_txs: usize,
+    /// Keep every event ([`Sim::events`]); without it only the counters and arrivals are kept.
+    pub keep_events: bool,
+    /// Nodes share one signature cache (each still pays for what it would verify).
+    pub share_signatures: bool,
 }
 
 impl SimConfig {
-    /// A devnet (SHA-256, Ed25519) on links of 20 ms ± 10 ms without loss.
+    /// A devnet (SHA-256, Ed25519) on links of 20 ms ± 10 ms without loss, unlimited
+    /// bandwidth, 1 ms per verification round or block, every event kept.
     pub fn devnet(seed: u64) -> SimConfig {
         let params = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
         SimConfig {
             seed,
             block_interval_ms: params.target_block_ms,
+            mining: MiningClock::PerMiner,
             params,
             sig: SigMode::Ed25519,
-            net: NetSettings { latency_ms: 20, jitter_ms: 10, loss: 0.0 },
-            work_ms: 1,
+            model: NetModel::uniform(20, 10, 0.0),
+            gossip: GossipParams::node(),
+            work: WorkModel::Fixed { ms: 1 },
             tick_ms: 250,
             mempool: MempoolConfig::default(),
             compact_blocks: true,
+            max_block_txs: 10_000,
+            keep_events: true,
+            share_signatures: true,
         }
     }
+}
+
+/// How miners' times to their next block are drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MiningClock {
+    /// Each miner independently, uniform between half and one and a half times the interval:
+    /// regular blocks for small scenarios, as many of them as there are miners.
+    PerMiner,
+    /// The network's blocks as proof of work makes them: a Poisson process whose mean interval
+    /// is [`SimConfig::block_interval_ms`], split evenly among the miners mining (each draws an
+    /// exponential time of mean interval × miners). Stale-rate studies need this one.
+    Network,
 }
 
 enum Slot {
@@ -98,26 +159,60 @@ enum Slot {
     Down { role: Role, store: Box<MemStore>, incarnation: u64, mining: bool },
 }
 
+/// A pool of one thread, if the system can start one.
+fn one_thread() -> Option<Arc<rayon::ThreadPool>> {
+    rayon::ThreadPoolBuilder::new().num_threads(1).thread_name(|_| "simnet".into()).build().ok().map(Arc::new)
+}
+
 /// The simulator.
 pub struct Sim {
     cfg: SimConfig,
     nodes: Vec<Slot>,
     w: World,
     /// Nodes whose mempool settings differ from the configuration's.
-    mempools: std::collections::BTreeMap<NodeId, MempoolConfig>,
+    mempools: BTreeMap<NodeId, MempoolConfig>,
+    /// The signature cache every node shares, if they do.
+    sig_cache: Option<Arc<SignatureCache>>,
+    /// Where the nodes' stores keep blocks and undo data once for all.
+    shelf: Arc<Shelf>,
+    /// Links the partitions took down, to open again when they heal.
+    severed: Vec<(NodeId, NodeId)>,
+    /// The load being offered, if any.
+    load: Option<(LoadPlan, Accounts)>,
+    /// A pool of one thread the simulation runs on (see [`Sim::run_for`]); without it, the
+    /// events run on the caller's thread.
+    pool: Option<Arc<rayon::ThreadPool>>,
 }
 
 impl Sim {
     /// An empty network whose clock starts at the genesis time plus one second.
     pub fn new(cfg: SimConfig) -> Sim {
         let start = cfg.params.genesis_time + 1_000;
-        let w = World::new(cfg.seed, cfg.net, start);
-        Sim { cfg, nodes: Vec::new(), w, mempools: Default::default() }
+        let w = World::new(cfg.seed, cfg.model.clone(), cfg.gossip, start, cfg.keep_events);
+        let sig_cache = cfg
+            .share_signatures
+            .then(|| Arc::new(SignatureCache::new(cfg.mempool.sig_cache_capacity.max(1 << 20))));
+        Sim {
+            cfg,
+            nodes: Vec::new(),
+            w,
+            mempools: Default::default(),
+            sig_cache,
+            shelf: Arc::new(Shelf::new()),
+            severed: Vec::new(),
+            load: None,
+            pool: one_thread(),
+        }
     }
 
     /// The virtual clock, ms since the Unix epoch.
     pub fn now(&self) -> u64 {
-        self.w.now
+        self.w.now()
+    }
+
+    /// The virtual clock, µs since the Unix epoch.
+    pub fn now_us(&self) -> u64 {
+        self.w.now_us
     }
 
     /// The settings.
@@ -144,10 +239,14 @@ impl Sim {
         let mut pc = ProtocolConfig::new(role, format!("simnet/{id}"));
         pc.sync.timeout_ms = 10_000;
         let mempool = self.mempools.get(&id).unwrap_or(&self.cfg.mempool).clone();
-        let replica = Replica::new(chain, mempool);
+        let replica = match &self.sig_cache {
+            Some(cache) => Replica::with_sig_cache(chain, mempool, cache.clone()),
+            None => Replica::new(chain, mempool),
+        };
         let mut n = Honest::new(id, role, incarnation, Protocol::new(pc), replica);
-        n.work_ms = self.cfg.work_ms;
+        n.work = self.cfg.work.clone();
         n.compact_blocks = self.cfg.compact_blocks;
+        n.max_block_txs = self.cfg.max_block_txs;
         if role == Role::Miner {
             let pubkey_hash = self.cfg.params.hash.hash(format!("simnet miner {id}").as_bytes());
             n.reward = Some(Lock { scheme: Scheme::Ed25519, pubkey_hash });
@@ -159,15 +258,17 @@ impl Sim {
     /// Brings a node up: ticks, mining, gossip subscription.
     fn bring_up(&mut self, n: Honest) {
         let (id, incarnation) = (n.id, n.incarnation);
-        self.w.up.insert(id, incarnation);
-        if n.role != Role::Bootstrap {
-            self.w.subscribers.insert(id);
-        }
+        self.w.up[id.0 as usize] = Some(incarnation);
+        self.w.subscribers[id.0 as usize] = n.role != Role::Bootstrap;
+        self.w.forget_seen(id);
         let mining = n.mining;
         self.w.record(Event::Up { node: id, role: n.role, incarnation, height: n.replica.tip().0 });
         self.nodes[id.0 as usize] = Slot::Honest(Box::new(n));
-        let tick = self.w.now + self.cfg.tick_ms;
+        let tick = self.w.now() + self.cfg.tick_ms;
         self.w.schedule(tick, Ev::Tick { node: id, incarnation });
+        // Gossipsub's first heartbeat comes 100 ms after it starts.
+        let beat = self.w.now() + 100;
+        self.w.schedule(beat, Ev::Heartbeat { node: id, incarnation });
         if mining {
             self.schedule_mining(id, incarnation);
         }
@@ -175,25 +276,59 @@ impl Sim {
 
     fn schedule_mining(&mut self, node: NodeId, incarnation: u64) {
         let i = self.cfg.block_interval_ms.max(2);
-        let at = self.w.now + i / 2 + self.w.below(i);
+        let at = match self.cfg.mining {
+            MiningClock::PerMiner => self.w.now() + i / 2 + self.w.below(i),
+            MiningClock::Network => {
+                let miners =
+                    self.nodes.iter().filter(|s| matches!(s, Slot::Honest(n) if n.mining)).count().max(1);
+                let mean_us = i as f64 * 1_000.0 * miners as f64;
+                // The time to a block of memoryless proof of work: −ln(1 − U) × mean.
+                let u = self.w.unit();
+                let wait = (-(1.0 - u).ln() * mean_us).min(u64::MAX as f64 / 4.0) as u64;
+                self.w.schedule_us(self.w.now_us + wait.max(1), Ev::Mine { node, incarnation });
+                return;
+            }
+        };
         self.w.schedule(at, Ev::Mine { node, incarnation });
     }
 
-    /// Adds a node with a fresh chain (genesis only); it is up but connected to nobody.
+    /// Adds a node with a fresh chain (genesis only) in the model's first region; it is up but
+    /// connected to nobody.
     pub fn add_node(&mut self, role: Role) -> NodeId {
+        self.add_node_in(role, 0)
+    }
+
+    /// Adds a node like [`Sim::add_node`] in region `region` of the model.
+    pub fn add_node_in(&mut self, role: Role, region: u16) -> NodeId {
         let mempool = self.cfg.mempool.clone();
-        self.add_node_with(role, mempool)
+        self.add(role, region, mempool)
+    }
+
+    /// Adds `n` nodes of `role`, placed in the model's regions by their shares
+    /// ([`NetModel::place`]); returns their ids.
+    pub fn add_nodes(&mut self, role: Role, n: usize) -> Vec<NodeId> {
+        let regions = self.cfg.model.place(n, &mut self.w.rng);
+        regions.into_iter().map(|r| self.add_node_in(role, r)).collect()
     }
 
     /// Adds a node like [`Sim::add_node`] whose mempool (now and after restarts) has its own
     /// settings.
     pub fn add_node_with(&mut self, role: Role, mempool: MempoolConfig) -> NodeId {
+        self.add(role, 0, mempool)
+    }
+
+    fn add(&mut self, role: Role, region: u16, mempool: MempoolConfig) -> NodeId {
         let id = NodeId(self.nodes.len() as u32);
+        self.w.add_host(id, region);
         self.mempools.insert(id, mempool);
         self.nodes.push(Slot::Down { role, store: Box::default(), incarnation: 0, mining: false });
-        let chain =
-            Chain::open_or_init(MemStore::new(), &self.cfg.params, Apps::none(), self.verify_config(id, 1))
-                .expect("a devnet's parameters open a memory store");
+        let chain = Chain::open_or_init(
+            MemStore::on_shelf(self.shelf.clone()),
+            &self.cfg.params,
+            Apps::none(),
+            self.verify_config(id, 1),
+        )
+        .expect("a devnet's parameters open a memory store");
         let n = self.honest(id, role, 1, chain, true);
         self.bring_up(n);
         id
@@ -203,9 +338,10 @@ impl Sim {
     /// what reaches it, and sends what the test tells it to.
     pub fn add_scripted(&mut self) -> NodeId {
         let id = NodeId(self.nodes.len() as u32);
+        self.w.add_host(id, 0);
         self.nodes.push(Slot::Scripted(Scripted::default()));
-        self.w.up.insert(id, 1);
-        self.w.subscribers.insert(id);
+        self.w.up[id.0 as usize] = Some(1);
+        self.w.subscribers[id.0 as usize] = true;
         self.w.record(Event::ScriptedUp { node: id });
         id
     }
@@ -219,29 +355,12 @@ impl Sim {
         ) else {
             return;
         };
-        for peer in self.w.peers_of(id) {
+        // Its links go down, those closing under a ban too.
+        for peer in self.w.all_links_of(id) {
             self.w.disconnect(id, peer);
         }
-        // Closing links (bans in progress) go down too.
-        let closing: Vec<NodeId> = self
-            .w
-            .links
-            .keys()
-            .filter_map(|&(a, b)| {
-                if a == id {
-                    Some(b)
-                } else if b == id {
-                    Some(a)
-                } else {
-                    None
-                }
-            })
-            .collect();
-        for peer in closing {
-            self.w.disconnect(id, peer);
-        }
-        self.w.up.remove(&id);
-        self.w.subscribers.remove(&id);
+        self.w.up[id.0 as usize] = None;
+        self.w.subscribers[id.0 as usize] = false;
         let (role, incarnation, mining) = (n.role, n.incarnation, n.mining);
         let store = Box::new(n.replica.into_chain().store().clone());
         self.w.record(Event::Down { node: id });
@@ -287,13 +406,37 @@ impl Sim {
         self.w.disconnect(a, b);
     }
 
+    /// The nodes that are up, in id order.
+    pub fn up_nodes(&self) -> Vec<NodeId> {
+        (0..self.w.up.len() as u32).map(NodeId).filter(|&n| self.w.incarnation(n).is_some()).collect()
+    }
+
     /// Links every pair of nodes that are up (as the devnet's discovery does), but those kept
     /// apart or banned.
     pub fn connect_all(&mut self) {
-        let up: Vec<NodeId> = self.w.up.keys().copied().collect();
+        let up = self.up_nodes();
         for (i, &a) in up.iter().enumerate() {
             for &b in &up[i + 1..] {
                 self.w.connect(a, b);
+            }
+        }
+    }
+
+    /// A random graph: each node that is up, in id order, dials `outbound` peers drawn
+    /// uniformly among the nodes that are up and not linked to it yet (fewer if there are
+    /// not so many), as a node fills its outbound slots. Inbound links are whatever the others
+    /// dialled; a machine past its `max_peers` evicts as the node's does.
+    pub fn connect_random(&mut self, outbound: usize) {
+        let up = self.up_nodes();
+        for &a in &up {
+            let mut dialled = 0;
+            let mut tries = 0;
+            while dialled < outbound && tries < outbound * 20 + 20 {
+                tries += 1;
+                let b = up[self.w.below(up.len() as u64) as usize];
+                if self.w.connect(a, b) {
+                    dialled += 1;
+                }
             }
         }
     }
@@ -308,15 +451,20 @@ impl Sim {
         for &a in left {
             for &b in right {
                 self.w.cut.insert(pair(a, b));
-                self.w.disconnect(a, b);
+                if self.w.has_link(a, b) {
+                    self.severed.push((a, b));
+                    self.w.disconnect(a, b);
+                }
             }
         }
     }
 
-    /// Ends every partition and links every pair again.
+    /// Ends every partition and opens again the links the partitions took down.
     pub fn heal(&mut self) {
         self.w.cut.clear();
-        self.connect_all();
+        for (a, b) in std::mem::take(&mut self.severed) {
+            self.w.connect(a, b);
+        }
     }
 
     /// Submits transactions at a node, as its API would; what it admits is published.
@@ -326,29 +474,69 @@ impl Sim {
         n.submit(txs, TxOrigin::Local, &mut self.w);
     }
 
+    /// Starts offering a load: transactions from `accounts` at the plan's rate until its end.
+    pub fn start_load(&mut self, plan: LoadPlan, accounts: Accounts) {
+        let at = self.w.now_us.max(plan.start_ms * 1_000);
+        self.load = Some((plan, accounts));
+        self.w.schedule_us(at, Ev::Load);
+    }
+
+    /// The load's next submission: its transactions to the plan's next target, and the one
+    /// after it scheduled.
+    fn offer(&mut self) {
+        let Some((plan, accounts)) = self.load.as_mut() else { return };
+        if self.w.now() >= plan.end_ms {
+            return;
+        }
+        let txs = accounts.next(plan.per_submit);
+        let target = plan.target(&mut self.w.rng);
+        let gap = plan.gap_us(&mut self.w.rng);
+        if !txs.is_empty() {
+            let h = self.cfg.params.hash;
+            let now = self.w.now_us;
+            for t in &txs {
+                self.w.arrivals.submitted(t.txid(h), now);
+            }
+            self.submit(target, txs);
+        }
+        let at = self.w.now_us + gap;
+        self.w.schedule_us(at, Ev::Load);
+    }
+
     /// Runs the network for `ms` of virtual time.
+    ///
+    /// The events run on a pool of one thread, where the engine's parallel loops run inline: a
+    /// simulated node's work is charged in virtual time, and waking real threads for every
+    /// round of a few transactions would only cost real time.
     pub fn run_for(&mut self, ms: u64) {
-        let until = self.w.now + ms;
-        while let Some(ev) = self.w.pop(until) {
+        let until = self.w.now_us + ms * 1_000;
+        match self.pool.clone() {
+            Some(pool) => pool.install(|| self.run_events(until)),
+            None => self.run_events(until),
+        }
+        self.w.now_us = until;
+    }
+
+    fn run_events(&mut self, until_us: u64) {
+        while let Some(ev) = self.w.pop(until_us) {
             self.handle(ev);
         }
-        self.w.now = until;
     }
 
     /// Runs until `done` holds (checked every tick interval) or `ms` passed; true if it held.
     pub fn run_until(&mut self, ms: u64, mut done: impl FnMut(&Sim) -> bool) -> bool {
-        let end = self.w.now + ms;
-        while self.w.now < end {
+        let end = self.w.now() + ms;
+        while self.w.now() < end {
             if done(self) {
                 return true;
             }
-            self.run_for(self.cfg.tick_ms.min(end - self.w.now));
+            self.run_for(self.cfg.tick_ms.min(end - self.w.now()));
         }
         done(self)
     }
 
     fn handle(&mut self, ev: Ev) {
-        let current = |w: &World, node: NodeId, incarnation: u64| w.up.get(&node) == Some(&incarnation);
+        let current = |w: &World, node: NodeId, incarnation: u64| w.incarnation(node) == Some(incarnation);
         match ev {
             Ev::Deliver { to, from, epoch, wire } => {
                 if !self.w.arrive(from, to, epoch, &wire) {
@@ -356,7 +544,7 @@ impl Sim {
                 }
                 match self.nodes.get_mut(to.0 as usize) {
                     Some(Slot::Honest(n)) => n.receive(from, wire, &mut self.w),
-                    Some(Slot::Scripted(s)) => s.received.push((self.w.now, from, wire)),
+                    Some(Slot::Scripted(s)) => s.received.push((self.w.now(), from, wire)),
                     _ => {}
                 }
             }
@@ -371,12 +559,20 @@ impl Sim {
                 if let (true, Some(Slot::Honest(n))) =
                     (current(&self.w, node, incarnation), self.nodes.get_mut(node.0 as usize))
                 {
-                    n.replica.expire_orphans(self.w.now);
+                    n.replica.expire_orphans(self.w.now());
                     n.step(scalechain_p2p::protocol::Input::Tick, &mut self.w);
-                    let at = self.w.now + self.cfg.tick_ms;
+                    let at = self.w.now() + self.cfg.tick_ms;
                     self.w.schedule(at, Ev::Tick { node, incarnation });
                 }
             }
+            Ev::Heartbeat { node, incarnation } => {
+                if current(&self.w, node, incarnation) {
+                    self.w.heartbeat(node);
+                    let at = self.w.now() + self.cfg.gossip.heartbeat_ms;
+                    self.w.schedule(at, Ev::Heartbeat { node, incarnation });
+                }
+            }
+            Ev::Load => self.offer(),
             Ev::Mine { node, incarnation } => {
                 if let (true, Some(Slot::Honest(n))) =
                     (current(&self.w, node, incarnation), self.nodes.get_mut(node.0 as usize))
@@ -402,7 +598,7 @@ impl Sim {
                 }
             }
             Ev::Cut { a, b, epoch } => {
-                if self.w.links.get(&pair(a, b)).is_some_and(|l| l.epoch == epoch) {
+                if self.w.link_epoch_is(a, b, epoch) {
                     self.w.disconnect(a, b);
                 }
             }
@@ -414,7 +610,7 @@ impl Sim {
     /// A scripted node sends a gossip message to one peer (false without an open link).
     pub fn inject_gossip(&mut self, from: NodeId, to: NodeId, topic: Topic, data: Vec<u8>) -> bool {
         let id = message_id(&data);
-        self.w.send(from, to, Wire::Gossip { topic, id, data })
+        self.w.send(from, to, Wire::Gossip { topic, id, data: data.into() })
     }
 
     /// A scripted node sends a request body to a peer; returns its tag (None without a link).
@@ -465,6 +661,41 @@ impl Sim {
     /// True if the two nodes are linked.
     pub fn linked(&self, a: NodeId, b: NodeId) -> bool {
         self.w.linked(a, b)
+    }
+
+    /// The region of a node in the model.
+    pub fn region_of(&self, id: NodeId) -> Option<u16> {
+        self.w.hosts.get(id.0 as usize).map(|h| h.region)
+    }
+
+    /// A node's gossip mesh peers, in id order.
+    pub fn mesh_of(&self, id: NodeId) -> Vec<NodeId> {
+        self.w.mesh_of(id).collect()
+    }
+
+    /// A node's open links, in id order.
+    pub fn peers_of(&self, id: NodeId) -> Vec<NodeId> {
+        self.w.peers_of(id).collect()
+    }
+
+    /// Counts of what happened (kept whether events are or not).
+    pub fn counters(&self) -> &Counters {
+        &self.w.counters
+    }
+
+    /// When blocks and tracked transactions reached each node, and what was mined.
+    pub fn arrivals(&self) -> &Arrivals {
+        &self.w.arrivals
+    }
+
+    /// Which transactions' arrivals to keep (by default none).
+    pub fn track(&mut self, tracking: Tracking) {
+        self.w.arrivals.tracking = tracking;
+    }
+
+    /// Events waiting in the queue.
+    pub fn queued(&self) -> usize {
+        self.w.queued()
     }
 
     /// Txids admitted from local submissions, on any node.

@@ -1,26 +1,52 @@
 //! A simulated node: the production protocol machine and replica, and the simulator's stand-ins
-//! for what the node's reactor does around them (gossipsub's duplicate filter and forwarding,
-//! the request-response ids, the pipeline's buffer, the block worker's queue, the miner).
+//! for what the node's reactor does around them (gossipsub's duplicate filter, mesh forwarding
+//! and flood publishing, the request-response ids, the pipeline's buffer, the block worker's
+//! queue, the miner), with the time its work takes ([`WorkModel`]).
+//!
+//! Work and time: with [`WorkModel::Fixed`] a verification round or a block waits a fixed time
+//! and its effects follow at once. With [`WorkModel::Modelled`] the node is a machine of its own
+//! with `cores` cores: a round or a block starts when the node's CPU is free, its effect on the
+//! replica happens when it starts, and what the machine learns of it (the verdicts, and so the
+//! relay) comes when the cost model says the work ends; rounds and blocks queue on one CPU, as
+//! the node's pipeline and block worker share its cores.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::BTreeMap;
 use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use scalechain_chain::MemStore;
+use scalechain_mempool::TxVerdict;
 use scalechain_p2p::msg::{block_payload, message_id, MsgId, Role, Topic};
 use scalechain_p2p::protocol::{
-    block_txs_response, blocks_response, BlockOrigin, Event as ProtocolEvent, Input, Output, Protocol,
-    TxOrigin, TxsDone, Verdict, BLOCKS_RESPONSE_BYTES,
+    block_txs_response, blocks_response, BlockOrigin, BlockVerdict, Event as ProtocolEvent, Input, Output,
+    Protocol, TxOrigin, TxsDone, Verdict, BLOCKS_RESPONSE_BYTES,
 };
 use scalechain_replica::{solve, Replica, TxsRound};
 use scalechain_types::codec::Encode;
 use scalechain_types::{Block, Lock, Tx};
 
+use crate::cost::{CostModel, Work};
 use crate::event::Event;
+use crate::observe::Mined;
 use crate::wire::{NodeId, Wire};
 use crate::world::{Ev, Penalty, World};
 
-/// Gossip ids a node remembers (gossipsub's duplicate cache).
-const SEEN: usize = 1 << 16;
+/// How long a simulated node's work takes.
+#[derive(Clone, Debug)]
+pub enum WorkModel {
+    /// A verification round or a block takes this long, ms, whatever it holds.
+    Fixed {
+        /// The time, ms.
+        ms: u64,
+    },
+    /// Each node is a machine of `cores` cores whose work costs what the model says.
+    Modelled {
+        /// The per-operation costs.
+        costs: Arc<CostModel>,
+        /// Cores per node.
+        cores: u32,
+    },
+}
 
 /// An honest node: production logic plus the reactor's duties.
 pub(crate) struct Honest {
@@ -35,11 +61,11 @@ pub(crate) struct Honest {
     pub max_block_txs: usize,
     /// Publish mined blocks in compact form (`p2p.compact_blocks`).
     pub compact_blocks: bool,
-    pub work_ms: u64,
-    seen: BTreeSet<MsgId>,
-    seen_order: VecDeque<MsgId>,
+    pub work: WorkModel,
+    /// When the node's CPU is free, µs (modelled work only).
+    cpu_free_us: u64,
     /// Gossip waiting for the machine's verdict: its topic, payload and source.
-    pending: BTreeMap<MsgId, (Topic, Vec<u8>, NodeId)>,
+    pending: BTreeMap<MsgId, (Topic, Arc<[u8]>, NodeId)>,
     /// Inbound requests by the id given to the machine: requester and its tag.
     inbound: BTreeMap<u64, (NodeId, u64)>,
     next_inbound: u64,
@@ -67,9 +93,8 @@ impl Honest {
             mining: false,
             max_block_txs: 10_000,
             compact_blocks: true,
-            work_ms: 1,
-            seen: BTreeSet::new(),
-            seen_order: VecDeque::new(),
+            work: WorkModel::Fixed { ms: 1 },
+            cpu_free_us: 0,
             pending: BTreeMap::new(),
             inbound: BTreeMap::new(),
             next_inbound: 0,
@@ -80,22 +105,16 @@ impl Honest {
         }
     }
 
-    fn remember(&mut self, id: MsgId) -> bool {
-        if !self.seen.insert(id) {
-            return false;
-        }
-        self.seen_order.push_back(id);
-        if self.seen_order.len() > SEEN {
-            if let Some(old) = self.seen_order.pop_front() {
-                self.seen.remove(&old);
-            }
-        }
-        true
+    /// Remembers a gossip id seen now (in the world's duplicate cache of this node); false if
+    /// it was seen already.
+    fn remember(&self, id: MsgId, w: &mut World) -> bool {
+        let now = w.now();
+        w.seen_by(self.id).is_some_and(|s| s.remember(id, now))
     }
 
     /// Steps the machine at the world's clock and carries out its outputs.
     pub fn step(&mut self, input: Input<NodeId>, w: &mut World) {
-        self.protocol.step(w.now, input, &self.replica);
+        self.protocol.step(w.now(), input, &self.replica);
         let outputs: Vec<Output<NodeId>> = self.protocol.drain().collect();
         for o in outputs {
             self.carry(o, w);
@@ -106,11 +125,12 @@ impl Honest {
     pub fn receive(&mut self, from: NodeId, wire: Wire, w: &mut World) {
         match wire {
             Wire::Gossip { topic, id, data } => {
-                if !self.remember(id) {
+                if !self.remember(id, w) {
                     return;
                 }
-                self.pending.insert(id, (topic, data.clone(), from));
-                self.step(Input::Gossip { topic, id, source: from, data }, w);
+                let bytes = data.to_vec();
+                self.pending.insert(id, (topic, data, from));
+                self.step(Input::Gossip { topic, id, source: from, data: bytes }, w);
             }
             Wire::Request { tag, data } => {
                 let id = self.next_inbound;
@@ -128,12 +148,20 @@ impl Honest {
         }
     }
 
-    /// Gossip to every subscribed peer with an open link but `except`.
-    fn gossip(&mut self, topic: Topic, id: MsgId, data: &[u8], except: Option<NodeId>, w: &mut World) {
-        for peer in w.peers_of(self.id) {
-            if Some(peer) != except && w.subscribers.contains(&peer) {
-                w.send(self.id, peer, Wire::Gossip { topic, id, data: data.to_vec() });
-            }
+    /// Forwards gossip to the node's mesh peers but `from` (gossipsub forwards along its
+    /// mesh).
+    fn forward(&mut self, topic: Topic, id: MsgId, data: &Arc<[u8]>, from: NodeId, w: &mut World) {
+        let to: Vec<NodeId> = w.mesh_of(self.id).filter(|&p| p != from).collect();
+        for peer in to {
+            w.send(self.id, peer, Wire::Gossip { topic, id, data: data.clone() });
+        }
+    }
+
+    /// Publishes to every subscribed peer with an open link (gossipsub's flood publishing).
+    fn publish(&mut self, topic: Topic, id: MsgId, data: Arc<[u8]>, w: &mut World) {
+        let to: Vec<NodeId> = w.peers_of(self.id).filter(|&p| w.subscribed(p)).collect();
+        for peer in to {
+            w.send(self.id, peer, Wire::Gossip { topic, id, data: data.clone() });
         }
     }
 
@@ -142,7 +170,10 @@ impl Honest {
             Output::Request { peer, tag, request } => {
                 if !w.send(self.id, peer, Wire::Request { tag, data: request.encode() }) {
                     let input = Input::RequestFailed { peer, tag, error: "not connected".into() };
-                    w.schedule(w.now, Ev::Input { node: self.id, incarnation: self.incarnation, input });
+                    w.schedule_us(
+                        w.now_us,
+                        Ev::Input { node: self.id, incarnation: self.incarnation, input },
+                    );
                 }
             }
             Output::Respond { id, response } => self.answer(id, response.encode(), w),
@@ -165,15 +196,15 @@ impl Honest {
                 // Gossipsub's validate-then-forward: only an accepted message goes on.
                 if let Some((topic, data, from)) = self.pending.remove(&id) {
                     if verdict == Verdict::Accept {
-                        self.gossip(topic, id, &data, Some(from), w);
+                        self.forward(topic, id, &data, from, w);
                     }
                 }
             }
             Output::Publish { topic, data } => {
                 // Gossipsub refuses to publish a payload whose id is in its duplicate cache.
                 let id = message_id(&data);
-                if self.remember(id) {
-                    self.gossip(topic, id, &data, None, w);
+                if self.remember(id, w) {
+                    self.publish(topic, id, data.into(), w);
                 } else {
                     w.record(Event::DuplicatePublish { node: self.id, id });
                 }
@@ -183,7 +214,7 @@ impl Honest {
                 if !self.blocks_due {
                     self.blocks_due = true;
                     let ev = Ev::Blocks { node: self.id, incarnation: self.incarnation };
-                    w.schedule(w.now + self.work_ms, ev);
+                    w.schedule_us(self.work_starts_us(w), ev);
                 }
             }
             Output::SubmitTxs { txs, origin } => self.submit(txs, origin, w),
@@ -198,7 +229,7 @@ impl Honest {
             Output::Event(e) => {
                 match e {
                     ProtocolEvent::Penalised { peer, offence, .. } => {
-                        w.penalties.push(Penalty { at_ms: w.now, by: self.id, peer, offence })
+                        w.penalties.push(Penalty { at_ms: w.now(), by: self.id, peer, offence })
                     }
                     ProtocolEvent::Disconnected { peer } => {
                         self.replica.forget_orphans_from(u64::from(peer.0));
@@ -210,12 +241,39 @@ impl Honest {
         }
     }
 
+    /// When work taken now starts: after the fixed wait, or when the CPU is free.
+    fn work_starts_us(&self, w: &World) -> u64 {
+        match self.work {
+            WorkModel::Fixed { ms } => w.now_us + ms * 1_000,
+            WorkModel::Modelled { .. } => w.now_us.max(self.cpu_free_us),
+        }
+    }
+
+    /// Charges `us` of CPU from now; the time the work ends, µs.
+    fn charge(&mut self, us: u64, w: &World) -> u64 {
+        self.cpu_free_us = w.now_us.max(self.cpu_free_us) + us;
+        self.cpu_free_us
+    }
+
+    /// Steps the machine with `input` when work that started now ends: at once for fixed
+    /// work, after `cost_us` for modelled work.
+    fn finish(&mut self, input: Input<NodeId>, cost_us: Option<u64>, w: &mut World) {
+        match cost_us {
+            None => self.step(input, w),
+            Some(us) => {
+                let at = self.charge(us, w);
+                w.schedule_us(at, Ev::Input { node: self.id, incarnation: self.incarnation, input });
+            }
+        }
+    }
+
     /// A batch enters the pipeline's buffer; a verification round is due.
     pub fn submit(&mut self, txs: Vec<Tx>, origin: TxOrigin<NodeId>, w: &mut World) {
         self.pipeline.push((txs, origin));
         if !self.verify_due {
             self.verify_due = true;
-            w.schedule(w.now + self.work_ms, Ev::Verify { node: self.id, incarnation: self.incarnation });
+            let at = self.work_starts_us(w);
+            w.schedule_us(at, Ev::Verify { node: self.id, incarnation: self.incarnation });
         }
     }
 
@@ -227,25 +285,50 @@ impl Honest {
         let items = std::mem::take(&mut self.pipeline);
         let (batches, origins): (Vec<Vec<Tx>>, Vec<TxOrigin<NodeId>>) = items.into_iter().unzip();
         let n: usize = batches.iter().map(Vec::len).sum();
+        let cost = self.cost(|c, cores| c.admission_us(work_of(batches.iter().flatten(), |_| true), cores));
         let tagged = batches.into_iter().zip(origins.iter().map(orphan_source)).collect();
-        let admission = self.replica.admit_batches(tagged, w.now);
+        let admission = self.replica.admit_batches(tagged, w.now());
         let mut round = TxsRound::with_capacity(origins.len());
         let mut admitted = admission.released.len();
         let orphans: usize =
             admission.batches.iter().map(|b| b.verdicts.iter().filter(|v| v.is_orphan()).count()).sum();
+        let h = self.replica.params.hash;
+        let following = w.arrivals.following();
+        let done_at = w.now_us.max(self.cpu_free_us) + cost.unwrap_or(0);
         for (origin, o) in origins.into_iter().zip(admission.batches) {
             admitted += o.admitted.len();
-            if origin == TxOrigin::Local {
-                for t in &o.admitted {
-                    w.accepted.insert(t.txid(self.replica.params.hash));
+            let local = origin == TxOrigin::Local;
+            let (txids, verdicts) = round.push(origin, o);
+            if local || following {
+                for (txid, v) in txids.iter().zip(&verdicts) {
+                    if matches!(v, TxVerdict::Admitted(_)) {
+                        if local {
+                            w.accepted.insert(*txid);
+                        }
+                        w.arrivals.admitted(self.id, txid, done_at);
+                    }
                 }
             }
-            round.push(origin, o);
+        }
+        if following {
+            for t in &admission.released {
+                w.arrivals.admitted(self.id, &t.txid(h), done_at);
+            }
         }
         let round = round.finish(admission.released);
         w.record(Event::Verified { node: self.id, offered: n, admitted, orphans });
         if !round.is_empty() {
-            self.step(Input::TxsDone(round), w);
+            self.finish(Input::TxsDone(round), cost, w);
+        } else if let Some(us) = cost {
+            self.charge(us, w);
+        }
+    }
+
+    /// What work costs on this node, µs, if its work is modelled.
+    fn cost(&self, f: impl FnOnce(&CostModel, u32) -> u64) -> Option<u64> {
+        match &self.work {
+            WorkModel::Fixed { .. } => None,
+            WorkModel::Modelled { costs, cores } => Some(f(costs, *cores)),
         }
     }
 
@@ -253,7 +336,15 @@ impl Honest {
     pub fn accept_blocks(&mut self, w: &mut World) {
         self.blocks_due = false;
         for (block, origin) in std::mem::take(&mut self.blocks) {
-            let mut o = self.replica.accept_block(block, w.now);
+            // Signatures of transactions this node admitted are in its cache: not paid again.
+            let cost = self.cost(|c, cores| {
+                let pool = self.replica.mempool.snapshot();
+                let h = self.replica.params.hash;
+                let mut w = work_of(block.txs.iter().skip(1), |t: &Tx| pool.get(&t.txid(h)).is_none());
+                w.bytes = block.encoded_len() as u64;
+                c.block_us(w, cores)
+            });
+            let mut o = self.replica.accept_block(block, w.now());
             w.disconnected_blocks += o.disconnected as u64;
             w.readmitted += o.reorg.returned.iter().filter(|v| v.is_ok()).count() as u64;
             let verdict = o.verdict();
@@ -265,11 +356,15 @@ impl Honest {
                 verdict: verdict.clone(),
                 new_tip: o.new_tip.map(|t| t.0),
             });
-            self.step(Input::BlockDone { hash: o.hash, height: o.height, origin, verdict }, w);
+            if matches!(verdict, BlockVerdict::Connected | BlockVerdict::SideBranch) {
+                let done_at = w.now_us.max(self.cpu_free_us) + cost.unwrap_or(0);
+                w.arrivals.block(self.id, o.hash, done_at);
+            }
+            self.finish(Input::BlockDone { hash: o.hash, height: o.height, origin, verdict }, cost, w);
             if !released.is_empty() {
                 w.record(Event::Released { node: self.id, orphans: released.len() });
                 let done = TxsDone::relay(TxOrigin::Released, released);
-                self.step(Input::TxsDone(vec![done]), w);
+                self.finish(Input::TxsDone(vec![done]), cost.map(|_| 0), w);
             }
         }
     }
@@ -277,14 +372,36 @@ impl Honest {
     /// The miner: a block on the tip, solved on this thread, to the block worker.
     pub fn mine(&mut self, w: &mut World) {
         let Some(reward) = self.reward else { return };
-        let mut block = self.replica.block_template(reward, self.max_block_txs, w.now);
+        let mut block = self.replica.block_template(reward, self.max_block_txs, w.now());
         if !solve(&mut block.header, self.replica.params.hash, 1, &AtomicBool::new(false)) {
             return;
         }
         w.record(Event::Mined { node: self.id, height: block.header.height, txs: block.txs.len() - 1 });
+        w.arrivals.mined(Mined {
+            hash: block.hash(self.replica.params.hash),
+            height: block.header.height,
+            miner: self.id,
+            at_us: w.now_us,
+            txs: block.txs.len() - 1,
+            bytes: block.encoded_len(),
+        });
         let (topic, payload) = block_payload(&block, self.replica.params.hash, self.compact_blocks);
         self.carry(Output::SubmitBlock { block, origin: BlockOrigin::Local { topic, payload } }, w);
     }
+}
+
+/// The work of judging `txs`: their count and bytes, and the signatures of those
+/// `unchecked` says are not in the signature cache.
+fn work_of<'a>(txs: impl Iterator<Item = &'a Tx>, unchecked: impl Fn(&Tx) -> bool) -> Work {
+    let mut w = Work::default();
+    for t in txs {
+        w.txs += 1;
+        w.bytes += t.encoded_len() as u64;
+        if unchecked(t) {
+            w.sigs += t.inputs.len() as u64;
+        }
+    }
+    w
 }
 
 /// The orphan pool's share a batch counts against: the peer it came from, or the local API.

@@ -2,6 +2,8 @@
 //! links carry. The network (`crate::world`), the nodes (`crate::node`) and the events
 //! (`crate::event`) all speak of these; this file refers to none of them.
 
+use std::sync::Arc;
+
 use scalechain_p2p::msg::MsgId;
 use scalechain_p2p::msg::Topic;
 
@@ -30,8 +32,9 @@ pub enum Wire {
         topic: Topic,
         /// Its id.
         id: MsgId,
-        /// The payload.
-        data: Vec<u8>,
+        /// The payload, shared by every copy of the message (a node's forwards and the
+        /// messages in flight hold the same bytes).
+        data: Arc<[u8]>,
     },
     /// A sync request, with the requester's tag.
     Request {
@@ -47,4 +50,19 @@ pub enum Wire {
         /// The response body.
         data: Vec<u8>,
     },
+}
+
+impl Wire {
+    /// Bytes of its payload or body.
+    pub fn len(&self) -> usize {
+        match self {
+            Wire::Gossip { data, .. } => data.len(),
+            Wire::Request { data, .. } | Wire::Response { data, .. } => data.len(),
+        }
+    }
+
+    /// True for an empty payload or body.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }

@@ -1,8 +1,24 @@
-//! The virtual network: the clock, the delivery queue, links, the seeded random source and the
-//! record of events (`crate::event`, all recorded by [`World::record`]). Nodes live beside it
-//! (`crate::node`); the simulator (`crate::Sim`) owns both.
+//! The virtual network: the clock, the delivery queue, links, the network model's latencies
+//! and bandwidth queues, the seeded random source, the counters and the record of events
+//! (`crate::event`, all recorded by [`World::record`]). Nodes live beside it (`crate::node`);
+//! the simulator (`crate::Sim`) owns both.
+//!
+//! - **Time** is kept in µs (a transaction's serialisation on a fast link, or its admission,
+//!   takes less than a millisecond); machines and events see milliseconds.
+//! - **Queue**: a binary heap ordered by (time, sequence number), so events due at the same
+//!   time run in the order they were scheduled.
+//! - **Links**: each node's open links in an ordered map of its own (`adj`), so a send and a
+//!   node's peer list cost O(its degree), and peers come in id order.
+//! - **Arrival** of a message: it leaves when its sender's uplink is free, takes
+//!   `size / upload` to leave, travels the drawn latency, and arrives no sooner than
+//!   `size / download` after the receiver's downlink is free (`crate::net`).
+//!
+//! Invariants: the clock never goes back; the same seed and the same calls give the same
+//! schedule; a message on a link that went down (or was replaced) is lost, never delivered on
+//! another.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 
 use rand_chacha::ChaCha20Rng;
 use rand_core::{Rng, SeedableRng};
@@ -10,7 +26,11 @@ use scalechain_p2p::protocol::Input;
 use scalechain_p2p::score::Offence;
 use scalechain_types::Hash;
 
-use crate::event::{Cause, Event, Msg, Record};
+use crate::event::{Cause, Counters, Event, Msg, Record};
+use crate::mesh::{GossipParams, Mesh};
+use crate::net::NetModel;
+use crate::observe::Arrivals;
+use crate::seen::Seen;
 use crate::wire::{NodeId, Wire};
 
 /// Something scheduled to happen at a virtual time.
@@ -18,10 +38,12 @@ use crate::wire::{NodeId, Wire};
 pub(crate) enum Ev {
     /// A message arrives.
     Deliver { to: NodeId, from: NodeId, epoch: u64, wire: Wire },
-    /// An input for a node's machine (connections, local failures).
+    /// An input for a node's machine (connections, local failures, work finished).
     Input { node: NodeId, incarnation: u64, input: Input<NodeId> },
     /// A node's periodic tick.
     Tick { node: NodeId, incarnation: u64 },
+    /// A node's gossip heartbeat (mesh upkeep).
+    Heartbeat { node: NodeId, incarnation: u64 },
     /// A miner builds and solves a block.
     Mine { node: NodeId, incarnation: u64 },
     /// A node's pipeline runs a verification round.
@@ -30,6 +52,63 @@ pub(crate) enum Ev {
     Blocks { node: NodeId, incarnation: u64 },
     /// A link closed by a ban goes down (after what was written on it arrived).
     Cut { a: NodeId, b: NodeId, epoch: u64 },
+    /// The load's next submission is due.
+    Load,
+}
+
+/// An event's place in the queue: its time (µs), its sequence number and the slot that holds
+/// it. The queue moves these 24-byte keys, never the events themselves.
+type Key = (u64, u64, u32);
+
+/// Width of the queue's buckets, µs.
+const BUCKET_US: u64 = 1_000;
+
+/// The delivery queue: a calendar of 1 ms buckets. Keys due in the current bucket (or before)
+/// sit in a small heap; later ones wait unsorted in their bucket until it comes. Popping gives
+/// exactly the order of one heap of all keys, (time, sequence), but the heap a pop sifts holds
+/// one millisecond of events instead of all of them.
+#[derive(Default)]
+struct Calendar {
+    /// The bucket the heap holds (and every earlier one).
+    bucket: u64,
+    /// Keys of buckets up to `bucket`, earliest first.
+    current: BinaryHeap<Reverse<Key>>,
+    /// Keys of later buckets, by bucket.
+    later: BTreeMap<u64, Vec<Key>>,
+    len: usize,
+}
+
+impl Calendar {
+    fn push(&mut self, key: Key) {
+        let b = key.0 / BUCKET_US;
+        if b <= self.bucket {
+            self.current.push(Reverse(key));
+        } else {
+            self.later.entry(b).or_default().push(key);
+        }
+        self.len += 1;
+    }
+
+    /// The earliest key, if it is due at or before `until_us`.
+    fn pop(&mut self, until_us: u64) -> Option<Key> {
+        loop {
+            if let Some(&Reverse(key)) = self.current.peek() {
+                if key.0 > until_us {
+                    return None;
+                }
+                self.current.pop();
+                self.len -= 1;
+                return Some(key);
+            }
+            let (&b, _) = self.later.first_key_value()?;
+            if b * BUCKET_US > until_us {
+                return None;
+            }
+            let keys = self.later.pop_first().map(|(_, k)| k).unwrap_or_default();
+            self.bucket = b;
+            self.current = keys.into_iter().map(Reverse).collect();
+        }
+    }
 }
 
 /// A connection between two nodes.
@@ -38,18 +117,6 @@ pub(crate) struct Link {
     pub epoch: u64,
     /// Closed by a ban: nothing more is sent on it; it goes down at the scheduled cut.
     pub closing: bool,
-}
-
-/// Network settings.
-#[derive(Clone, Copy, Debug)]
-pub struct NetSettings {
-    /// One-way latency of a link, ms (per-link overrides with `Sim::set_latency`).
-    pub latency_ms: u64,
-    /// Up to this much more, drawn per message, ms.
-    pub jitter_ms: u64,
-    /// Probability that a gossip message is lost on a link (requests and responses travel on
-    /// reliable streams).
-    pub loss: f64,
 }
 
 /// A penalty one node gave another.
@@ -65,25 +132,57 @@ pub struct Penalty {
     pub offence: Offence,
 }
 
+/// A node's place on the network.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Host {
+    /// Its region in the model.
+    pub region: u16,
+    /// When its uplink is free, µs.
+    up_free: u64,
+    /// When its downlink is free, µs.
+    down_free: u64,
+}
+
 pub(crate) struct World {
-    pub now: u64,
+    /// The clock, µs since the Unix epoch.
+    pub now_us: u64,
     seq: u64,
-    queue: BTreeMap<(u64, u64), Ev>,
-    rng: ChaCha20Rng,
-    pub net: NetSettings,
-    pub links: BTreeMap<(NodeId, NodeId), Link>,
+    /// The keys of the events due.
+    queue: Calendar,
+    /// The events due, each in a slot named by its key.
+    slots: Vec<Option<Ev>>,
+    /// Slots free for reuse.
+    free: Vec<u32>,
+    pub rng: ChaCha20Rng,
+    pub model: NetModel,
+    /// Per node, its open (or closing) links, by peer.
+    adj: Vec<BTreeMap<NodeId, Link>>,
     next_epoch: u64,
+    /// Per node, its region and its links' queues.
+    pub hosts: Vec<Host>,
+    /// One-way latencies set for single links, µs (they replace the model's draw).
     latency: BTreeMap<(NodeId, NodeId), u64>,
     /// Pairs a partition keeps apart.
     pub cut: BTreeSet<(NodeId, NodeId)>,
-    /// (banner, banned) → end of the ban.
+    /// (banner, banned) → end of the ban, ms.
     pub refusals: BTreeMap<(NodeId, NodeId), u64>,
-    /// Nodes that receive gossip (not the bootstrap role).
-    pub subscribers: BTreeSet<NodeId>,
-    /// Nodes up, with their incarnation.
-    pub up: BTreeMap<NodeId, u64>,
+    /// Per node: does it receive gossip (not the bootstrap role, not down)?
+    pub subscribers: Vec<bool>,
+    /// Per node: its incarnation if it is up.
+    pub up: Vec<Option<u64>>,
+    /// Per node: its duplicate cache (emptied when it starts).
+    seen: Vec<Seen>,
+    /// The gossip mesh and its bounds.
+    pub mesh: Mesh,
+    pub gossip: GossipParams,
+    /// Keep every event (tests), or only count them (large runs).
+    pub keep_events: bool,
     /// What happened, in order (only [`World::record`] adds to it).
     events: Vec<Record>,
+    /// Counts of what happened, always kept.
+    pub counters: Counters,
+    /// When blocks and tracked transactions reached each node.
+    pub arrivals: Arrivals,
     /// Txids admitted from local submissions, anywhere.
     pub accepted: BTreeSet<Hash>,
     pub penalties: Vec<Penalty>,
@@ -102,21 +201,30 @@ pub(crate) fn pair(a: NodeId, b: NodeId) -> (NodeId, NodeId) {
 }
 
 impl World {
-    pub fn new(seed: u64, net: NetSettings, start_ms: u64) -> World {
+    pub fn new(seed: u64, model: NetModel, gossip: GossipParams, start_ms: u64, keep_events: bool) -> World {
         World {
-            now: start_ms,
+            now_us: start_ms * 1_000,
             seq: 0,
-            queue: BTreeMap::new(),
+            queue: Calendar::default(),
+            slots: Vec::new(),
+            free: Vec::new(),
             rng: ChaCha20Rng::seed_from_u64(seed),
-            net,
-            links: BTreeMap::new(),
+            model,
+            adj: Vec::new(),
             next_epoch: 1,
+            hosts: Vec::new(),
             latency: BTreeMap::new(),
             cut: BTreeSet::new(),
             refusals: BTreeMap::new(),
-            subscribers: BTreeSet::new(),
-            up: BTreeMap::new(),
+            subscribers: Vec::new(),
+            up: Vec::new(),
+            seen: Vec::new(),
+            mesh: Mesh::default(),
+            gossip,
+            keep_events,
             events: Vec::new(),
+            counters: Counters::default(),
+            arrivals: Arrivals::default(),
             accepted: BTreeSet::new(),
             penalties: Vec::new(),
             disconnected_blocks: 0,
@@ -124,9 +232,53 @@ impl World {
         }
     }
 
-    /// Records that `event` happened now: the one place events are recorded.
+    /// The clock in ms, as machines and events see it.
+    pub fn now(&self) -> u64 {
+        self.now_us / 1_000
+    }
+
+    /// Makes room for node `id` in region `region` (ids are dense, from 0).
+    pub fn add_host(&mut self, id: NodeId, region: u16) {
+        let i = id.0 as usize;
+        if self.adj.len() <= i {
+            self.adj.resize_with(i + 1, BTreeMap::new);
+            self.hosts.resize(i + 1, Host::default());
+            self.subscribers.resize(i + 1, false);
+            self.up.resize(i + 1, None);
+            self.seen.resize_with(i + 1, Seen::default);
+        }
+        self.hosts[i].region = region;
+    }
+
+    /// Node `id`'s duplicate cache.
+    pub fn seen_by(&mut self, id: NodeId) -> Option<&mut Seen> {
+        self.seen.get_mut(id.0 as usize)
+    }
+
+    /// Empties node `id`'s duplicate cache (it starts afresh).
+    pub fn forget_seen(&mut self, id: NodeId) {
+        if let Some(s) = self.seen.get_mut(id.0 as usize) {
+            *s = Seen::default();
+        }
+    }
+
+    /// Node `id`'s incarnation, if it is up.
+    pub fn incarnation(&self, id: NodeId) -> Option<u64> {
+        self.up.get(id.0 as usize).copied().flatten()
+    }
+
+    /// Does node `id` receive gossip?
+    pub fn subscribed(&self, id: NodeId) -> bool {
+        self.subscribers.get(id.0 as usize).copied().unwrap_or(false)
+    }
+
+    /// Records that `event` happened now: the one place events are recorded. Counters are
+    /// always kept; the event itself only when [`World::keep_events`] says so.
     pub fn record(&mut self, event: Event) {
-        self.events.push(Record { at_ms: self.now, event });
+        self.counters.count(&event);
+        if self.keep_events {
+            self.events.push(Record { at_ms: self.now(), event });
+        }
     }
 
     /// Everything recorded, in order.
@@ -134,20 +286,44 @@ impl World {
         &self.events
     }
 
-    pub fn schedule(&mut self, at: u64, ev: Ev) {
-        self.seq += 1;
-        self.queue.insert((at, self.seq), ev);
+    /// Schedules `ev` at `at_ms` (ms).
+    pub fn schedule(&mut self, at_ms: u64, ev: Ev) {
+        self.schedule_us(at_ms * 1_000, ev);
     }
 
-    /// The next event due at or before `until`, with the clock moved to it.
-    pub fn pop(&mut self, until: u64) -> Option<Ev> {
-        let (&(at, _), _) = self.queue.first_key_value()?;
-        if at > until {
-            return None;
+    /// Schedules `ev` at `at_us` (µs).
+    pub fn schedule_us(&mut self, at_us: u64, ev: Ev) {
+        self.seq += 1;
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                self.slots[slot as usize] = Some(ev);
+                slot
+            }
+            None => {
+                // A queue of 2^32 events would not fit in memory long before this overflows.
+                let slot = u32::try_from(self.slots.len()).unwrap_or(u32::MAX);
+                self.slots.push(Some(ev));
+                slot
+            }
+        };
+        self.queue.push((at_us, self.seq, slot));
+    }
+
+    /// The next event due at or before `until_us`, with the clock moved to it.
+    pub fn pop(&mut self, until_us: u64) -> Option<Ev> {
+        loop {
+            let (at_us, _, slot) = self.queue.pop(until_us)?;
+            let Some(ev) = self.slots.get_mut(slot as usize).and_then(Option::take) else { continue };
+            self.free.push(slot);
+            self.now_us = self.now_us.max(at_us);
+            self.counters.events += 1;
+            return Some(ev);
         }
-        let ((at, _), ev) = self.queue.pop_first()?;
-        self.now = self.now.max(at);
-        Some(ev)
+    }
+
+    /// Events waiting in the queue.
+    pub fn queued(&self) -> usize {
+        self.queue.len
     }
 
     /// A uniform draw below `n` (0 for `n` = 0).
@@ -159,65 +335,141 @@ impl World {
         }
     }
 
+    /// A uniform draw in [0, 1).
+    pub fn unit(&mut self) -> f64 {
+        (self.rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
     fn chance(&mut self, p: f64) -> bool {
-        p > 0.0 && (self.rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 <= p
+        p > 0.0 && self.unit() <= p
     }
 
     pub fn set_latency(&mut self, a: NodeId, b: NodeId, ms: u64) {
-        self.latency.insert(pair(a, b), ms);
+        self.latency.insert(pair(a, b), ms * 1_000);
     }
 
-    fn delay(&mut self, a: NodeId, b: NodeId) -> u64 {
-        let base = self.latency.get(&pair(a, b)).copied().unwrap_or(self.net.latency_ms);
-        base + self.below(self.net.jitter_ms + 1)
+    fn region(&self, id: NodeId) -> u16 {
+        self.hosts.get(id.0 as usize).map_or(0, |h| h.region)
     }
 
-    /// The longest a message on the link may take.
-    pub fn max_delay(&self, a: NodeId, b: NodeId) -> u64 {
-        self.latency.get(&pair(a, b)).copied().unwrap_or(self.net.latency_ms) + self.net.jitter_ms
+    fn delay_us(&mut self, a: NodeId, b: NodeId) -> u64 {
+        if let Some(&us) = self.latency.get(&pair(a, b)) {
+            return match self.model.jitter {
+                crate::net::Jitter::Uniform { max_us } => us + self.below(max_us + 1),
+                _ => us,
+            };
+        }
+        let (ra, rb) = (self.region(a), self.region(b));
+        self.model.draw_us(ra, rb, &mut self.rng)
+    }
+
+    /// The longest a message on the link may take beyond what its links' queues hold, µs.
+    pub fn max_delay_us(&self, a: NodeId, b: NodeId) -> u64 {
+        if let Some(&us) = self.latency.get(&pair(a, b)) {
+            return match self.model.jitter {
+                crate::net::Jitter::Uniform { max_us } => us + max_us,
+                _ => us,
+            };
+        }
+        self.model.bound_us(self.region(a), self.region(b))
+    }
+
+    fn link(&self, a: NodeId, b: NodeId) -> Option<Link> {
+        self.adj.get(a.0 as usize).and_then(|m| m.get(&b)).copied()
     }
 
     pub fn linked(&self, a: NodeId, b: NodeId) -> bool {
-        self.links.get(&pair(a, b)).is_some_and(|l| !l.closing)
+        self.link(a, b).is_some_and(|l| !l.closing)
+    }
+
+    /// Does a link (open or closing) join `a` and `b`?
+    pub fn has_link(&self, a: NodeId, b: NodeId) -> bool {
+        self.link(a, b).is_some()
     }
 
     /// Peers with an open link to `a`, in id order.
-    pub fn peers_of(&self, a: NodeId) -> Vec<NodeId> {
-        self.links
-            .iter()
+    pub fn peers_of(&self, a: NodeId) -> impl Iterator<Item = NodeId> + '_ {
+        self.adj
+            .get(a.0 as usize)
+            .into_iter()
+            .flat_map(|m| m.iter())
             .filter(|(_, l)| !l.closing)
-            .filter_map(|(&(x, y), _)| {
-                if x == a {
-                    Some(y)
-                } else if y == a {
-                    Some(x)
-                } else {
-                    None
-                }
-            })
-            .collect()
+            .map(|(&p, _)| p)
+    }
+
+    /// Peers with a link (open or closing) to `a`, in id order.
+    pub fn all_links_of(&self, a: NodeId) -> Vec<NodeId> {
+        self.adj.get(a.0 as usize).map(|m| m.keys().copied().collect()).unwrap_or_default()
+    }
+
+    /// `a`'s gossip mesh peers, in id order.
+    pub fn mesh_of(&self, a: NodeId) -> impl Iterator<Item = NodeId> + '_ {
+        self.mesh.of(a)
+    }
+
+    /// `a`'s gossip heartbeat: the mesh's upkeep among its linked, subscribed peers.
+    pub fn heartbeat(&mut self, a: NodeId) {
+        let candidates: Vec<NodeId> = self.peers_of(a).filter(|&p| self.subscribed(p)).collect();
+        let params = self.gossip;
+        self.mesh.heartbeat(a, &candidates, &params, &mut self.rng);
     }
 
     /// Sends on the link from `from` to `to`; false if there is no open link (or the message
     /// was lost).
     pub fn send(&mut self, from: NodeId, to: NodeId, wire: Wire) -> bool {
-        let Some(link) = self.links.get(&pair(from, to)).copied().filter(|l| !l.closing) else {
+        let Some(link) = self.link(from, to).filter(|l| !l.closing) else {
             return false;
         };
-        if matches!(wire, Wire::Gossip { .. }) && self.chance(self.net.loss) {
+        let size = wire.len() as u64 + self.model.overhead_bytes;
+        self.counters.sent(&wire, size);
+        if matches!(wire, Wire::Gossip { .. }) && self.chance(self.model.loss) {
             self.record(Event::Lost { from, to, msg: Msg::of(&wire), cause: Cause::Loss });
             return false;
         }
-        let at = self.now + self.delay(from, to);
-        self.schedule(at, Ev::Deliver { to, from, epoch: link.epoch, wire });
+        let at = self.arrival_us(from, to, size);
+        self.counters.add_bytes(from, to, size);
+        // Without a record of events, a copy of gossip that its receiver already has when it is
+        // sent takes its bandwidth above but is not delivered: the receiver would only drop it.
+        if let Wire::Gossip { id, .. } = &wire {
+            if !self.keep_events && self.seen.get(to.0 as usize).is_some_and(|s| s.has(id)) {
+                self.counters.elided += 1;
+                return true;
+            }
+        }
+        self.schedule_us(at, Ev::Deliver { to, from, epoch: link.epoch, wire });
         true
+    }
+
+    /// When `size` bytes sent now from `from` finish arriving at `to`: the sender's uplink
+    /// and the receiver's downlink each carry their messages in order at their bandwidth, the
+    /// latency between them.
+    fn arrival_us(&mut self, from: NodeId, to: NodeId, size: u64) -> u64 {
+        let now = self.now_us;
+        let latency = self.delay_us(from, to);
+        let (rf, rt) = (self.region(from), self.region(to));
+        let up_bps = self.model.regions.get(usize::from(rf)).map_or(0, |r| r.up_bps);
+        let down_bps = self.model.regions.get(usize::from(rt)).map_or(0, |r| r.down_bps);
+        let bits = size * 8;
+        let take = |bps: u64| if bps == 0 { 0 } else { (bits * 1_000_000).div_ceil(bps) };
+        let (fi, ti) = (from.0 as usize, to.0 as usize);
+        let start = now.max(self.hosts[fi].up_free);
+        let sent = start + take(up_bps);
+        if up_bps != 0 {
+            self.hosts[fi].up_free = sent;
+        }
+        let first_bit = start + latency;
+        let arrived = (sent + latency).max(first_bit.max(self.hosts[ti].down_free) + take(down_bps));
+        if down_bps != 0 {
+            self.hosts[ti].down_free = arrived;
+        }
+        arrived
     }
 
     /// A message sent on link epoch `epoch` arrives: true (and recorded as delivered) if that
     /// link is still up, else false (and recorded as lost with it).
     pub fn arrive(&mut self, from: NodeId, to: NodeId, epoch: u64, wire: &Wire) -> bool {
         let msg = Msg::of(wire);
-        if self.links.get(&pair(from, to)).is_some_and(|l| l.epoch == epoch) {
+        if self.link(from, to).is_some_and(|l| l.epoch == epoch) {
             self.record(Event::Delivered { from, to, msg });
             return true;
         }
@@ -229,57 +481,71 @@ impl World {
     /// Opens a link if both are up, not kept apart, neither refuses the other and none exists;
     /// both machines learn of it at once.
     pub fn connect(&mut self, a: NodeId, b: NodeId) -> bool {
-        let now = self.now;
+        let now = self.now();
         let refused = |x, y| self.refusals.get(&(x, y)).is_some_and(|until| now < *until);
-        if a == b
-            || self.links.contains_key(&pair(a, b))
-            || self.cut.contains(&pair(a, b))
-            || refused(a, b)
-            || refused(b, a)
-        {
+        if a == b || self.has_link(a, b) || self.cut.contains(&pair(a, b)) || refused(a, b) || refused(b, a) {
             return false;
         }
-        let (Some(&ia), Some(&ib)) = (self.up.get(&a), self.up.get(&b)) else { return false };
+        let (Some(ia), Some(ib)) = (self.incarnation(a), self.incarnation(b)) else { return false };
         let epoch = self.next_epoch;
         self.next_epoch += 1;
-        self.links.insert(pair(a, b), Link { epoch, closing: false });
+        let link = Link { epoch, closing: false };
+        self.adj[a.0 as usize].insert(b, link);
+        self.adj[b.0 as usize].insert(a, link);
+        if self.subscribed(a) && self.subscribed(b) {
+            let params = self.gossip;
+            self.mesh.linked(a, b, &params);
+        }
         self.record(Event::Linked { a, b });
         // `a` dialled `b`.
         for (node, incarnation, peer, inbound) in [(a, ia, b, false), (b, ib, a, true)] {
             let input = Input::Connected { peer, addr: format!("sim/{peer}"), inbound };
-            self.schedule(now, Ev::Input { node, incarnation, input });
+            self.schedule_us(self.now_us, Ev::Input { node, incarnation, input });
         }
         true
     }
 
     /// Takes a link down now (messages in flight on it are lost); both machines learn of it.
     pub fn disconnect(&mut self, a: NodeId, b: NodeId) {
-        if self.links.remove(&pair(a, b)).is_none() {
+        if self.adj.get_mut(a.0 as usize).and_then(|m| m.remove(&b)).is_none() {
             return;
         }
+        if let Some(m) = self.adj.get_mut(b.0 as usize) {
+            m.remove(&a);
+        }
+        self.mesh.prune(a, b);
         self.record(Event::Unlinked { a, b });
-        let now = self.now;
         for (node, peer) in [(a, b), (b, a)] {
-            if let Some(&incarnation) = self.up.get(&node) {
-                self.schedule(now, Ev::Input { node, incarnation, input: Input::Disconnected { peer } });
+            if let Some(incarnation) = self.incarnation(node) {
+                self.schedule_us(
+                    self.now_us,
+                    Ev::Input { node, incarnation, input: Input::Disconnected { peer } },
+                );
             }
         }
     }
 
-    /// `banner` bans `banned` until `until`: nothing more is sent on their link, which goes down
-    /// once what was already written on it arrived (as the node's network defers a ban until
-    /// its answers are written).
+    /// `banner` bans `banned` until `until` (ms): nothing more is sent on their link, which
+    /// goes down once what was already written on it arrived (as the node's network defers a
+    /// ban until its answers are written).
     pub fn ban(&mut self, banner: NodeId, banned: NodeId, until: u64) {
         self.refusals.insert((banner, banned), until);
         self.record(Event::Ban { by: banner, peer: banned, until_ms: until });
-        let after = self.max_delay(banner, banned) + 1;
-        if let Some(l) = self.links.get_mut(&pair(banner, banned)) {
-            if !l.closing {
+        self.mesh.prune(banner, banned);
+        let queued = self.hosts.get(banner.0 as usize).map_or(0, |h| h.up_free.saturating_sub(self.now_us));
+        let after = self.max_delay_us(banner, banned) + queued + 1_000;
+        let Some(link) = self.link(banner, banned).filter(|l| !l.closing) else { return };
+        for (x, y) in [(banner, banned), (banned, banner)] {
+            if let Some(l) = self.adj[x.0 as usize].get_mut(&y) {
                 l.closing = true;
-                let epoch = l.epoch;
-                let at = self.now + after;
-                self.schedule(at, Ev::Cut { a: banner, b: banned, epoch });
             }
         }
+        let at = self.now_us + after;
+        self.schedule_us(at, Ev::Cut { a: banner, b: banned, epoch: link.epoch });
+    }
+
+    /// Is the link between `a` and `b` still the one of `epoch`?
+    pub fn link_epoch_is(&self, a: NodeId, b: NodeId, epoch: u64) -> bool {
+        self.link(a, b).is_some_and(|l| l.epoch == epoch)
     }
 }

@@ -68,7 +68,7 @@ fn gossiped_by(sim: &Sim, senders: &[NodeId], id: MsgId) -> bool {
 /// a gossip message lost on one link still arrives through the others' forwarding.
 fn convergence(seed: u64, rounds: usize, loss: f64, line: bool) -> (Sim, Vec<NodeId>, NodeId) {
     let mut cfg = SimConfig::devnet(seed);
-    cfg.net.loss = loss;
+    cfg.model.loss = loss;
     let mut sim = Sim::new(cfg);
     let boot = sim.add_node(Role::Bootstrap);
     let peers: Vec<NodeId> = (0..3).map(|_| sim.add_node(Role::Peer)).collect();

@@ -1,0 +1,175 @@
+//! The simulator at scale: a thousand nodes on the six-region network with modelled work,
+//! deterministic; the shortcuts of large runs (no events, copies of gossip not delivered)
+//! change nothing the nodes do; proof-of-work timing keeps the chain's interval; modelled work
+//! delays what it should by what the model says.
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Arc;
+
+use scalechain_p2p::msg::Role;
+use scalechain_simnet::{
+    Accounts, Arrivals, CostModel, Counters, Event, Kind, LoadPlan, MiningClock, NetModel, NodeId, Sim,
+    SimConfig, Tracking, WorkModel,
+};
+use scalechain_types::Hash;
+
+fn large(seed: u64) -> SimConfig {
+    let mut cfg = SimConfig::devnet(seed);
+    cfg.model = NetModel::simblock();
+    cfg.mining = MiningClock::Network;
+    cfg.keep_events = false;
+    cfg.work = WorkModel::Modelled { costs: Arc::new(CostModel::reference()), cores: 2 };
+    cfg
+}
+
+/// `n` nodes (4 of them miners) placed by the model's shares, each dialling 8.
+fn network(cfg: SimConfig, n: usize) -> Sim {
+    let mut sim = Sim::new(cfg);
+    sim.add_nodes(Role::Miner, 4);
+    sim.add_nodes(Role::Peer, n - 4);
+    sim.connect_random(8);
+    sim
+}
+
+type Tips = std::collections::BTreeSet<(u64, Hash)>;
+
+/// What a run leaves that two runs of one seed must agree on.
+struct Outcome {
+    counters: Counters,
+    arrivals: Arrivals,
+    meshes: Vec<Vec<NodeId>>,
+    tips: Tips,
+}
+
+fn tips(sim: &Sim) -> Tips {
+    sim.up_nodes().iter().filter_map(|&i| sim.tip(i)).collect()
+}
+
+fn thousand(seed: u64) -> Outcome {
+    let mut sim = network(large(seed), 1_000);
+    sim.run_for(8_000);
+    let meshes = sim.up_nodes().iter().map(|&i| sim.mesh_of(i)).collect();
+    Outcome { counters: sim.counters().clone(), arrivals: sim.arrivals().clone(), meshes, tips: tips(&sim) }
+}
+
+#[test]
+fn a_thousand_nodes_in_six_regions_relay_blocks_within_bounded_meshes_and_run_twice_the_same() {
+    let Outcome { counters, arrivals, meshes, tips } = thousand(11);
+    let d = scalechain_simnet::GossipParams::node();
+    for (i, m) in meshes.iter().enumerate() {
+        assert!(m.len() <= d.d_hi, "node {i} has a mesh of {}", m.len());
+    }
+    let mean = meshes.iter().map(Vec::len).sum::<usize>() as f64 / meshes.len() as f64;
+    assert!(mean >= d.d_lo as f64, "mean mesh degree {mean}");
+    assert!(arrivals.mined.len() >= 3, "{} blocks mined in 8 s", arrivals.mined.len());
+    // Every block mined before the last two seconds reached every node.
+    let last = arrivals.mined.last().unwrap().at_us;
+    for m in arrivals.mined.iter().filter(|m| m.at_us + 2_000_000 < last) {
+        let all = arrivals.block_reach_us(&m.hash, 1.0, 1_000);
+        assert!(all.is_some(), "block {} did not reach every node", m.height);
+    }
+    assert!(tips.len() <= 2, "{} distinct tips", tips.len());
+    // The copies not delivered are counted, and gossip went along meshes, not every link.
+    assert!(counters.elided > 0 && counters.delivered > counters.elided);
+    let block_msgs = counters.sent_of(Kind::BlockGossip);
+    assert!(block_msgs < 1_000 * 12 * arrivals.mined.len() as u64, "{block_msgs} block messages");
+
+    let again = thousand(11);
+    assert_eq!(again.counters, counters, "counters differ between two runs of one seed");
+    assert_eq!(again.arrivals, arrivals, "arrivals differ between two runs of one seed");
+    assert_eq!(again.meshes, meshes);
+    assert_eq!(again.tips, tips);
+}
+
+fn loaded(keep_events: bool) -> Sim {
+    let mut cfg = large(5);
+    cfg.keep_events = keep_events;
+    let accounts = Accounts::new(&cfg.params, cfg.sig, 3, 256);
+    let mut sim = network(cfg, 40);
+    sim.track(Tracking::All);
+    let start = sim.now();
+    let targets: Vec<NodeId> = (4..40).step_by(7).map(NodeId).collect();
+    sim.start_load(LoadPlan::new(50.0, start + 100, start + 4_000, targets), accounts);
+    sim.run_for(8_000);
+    sim
+}
+
+#[test]
+fn copies_a_large_run_does_not_deliver_change_nothing_the_nodes_do() {
+    let (full, lean) = (loaded(true), loaded(false));
+    assert!(!full.events().is_empty() && lean.events().is_empty());
+    assert_eq!(full.arrivals(), lean.arrivals(), "the nodes saw things at other times");
+    assert_eq!(tips(&full), tips(&lean));
+    let (a, b) = (full.counters(), lean.counters());
+    assert_eq!((a.sent, a.sent_bytes, a.rounds, a.judged), (b.sent, b.sent_bytes, b.rounds, b.judged));
+    // A copy not delivered would have been delivered, or lost with its link, or still be on
+    // its way when the run ended.
+    let lost = |c: &Counters| c.lost.iter().sum::<u64>();
+    let in_flight = (b.delivered + b.elided + lost(b)) - (a.delivered + lost(a));
+    assert!(in_flight <= full.queued() as u64, "{in_flight} more copies than were in flight");
+    assert!(b.delivered + b.elided >= a.delivered);
+    assert_eq!((a.up_bytes.clone(), a.down_bytes.clone()), (b.up_bytes.clone(), b.down_bytes.clone()));
+    assert_eq!(a.elided, 0);
+    assert!(b.elided > 0 && b.events < a.events, "{} + {} vs {}", b.events, b.elided, a.events);
+    // Every transaction tracked reached every node.
+    for txid in full.arrivals().submitted.keys() {
+        assert!(full.arrivals().tx_reach_us(txid, 1.0, 40).is_some());
+    }
+    assert!(full.arrivals().submitted.len() > 150);
+}
+
+#[test]
+fn network_mining_keeps_the_chains_interval_however_many_miners() {
+    for miners in [1, 5] {
+        let mut cfg = SimConfig::devnet(miners as u64);
+        cfg.mining = MiningClock::Network;
+        cfg.keep_events = false;
+        let mut sim = Sim::new(cfg);
+        sim.add_nodes(Role::Miner, miners);
+        sim.add_nodes(Role::Peer, 3);
+        sim.connect_all();
+        sim.run_for(300_000);
+        let mined = sim.arrivals().mined.len();
+        // A Poisson process of 300 expected blocks: 3 standard deviations either side.
+        assert!((248..=352).contains(&mined), "{miners} miners mined {mined} blocks in 300 s");
+    }
+}
+
+#[test]
+fn modelled_work_delays_admission_by_what_the_model_charges() {
+    let costs = CostModel {
+        round_ns: 0.0,
+        tx_ns: 0.0,
+        sig_ns: 1_000_000.0,
+        byte_ns: 0.0,
+        block_ns: 0.0,
+        block_tx_ns: 0.0,
+        source: "test".into(),
+    };
+    let mut cfg = SimConfig::devnet(3);
+    cfg.work = WorkModel::Modelled { costs: Arc::new(costs), cores: 2 };
+    let accounts_cfg = cfg.clone();
+    let mut sim = Sim::new(cfg);
+    let a = sim.add_node(Role::Peer);
+    let b = sim.add_node(Role::Peer);
+    sim.connect(a, b);
+    sim.run_for(1_000);
+    sim.track(Tracking::All);
+    let mut accounts = Accounts::new(&accounts_cfg.params, accounts_cfg.sig, 1, 16);
+    let txs = accounts.next(10);
+    let start = sim.now_us();
+    let ids: Vec<Hash> = txs.iter().map(|t| t.txid(accounts_cfg.params.hash)).collect();
+    let mut plan = LoadPlan::new(1.0, sim.now(), sim.now() + 1, vec![a]);
+    plan.per_submit = 10;
+    sim.start_load(plan, Accounts::new(&accounts_cfg.params, accounts_cfg.sig, 1, 16));
+    sim.run_for(2_000);
+    // Ten signatures at 1 ms each on two cores: 5 ms at the node they were submitted to.
+    let at_a = sim.arrivals().txs[&ids[0]].iter().find(|(n, _)| *n == a).unwrap().1;
+    assert_eq!(at_a - start, 5_000);
+    let rounds = sim.counters().rounds;
+    assert!(rounds >= 2, "{rounds}");
+    assert!(sim
+        .events()
+        .iter()
+        .any(|r| matches!(r.event, Event::Verified { node, offered: 10, .. } if node == b)));
+}
