@@ -791,10 +791,11 @@ impl OwnerIndex {
             Some(Owned::One(only)) => only == op,
             Some(Owned::Many(set)) => {
                 set.remove(op);
+                // A set holds two coins or more: down to one, it goes back inline.
                 if let (1, Some(&last)) = (set.len(), set.first()) {
                     self.0.insert(*owner, Owned::One(last));
                 }
-                matches!(self.0.get(owner), Some(Owned::Many(set)) if set.is_empty())
+                false
             }
         };
         if empty {

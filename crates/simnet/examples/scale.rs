@@ -3,8 +3,8 @@
 //!
 //! `cargo run --release -p scalechain-simnet --example scale -- NODES VIRTUAL_S TPS [MODEL]`
 //! (defaults: 1000 nodes, 60 s, 100 tx/s, the `simblock` model; the model is a preset name or a
-//! TOML file). Prints the wall time, events per second, resident memory, blocks and the
-//! transactions confirmed.
+//! TOML file). Prints the wall time, events per second, peak resident memory, the chain's
+//! height and tips, and the messages and bytes of each kind.
 #![allow(clippy::unwrap_used)]
 
 use std::time::Instant;

@@ -20,7 +20,7 @@
 //! Must not: be fitted to a simulation. It measures operations, never scenarios.
 
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -194,7 +194,9 @@ impl Calibration {
         block: &Block,
         cache: Option<&Arc<SignatureCache>>,
     ) -> Result<(f64, ()), CalibrationError> {
-        let dir = std::env::temp_dir().join(format!("scalechain-calibrate-{}", std::process::id()));
+        static RUNS: AtomicU64 = AtomicU64::new(0);
+        let run = RUNS.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("scalechain-calibrate-{}-{run}", std::process::id()));
         let store_err = |what: String| CalibrationError::Store { dir: dir.clone(), what };
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(|e| store_err(e.to_string()))?;

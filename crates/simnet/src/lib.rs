@@ -148,8 +148,9 @@ pub enum MiningClock {
     /// regular blocks for small scenarios, as many of them as there are miners.
     PerMiner,
     /// The network's blocks as proof of work makes them: a Poisson process whose mean interval
-    /// is [`SimConfig::block_interval_ms`], split evenly among the miners mining (each draws an
-    /// exponential time of mean interval × miners). Stale-rate studies need this one.
+    /// is [`SimConfig::block_interval_ms`], each block won by a miner drawn uniformly among
+    /// those mining at that moment (miners of equal hash power; the rate does not change when
+    /// miners come and go). Stale-rate studies need this one.
     Network,
 }
 
@@ -179,6 +180,8 @@ pub struct Sim {
     severed: Vec<(NodeId, NodeId)>,
     /// The load being offered, if any.
     load: Option<(LoadPlan, Accounts)>,
+    /// The network's mining clock is running ([`MiningClock::Network`]).
+    network_mining: bool,
     /// A pool of one thread the simulation runs on (see [`Sim::run_for`]); without it, the
     /// events run on the caller's thread.
     pool: Option<Arc<rayon::ThreadPool>>,
@@ -201,6 +204,7 @@ impl Sim {
             shelf: Arc::new(Shelf::new()),
             severed: Vec::new(),
             load: None,
+            network_mining: false,
             pool: one_thread(),
         }
     }
@@ -276,20 +280,46 @@ impl Sim {
 
     fn schedule_mining(&mut self, node: NodeId, incarnation: u64) {
         let i = self.cfg.block_interval_ms.max(2);
-        let at = match self.cfg.mining {
-            MiningClock::PerMiner => self.w.now() + i / 2 + self.w.below(i),
-            MiningClock::Network => {
-                let miners =
-                    self.nodes.iter().filter(|s| matches!(s, Slot::Honest(n) if n.mining)).count().max(1);
-                let mean_us = i as f64 * 1_000.0 * miners as f64;
-                // The time to a block of memoryless proof of work: −ln(1 − U) × mean.
-                let u = self.w.unit();
-                let wait = (-(1.0 - u).ln() * mean_us).min(u64::MAX as f64 / 4.0) as u64;
-                self.w.schedule_us(self.w.now_us + wait.max(1), Ev::Mine { node, incarnation });
-                return;
+        match self.cfg.mining {
+            MiningClock::PerMiner => {
+                let at = self.w.now() + i / 2 + self.w.below(i);
+                self.w.schedule(at, Ev::Mine { node, incarnation });
             }
-        };
-        self.w.schedule(at, Ev::Mine { node, incarnation });
+            // One clock for the whole network, started with its first miner.
+            MiningClock::Network if !self.network_mining => {
+                self.network_mining = true;
+                self.schedule_network_block();
+            }
+            MiningClock::Network => {}
+        }
+    }
+
+    /// The network's next block: an exponential time of mean the interval (memoryless proof
+    /// of work: −ln(1 − U) × mean), won by a miner drawn then among those mining.
+    fn schedule_network_block(&mut self) {
+        let mean_us = self.cfg.block_interval_ms.max(2) as f64 * 1_000.0;
+        let u = self.w.unit();
+        let wait = (-(1.0 - u).ln() * mean_us).min(3_600_000_000.0) as u64;
+        self.w.schedule_us(self.w.now_us + wait.max(1), Ev::NetworkBlock);
+    }
+
+    /// The network found a block: a miner drawn uniformly among those mining mines it.
+    fn network_block(&mut self) {
+        let miners: Vec<NodeId> = self
+            .nodes
+            .iter()
+            .filter_map(|s| match s {
+                Slot::Honest(n) if n.mining && n.reward.is_some() => Some(n.id),
+                _ => None,
+            })
+            .collect();
+        if !miners.is_empty() {
+            let winner = miners[self.w.below(miners.len() as u64) as usize];
+            if let Some(Slot::Honest(n)) = self.nodes.get_mut(winner.0 as usize) {
+                n.mine(&mut self.w);
+            }
+        }
+        self.schedule_network_block();
     }
 
     /// Adds a node with a fresh chain (genesis only) in the model's first region; it is up but
@@ -573,6 +603,7 @@ impl Sim {
                 }
             }
             Ev::Load => self.offer(),
+            Ev::NetworkBlock => self.network_block(),
             Ev::Mine { node, incarnation } => {
                 if let (true, Some(Slot::Honest(n))) =
                     (current(&self.w, node, incarnation), self.nodes.get_mut(node.0 as usize))

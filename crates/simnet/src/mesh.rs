@@ -93,7 +93,8 @@ impl Mesh {
 
     /// `a`'s heartbeat: drops mesh peers no longer `eligible` (linked and subscribed), then
     /// grafts or prunes at random to bring the mesh back within bounds. `candidates` are `a`'s
-    /// eligible peers, in id order.
+    /// eligible peers, in id order. As in gossipsub, a peer `a` grafts takes it even past its
+    /// own D_hi, and prunes back at its own heartbeat.
     pub fn heartbeat(&mut self, a: NodeId, candidates: &[NodeId], p: &GossipParams, rng: &mut impl Rng) {
         let stale: Vec<NodeId> = self.of(a).filter(|x| candidates.binary_search(x).is_err()).collect();
         for x in stale {

@@ -5,9 +5,16 @@
 //! every pair of regions a mean one-way latency with a [`Jitter`] drawn per message, every
 //! region an upload and a download bandwidth, and gossip a loss rate. The world
 //! (`crate::world`) turns it into arrival times: a message leaves when its sender's uplink is
-//! free and takes `size / upload` to leave, travels the latency, and finishes arriving no
-//! sooner than `size / download` after the receiver's downlink is free (the two links are
-//! pipelined: the slower one sets the pace; each queues what it carries in order).
+//! free (the uplink carries its messages one after another, in the order they were sent) and
+//! takes `size / upload` to leave; it travels the latency; it has arrived once its last byte
+//! left and travelled, and no sooner than `size / download` after its first byte came (the
+//! slower link sets the pace). Downlinks do not queue: as in SimBlock, a message's transfer
+//! is bounded by the receiver's bandwidth but not by the other messages arriving at it.
+//!
+//! Bounds, so that no sum on the virtual clock can overflow: latencies and jitter at most an
+//! hour (a Pareto draw is cut there), bandwidth 0 (unlimited) or from 1 kbit/s to 1 Tbit/s,
+//! an overhead of at most 1 MB; with Pareto jitter every mean at least 5.25 ms (below it
+//! SimBlock's shape, 0.2 × mean, would not keep the mean).
 //!
 //! Presets:
 //! - [`NetModel::uniform`]: one region, a fixed latency plus a uniform jitter, unlimited
@@ -92,6 +99,15 @@ fn err(place: impl Into<String>, what: impl Into<String>) -> ModelError {
 }
 
 const MBPS: u64 = 1_000_000;
+/// The longest latency or jitter a model may hold, µs (an hour).
+pub const MAX_LATENCY_US: u64 = 3_600_000_000;
+/// The fastest link, bits per second (1 Tbit/s); the slowest limited link is 1 kbit/s.
+const MAX_BPS: u64 = 1_000_000 * MBPS;
+const MIN_BPS: u64 = 1_000;
+/// The largest per-message overhead, bytes.
+const MAX_OVERHEAD: u64 = 1 << 20;
+/// The smallest mean latency a Pareto jitter keeps, µs.
+const PARETO_MIN_MEAN_US: u64 = 5_250;
 
 impl NetModel {
     /// One region, `latency_ms` one way plus up to `jitter_ms` more, unlimited bandwidth,
@@ -181,8 +197,26 @@ impl NetModel {
             }
             total += r.share;
         }
-        if total <= 0.0 {
-            return Err(err("regions", "the shares sum to 0: no node could be placed"));
+        if !(total.is_finite() && total > 0.0) {
+            return Err(err("regions", format!("the shares sum to {total}: no placement")));
+        }
+        for (i, r) in self.regions.iter().enumerate() {
+            for (key, bps) in [("up_mbps", r.up_bps), ("down_mbps", r.down_bps)] {
+                if bps != 0 && !(MIN_BPS..=MAX_BPS).contains(&bps) {
+                    return Err(err(
+                        format!("regions[{i}].{key}"),
+                        format!("{bps} bit/s is outside 1 kbit/s to 1 Tbit/s (0: unlimited)"),
+                    ));
+                }
+            }
+        }
+        if self.overhead_bytes > MAX_OVERHEAD {
+            return Err(err("overhead_bytes", format!("{} is over {MAX_OVERHEAD}", self.overhead_bytes)));
+        }
+        if let Jitter::Uniform { max_us } = self.jitter {
+            if max_us > MAX_LATENCY_US {
+                return Err(err("jitter.uniform_ms", "over an hour"));
+            }
         }
         if self.latency_us.len() != self.regions.len() {
             return Err(err(
@@ -196,6 +230,17 @@ impl NetModel {
                     format!("latency_ms[{i}]"),
                     format!("{} columns for {} regions", row.len(), self.regions.len()),
                 ));
+            }
+            for (j, &us) in row.iter().enumerate() {
+                if us > MAX_LATENCY_US {
+                    return Err(err(format!("latency_ms[{i}][{j}]"), "over an hour"));
+                }
+                if self.jitter == Jitter::Pareto && us < PARETO_MIN_MEAN_US {
+                    return Err(err(
+                        format!("latency_ms[{i}][{j}]"),
+                        format!("{} ms is below the 5.25 ms a Pareto jitter needs", us as f64 / 1_000.0),
+                    ));
+                }
             }
         }
         if !(self.loss.is_finite() && (0.0..1.0).contains(&self.loss)) {
@@ -328,7 +373,17 @@ impl NetModel {
             let mbps = |key: &str| -> Result<u64, ModelError> {
                 match t.get(key) {
                     None => Ok(0),
-                    Some(v) => Ok((non_negative(v, &format!("{place}.{key}"))? * MBPS as f64).round() as u64),
+                    Some(v) => {
+                        let mbps = non_negative(v, &format!("{place}.{key}"))?;
+                        let bps = (mbps * MBPS as f64).round();
+                        if mbps > 0.0 && !(MIN_BPS as f64..=MAX_BPS as f64).contains(&bps) {
+                            return Err(err(
+                                format!("{place}.{key}"),
+                                format!("{mbps} Mbit/s is outside 0.001 to 1,000,000"),
+                            ));
+                        }
+                        Ok(bps as u64)
+                    }
                 }
             };
             regions.push(Region {
@@ -348,6 +403,9 @@ impl NetModel {
             let mut out = Vec::new();
             for (j, v) in row.iter().enumerate() {
                 let ms = non_negative(v, &format!("latency_ms[{i}][{j}]"))?;
+                if ms * 1_000.0 > MAX_LATENCY_US as f64 {
+                    return Err(err(format!("latency_ms[{i}][{j}]"), format!("{ms} ms is over an hour")));
+                }
                 out.push((ms * 1_000.0).round() as u64);
             }
             latency_us.push(out);
@@ -358,6 +416,9 @@ impl NetModel {
             Some(toml::Value::String(s)) if s == "pareto" => Jitter::Pareto,
             Some(toml::Value::Table(t)) if t.len() == 1 && t.contains_key("uniform_ms") => {
                 let ms = non_negative(&t["uniform_ms"], "jitter.uniform_ms")?;
+                if ms * 1_000.0 > MAX_LATENCY_US as f64 {
+                    return Err(err("jitter.uniform_ms", format!("{ms} ms is over an hour")));
+                }
                 Jitter::Uniform { max_us: (ms * 1_000.0).round() as u64 }
             }
             Some(_) => return Err(err("jitter", "expected \"none\", \"pareto\" or { uniform_ms = N }")),
@@ -368,7 +429,13 @@ impl NetModel {
         };
         let overhead_bytes = match doc.get("overhead_bytes") {
             None => 0,
-            Some(v) => non_negative(v, "overhead_bytes")? as u64,
+            Some(v) => {
+                let b = non_negative(v, "overhead_bytes")?;
+                if b > MAX_OVERHEAD as f64 {
+                    return Err(err("overhead_bytes", format!("{b} is over {MAX_OVERHEAD}")));
+                }
+                b as u64
+            }
         };
         let m = NetModel { name, regions, latency_us, jitter, loss, overhead_bytes };
         m.validate()?;
@@ -390,7 +457,7 @@ fn pareto_params(mean_us: u64) -> (f64, f64) {
 fn pareto_us(mean_us: u64, rng: &mut impl Rng) -> u64 {
     let (scale, shape) = pareto_params(mean_us);
     let u = ((rng.next_u64() >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
-    (scale / u.powf(1.0 / shape)).round() as u64
+    (scale / u.powf(1.0 / shape)).round().min(MAX_LATENCY_US as f64) as u64
 }
 
 #[cfg(test)]
@@ -486,5 +553,33 @@ mod tests {
             bad("latency_ms = [[1,1],[1,1]]\n[[regions]]\nname = \"a\"\n[[regions]]\nname = \"a\"\n"),
             "regions[1].name: \"a\" is named twice"
         );
+        // Values no clock sum could hold, or that would quietly mean something else.
+        assert_eq!(
+            bad("latency_ms = [[4e6]]\n[[regions]]\nname = \"a\"\n"),
+            "latency_ms[0][0]: 4000000 ms is over an hour"
+        );
+        assert_eq!(
+            bad(&format!("jitter = {{ uniform_ms = 4e6 }}\n{base}")),
+            "jitter.uniform_ms: 4000000 ms is over an hour"
+        );
+        assert!(bad(&format!("{base}up_mbps = 1e-7\n"))
+            .starts_with("regions[0].up_mbps: 0.0000001 Mbit/s is outside"));
+        assert!(bad(&format!("{base}down_mbps = 1e9\n")).starts_with("regions[0].down_mbps: "));
+        assert!(bad(&format!("overhead_bytes = 1e12\n{base}")).starts_with("overhead_bytes: "));
+        assert_eq!(
+            bad(&format!("jitter = \"pareto\"\n{base}")),
+            "latency_ms[0][0]: 1 ms is below the 5.25 ms a Pareto jitter needs"
+        );
+        assert_eq!(
+            bad("latency_ms = [[10,10],[10,10]]\n[[regions]]\nname = \"a\"\nshare = 1e308\n[[regions]]\nname = \"b\"\nshare = 1e308\n"),
+            "regions: the shares sum to inf: no placement"
+        );
+    }
+
+    #[test]
+    fn a_pareto_draw_never_leaves_the_hour() {
+        let m = NetModel::simblock();
+        let mut rng = ChaCha20Rng::seed_from_u64(3);
+        assert!((0..100_000).all(|_| m.draw_us(0, 5, &mut rng) <= MAX_LATENCY_US));
     }
 }

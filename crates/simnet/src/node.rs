@@ -148,10 +148,10 @@ impl Honest {
         }
     }
 
-    /// Forwards gossip to the node's mesh peers but `from` (gossipsub forwards along its
-    /// mesh).
+    /// Forwards gossip to the node's subscribed mesh peers but `from` (gossipsub forwards
+    /// along its mesh).
     fn forward(&mut self, topic: Topic, id: MsgId, data: &Arc<[u8]>, from: NodeId, w: &mut World) {
-        let to: Vec<NodeId> = w.mesh_of(self.id).filter(|&p| p != from).collect();
+        let to: Vec<NodeId> = w.mesh_of(self.id).filter(|&p| p != from && w.subscribed(p)).collect();
         for peer in to {
             w.send(self.id, peer, Wire::Gossip { topic, id, data: data.clone() });
         }

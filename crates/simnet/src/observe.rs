@@ -56,9 +56,11 @@ pub struct Arrivals {
     submitted_count: u64,
     /// Tracked transactions: when they were submitted, µs.
     pub submitted: BTreeMap<Hash, u64>,
-    /// Tracked transactions: each node that admitted one, and when, µs (in order of time).
+    /// Tracked transactions: each node that admitted one, and when, µs (in the order
+    /// the simulator learnt of it, not always of time).
     pub txs: BTreeMap<Hash, Vec<(NodeId, u64)>>,
-    /// Blocks: each node that accepted one, and when, µs (in order of time).
+    /// Blocks: each node that accepted one, and when, µs (in the order the
+    /// simulator learnt of it).
     pub blocks: BTreeMap<Hash, Vec<(NodeId, u64)>>,
     /// Blocks mined, in order.
     pub mined: Vec<Mined>,

@@ -3,12 +3,15 @@
 //!
 //! It lives in the world beside the node rather than in the node, so that a large run can tell
 //! at send time that a copy will arrive at a node that already has the message (see
-//! `World::send`): such a copy costs its bandwidth but needs no delivery event.
+//! `World::send`): such a copy costs its bandwidth but needs no delivery event. The cache
+//! still holds the id when the copy arrives if it was first seen less than `SEEN_MS` before
+//! ([`Seen::holds`]) — unless `SEEN` newer ids push it out meanwhile, which would take 65,536
+//! messages during one message's flight.
 //!
 //! Invariant: an id is remembered from when it was first seen until `SEEN_MS` later or until
 //! `SEEN` newer ids pushed it out, whichever comes first.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
 use scalechain_p2p::msg::MsgId;
@@ -38,7 +41,8 @@ impl Hasher for IdHasher {
 /// The ids a node saw lately.
 #[derive(Default)]
 pub(crate) struct Seen {
-    ids: HashSet<MsgId, BuildHasherDefault<IdHasher>>,
+    /// Each id remembered, with when it was first seen (ms).
+    ids: HashMap<MsgId, u64, BuildHasherDefault<IdHasher>>,
     /// Ids in the order they were seen, with when (ms).
     order: VecDeque<(u64, MsgId)>,
 }
@@ -54,16 +58,17 @@ impl Seen {
             self.order.pop_front();
             self.ids.remove(&old);
         }
-        if !self.ids.insert(id) {
+        if self.ids.contains_key(&id) {
             return false;
         }
+        self.ids.insert(id, now_ms);
         self.order.push_back((now_ms, id));
         true
     }
 
-    /// Is `id` remembered (as of the last call to [`Seen::remember`])?
-    pub fn has(&self, id: &MsgId) -> bool {
-        self.ids.contains(id)
+    /// Will `id` still be remembered at `at_ms` (by time; see the module's note on size)?
+    pub fn holds(&self, id: &MsgId, at_ms: u64) -> bool {
+        self.ids.get(id).is_some_and(|&first| first + SEEN_MS > at_ms)
     }
 }
 
@@ -77,7 +82,8 @@ mod tests {
         let id = MsgId([7u8; 20]);
         assert!(s.remember(id, 1_000));
         assert!(!s.remember(id, 1_000 + SEEN_MS - 1));
-        assert!(s.has(&id));
+        assert!(s.holds(&id, 1_000 + SEEN_MS - 1));
+        assert!(!s.holds(&id, 1_000 + SEEN_MS), "a copy arriving after the cache time is news");
         assert!(s.remember(id, 1_000 + SEEN_MS), "forgotten after the cache time");
     }
 }

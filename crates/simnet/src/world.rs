@@ -5,13 +5,13 @@
 //!
 //! - **Time** is kept in µs (a transaction's serialisation on a fast link, or its admission,
 //!   takes less than a millisecond); machines and events see milliseconds.
-//! - **Queue**: a binary heap ordered by (time, sequence number), so events due at the same
-//!   time run in the order they were scheduled.
+//! - **Queue**: a calendar of 1 ms buckets ordered by (time, sequence number), so events due
+//!   at the same time run in the order they were scheduled.
 //! - **Links**: each node's open links in an ordered map of its own (`adj`), so a send and a
 //!   node's peer list cost O(its degree), and peers come in id order.
 //! - **Arrival** of a message: it leaves when its sender's uplink is free, takes
-//!   `size / upload` to leave, travels the drawn latency, and arrives no sooner than
-//!   `size / download` after the receiver's downlink is free (`crate::net`).
+//!   `size / upload` to leave, travels the drawn latency, and takes no less than
+//!   `size / download` to come in (`crate::net`).
 //!
 //! Invariants: the clock never goes back; the same seed and the same calls give the same
 //! schedule; a message on a link that went down (or was replaced) is lost, never delivered on
@@ -46,6 +46,8 @@ pub(crate) enum Ev {
     Heartbeat { node: NodeId, incarnation: u64 },
     /// A miner builds and solves a block.
     Mine { node: NodeId, incarnation: u64 },
+    /// The network found a block ([`crate::MiningClock::Network`]); a miner is drawn.
+    NetworkBlock,
     /// A node's pipeline runs a verification round.
     Verify { node: NodeId, incarnation: u64 },
     /// A node's block worker takes its queue.
@@ -139,8 +141,6 @@ pub(crate) struct Host {
     pub region: u16,
     /// When its uplink is free, µs.
     up_free: u64,
-    /// When its downlink is free, µs.
-    down_free: u64,
 }
 
 pub(crate) struct World {
@@ -407,8 +407,15 @@ impl World {
         self.mesh.of(a)
     }
 
-    /// `a`'s gossip heartbeat: the mesh's upkeep among its linked, subscribed peers.
+    /// `a`'s gossip heartbeat: the mesh's upkeep among its linked, subscribed peers. A node
+    /// that does not subscribe (the bootstrap role) keeps no mesh.
     pub fn heartbeat(&mut self, a: NodeId) {
+        if !self.subscribed(a) {
+            for p in self.mesh.of(a).collect::<Vec<_>>() {
+                self.mesh.prune(a, p);
+            }
+            return;
+        }
         let candidates: Vec<NodeId> = self.peers_of(a).filter(|&p| self.subscribed(p)).collect();
         let params = self.gossip;
         self.mesh.heartbeat(a, &candidates, &params, &mut self.rng);
@@ -431,7 +438,7 @@ impl World {
         // Without a record of events, a copy of gossip that its receiver already has when it is
         // sent takes its bandwidth above but is not delivered: the receiver would only drop it.
         if let Wire::Gossip { id, .. } = &wire {
-            if !self.keep_events && self.seen.get(to.0 as usize).is_some_and(|s| s.has(id)) {
+            if !self.keep_events && self.seen.get(to.0 as usize).is_some_and(|s| s.holds(id, at / 1_000)) {
                 self.counters.elided += 1;
                 return true;
             }
@@ -441,28 +448,25 @@ impl World {
     }
 
     /// When `size` bytes sent now from `from` finish arriving at `to`: the sender's uplink
-    /// and the receiver's downlink each carry their messages in order at their bandwidth, the
-    /// latency between them.
+    /// carries its messages one after another at its bandwidth; the message travels the
+    /// latency; the receiver takes it in no faster than its download bandwidth (the slower
+    /// link sets the pace). Downlinks do not queue (`crate::net`).
     fn arrival_us(&mut self, from: NodeId, to: NodeId, size: u64) -> u64 {
         let now = self.now_us;
         let latency = self.delay_us(from, to);
         let (rf, rt) = (self.region(from), self.region(to));
         let up_bps = self.model.regions.get(usize::from(rf)).map_or(0, |r| r.up_bps);
         let down_bps = self.model.regions.get(usize::from(rt)).map_or(0, |r| r.down_bps);
-        let bits = size * 8;
-        let take = |bps: u64| if bps == 0 { 0 } else { (bits * 1_000_000).div_ceil(bps) };
-        let (fi, ti) = (from.0 as usize, to.0 as usize);
+        let bits = size.saturating_mul(8);
+        let take = |bps: u64| if bps == 0 { 0 } else { bits.saturating_mul(1_000_000).div_ceil(bps) };
+        let fi = from.0 as usize;
         let start = now.max(self.hosts[fi].up_free);
-        let sent = start + take(up_bps);
+        let sent = start.saturating_add(take(up_bps));
         if up_bps != 0 {
             self.hosts[fi].up_free = sent;
         }
-        let first_bit = start + latency;
-        let arrived = (sent + latency).max(first_bit.max(self.hosts[ti].down_free) + take(down_bps));
-        if down_bps != 0 {
-            self.hosts[ti].down_free = arrived;
-        }
-        arrived
+        let first_bit = start.saturating_add(latency);
+        sent.saturating_add(latency).max(first_bit.saturating_add(take(down_bps)))
     }
 
     /// A message sent on link epoch `epoch` arrives: true (and recorded as delivered) if that
@@ -547,5 +551,100 @@ impl World {
     /// Is the link between `a` and `b` still the one of `epoch`?
     pub fn link_epoch_is(&self, a: NodeId, b: NodeId, epoch: u64) -> bool {
         self.link(a, b).is_some_and(|l| l.epoch == epoch)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::{Jitter, Region};
+    use scalechain_p2p::msg::{MsgId, Topic};
+    use std::sync::Arc;
+
+    /// Two regions 10 ms and 200 ms apart (one way), 8 Mbit/s each way per node; nodes 0 and
+    /// 1 in the near region, node 2 in the far one, all linked and up.
+    fn world() -> World {
+        let region =
+            |name: &str| Region { name: name.into(), share: 1.0, up_bps: 8_000_000, down_bps: 8_000_000 };
+        let model = NetModel {
+            name: "test".into(),
+            regions: vec![region("near"), region("far")],
+            latency_us: vec![vec![10_000, 200_000], vec![200_000, 10_000]],
+            jitter: Jitter::None,
+            loss: 0.0,
+            overhead_bytes: 0,
+        };
+        let mut w = World::new(1, model, GossipParams::node(), 1_000, true);
+        for (i, region) in [0u16, 0, 1].into_iter().enumerate() {
+            w.add_host(NodeId(i as u32), region);
+            w.up[i] = Some(1);
+        }
+        assert!(
+            w.connect(NodeId(0), NodeId(1))
+                && w.connect(NodeId(2), NodeId(1))
+                && w.connect(NodeId(0), NodeId(2))
+        );
+        while w.pop(w.now_us).is_some() {}
+        w
+    }
+
+    fn gossip(n: usize, tag: u8) -> Wire {
+        Wire::Gossip { topic: Topic::Txs, id: MsgId([tag; 20]), data: Arc::from(vec![0u8; n]) }
+    }
+
+    /// The deliveries due, in order: (µs after `t0`, from, to).
+    fn deliveries(w: &mut World, t0: u64) -> Vec<(u64, u32, u32)> {
+        let mut out = Vec::new();
+        while let Some(ev) = w.pop(u64::MAX) {
+            if let Ev::Deliver { to, from, .. } = ev {
+                out.push((w.now_us - t0, from.0, to.0));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn an_uplink_sends_one_message_after_another() {
+        let mut w = world();
+        let t0 = w.now_us;
+        // 1 Mbit to each of two peers over 8 Mbit/s: 125 ms each, the second after the first.
+        assert!(w.send(NodeId(0), NodeId(1), gossip(125_000, 1)));
+        assert!(w.send(NodeId(0), NodeId(2), gossip(125_000, 1)));
+        assert_eq!(deliveries(&mut w, t0), [(125_000 + 10_000, 0, 1), (250_000 + 200_000, 0, 2)]);
+    }
+
+    #[test]
+    fn a_slow_message_does_not_hold_up_a_near_one_at_the_receiver() {
+        let mut w = world();
+        let t0 = w.now_us;
+        // From far away first, then from next door: the near one comes first, unhindered.
+        assert!(w.send(NodeId(2), NodeId(1), gossip(1_000, 1)));
+        assert!(w.send(NodeId(0), NodeId(1), gossip(1_000, 2)));
+        assert_eq!(deliveries(&mut w, t0), [(1_000 + 10_000, 0, 1), (1_000 + 200_000, 2, 1)]);
+    }
+
+    #[test]
+    fn the_calendar_pops_in_time_and_schedule_order_across_buckets() {
+        let mut w = world();
+        let t0 = w.now_us;
+        for (at, tag) in [(5_500u64, 3u32), (1_200, 1), (5_500, 4), (900, 0), (3_000_000, 5)] {
+            w.schedule_us(t0 + at, Ev::Tick { node: NodeId(tag), incarnation: 0 });
+        }
+        let mut order = Vec::new();
+        // Up to 5 ms: the bucket of 5.5 ms is loaded, its events not yet due.
+        while let Some(ev) = w.pop(t0 + 5_000) {
+            if let Ev::Tick { node, .. } = ev {
+                order.push(node.0);
+            }
+        }
+        // An event scheduled into an earlier bucket after a later one was loaded still comes first.
+        w.schedule_us(t0 + 4_000, Ev::Tick { node: NodeId(2), incarnation: 0 });
+        while let Some(ev) = w.pop(u64::MAX) {
+            if let Ev::Tick { node, .. } = ev {
+                order.push(node.0);
+            }
+        }
+        assert_eq!(order, [0, 1, 2, 3, 4, 5]);
+        assert_eq!(w.queued(), 0);
     }
 }

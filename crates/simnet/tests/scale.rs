@@ -173,3 +173,28 @@ fn modelled_work_delays_admission_by_what_the_model_charges() {
         .iter()
         .any(|r| matches!(r.event, Event::Verified { node, offered: 10, .. } if node == b)));
 }
+
+#[test]
+fn the_bootstrap_node_keeps_no_mesh_and_is_sent_no_gossip() {
+    let mut cfg = SimConfig::devnet(8);
+    cfg.model = NetModel::simblock();
+    let accounts = Accounts::new(&cfg.params, cfg.sig, 2, 64);
+    let mut sim = Sim::new(cfg);
+    let boot = sim.add_node(Role::Bootstrap);
+    sim.add_nodes(Role::Miner, 1);
+    let peers = sim.add_nodes(Role::Peer, 10);
+    sim.connect_all();
+    let start = sim.now();
+    sim.start_load(LoadPlan::new(20.0, start + 100, start + 3_000, peers), accounts);
+    sim.run_for(6_000);
+    assert!(sim.mesh_of(boot).is_empty(), "{:?}", sim.mesh_of(boot));
+    let to_boot = sim
+        .events()
+        .iter()
+        .filter_map(|r| r.event.message())
+        .filter(|(_, to, m)| *to == boot && m.gossip_id().is_some());
+    assert_eq!(to_boot.count(), 0);
+    let gossip =
+        sim.events().iter().filter_map(|r| r.event.message()).filter(|(_, _, m)| m.gossip_id().is_some());
+    assert!(gossip.count() > 100, "the others gossiped");
+}
