@@ -266,7 +266,8 @@ fn sigkill_during_import_recovers_and_resumes() {
 }
 
 /// `scalechain study all --quick` runs every experiment end to end in seconds (`propagation` on
-/// networks of 2 and 3 node processes, `load` and `sync` on a devnet of 4) and writes, for
+/// networks of 2 and 3 node processes, `load` and `sync` on a devnet of 4, `scale` on simulated
+/// networks of 16 to 64 nodes) and writes, for
 /// each, a CSV with the documented columns, an SVG and a report section. Bad arguments are
 /// refused.
 #[test]
@@ -292,6 +293,7 @@ fn study_quick_smoke() {
         ("pipeline", "source,n,runs,median_s,tx_per_s,node_cpu_us,sender_cpu_us,busy,build,commit,seed"),
         ("load", "workload,controller,offered_tps,trial,send_tps,throughput_tps,lat_avg_ms"),
         ("sync", "series,t_s,height,txs,tx_per_s,build,commit"),
+        ("scale", "series,nodes,interval_s,compact,blocks,stale_pct,block_p50_ms,block_p90_ms"),
     ] {
         let csv = std::fs::read_to_string(out.join(format!("{exp}.csv"))).unwrap();
         assert!(csv.starts_with(header), "{exp}: {}", csv.lines().next().unwrap_or(""));
@@ -323,6 +325,18 @@ fn study_quick_smoke() {
         .nth(5)
         .and_then(|r| r.parse::<f64>().ok())
         .is_some_and(|r| r > 0.0)));
+    // scale: 16 and 64 simulated nodes with block and transaction propagation times, and the
+    // stale rate at two intervals with compact blocks on and off.
+    let csv = std::fs::read_to_string(out.join("scale.csv")).unwrap();
+    for n in ["16", "64"] {
+        let row = csv.lines().find(|l| l.starts_with(&format!("propagation,{n},"))).unwrap();
+        let f: Vec<&str> = row.split(',').collect();
+        for i in [6, 7, 10, 11] {
+            assert!(f[i].parse::<f64>().is_ok_and(|ms| ms > 0.0), "{n} nodes: column {i} of {row}");
+        }
+    }
+    assert_eq!(csv.lines().filter(|l| l.starts_with("stale,32,")).count(), 4, "{csv}");
+    assert!(out.join("scale-costs.toml").exists());
     // voting: both schemes in every mode, with positive rates.
     let csv = std::fs::read_to_string(out.join("voting.csv")).unwrap();
     for scheme in ["elgamal", "paillier"] {

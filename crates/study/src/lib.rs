@@ -80,11 +80,14 @@ pub enum Experiment {
     /// Initial sync: a new node catching up with a devnet's chain, against the parallel
     /// verification bound.
     Sync,
+    /// Seed 000's question at scale, on the simulator: propagation and stale blocks against
+    /// the number of nodes and the block interval.
+    Scale,
 }
 
 impl Experiment {
     /// Every experiment, in the order `all` runs them.
-    pub const ALL: [Experiment; 14] = [
+    pub const ALL: [Experiment; 15] = [
         Experiment::TxThroughput,
         Experiment::BlockValidation,
         Experiment::Speedup,
@@ -99,6 +102,7 @@ impl Experiment {
         Experiment::Signatures,
         Experiment::Contention,
         Experiment::Sync,
+        Experiment::Scale,
     ];
 
     /// The command-line name (also the file stem of its outputs).
@@ -118,6 +122,7 @@ impl Experiment {
             Experiment::Signatures => "signatures",
             Experiment::Contention => "contention",
             Experiment::Sync => "sync",
+            Experiment::Scale => "scale",
         }
     }
 }
@@ -264,6 +269,7 @@ pub fn run(exp: Experiment, opts: Opts) -> Result<Table, StudyError> {
         Experiment::Signatures => exp::optimise::run_signatures(&ctx),
         Experiment::Contention => exp::optimise::run_contention(&ctx),
         Experiment::Sync => exp::sync::run(&ctx),
+        Experiment::Scale => exp::scale::run(&ctx),
     }
 }
 
@@ -293,6 +299,7 @@ pub fn replot(exp: Experiment, dir: &std::path::Path) -> Result<bool, StudyError
         Experiment::Signatures => exp::optimise::signatures_charts(&table),
         Experiment::Contention => exp::optimise::contention_charts(&table),
         Experiment::Sync => exp::sync::charts(&table),
+        Experiment::Scale => exp::scale::charts(&table),
     };
     plot::write_svg(&dir.join(format!("{}.svg", exp.name())), &charts)?;
     Ok(true)

@@ -8,6 +8,7 @@ pub mod load;
 pub mod optimise;
 pub mod pipeline;
 pub mod propagation;
+pub mod scale;
 pub mod speedup;
 pub mod sync;
 pub mod tx_throughput;
