@@ -283,11 +283,11 @@ fn section(t: &Table) -> String {
          sample of the transactions submitted) before the load ended. The stale rate counts mined \
          blocks not in the longest chain at the end.\n\n\
          **Not modelled**: CPU shared between nodes (each has its own cores), disk, TCP (a message \
-         takes latency + size / bandwidth, queued on the sender's uplink and the receiver's \
-         downlink), churn, and gossipsub's IHAVE/IWANT (meshes and flood publishing only). \
+         takes latency + size / bandwidth, queued on the sender's uplink, no faster than the \
+         receiver's download rate), churn, and gossipsub's IHAVE/IWANT (meshes and flood publishing only). \
          **Not yet checked** against real processes: the comparison the simulator needs before \
-         its absolute numbers are trusted is the next step (issue 30, part 2); the shape against \
-         N is what this section shows.\n\n\
+         its absolute numbers are trusted (the same scenarios as real processes) is still to be \
+         made; the shape against N is what this section shows.\n\n\
          Context, not like for like (other protocols, networks and block sizes, so the chart \
          shows Bitcoin's figures at its 600 s interval as points): Decker and Wattenhofer \
          (2013) found that in Bitcoin \"the median time until a node receives a block is 6.5 \
