@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use scalechain_chain::{Chain, DiskStore, MemStore};
+use scalechain_chain::{Chain, ChainStore, DiskStore, MemStore};
 use scalechain_consensus::params::SigMode;
 use scalechain_consensus::{Apps, Params, VerifyConfig};
 use scalechain_mempool::{MempoolConfig, SignatureCache};
@@ -34,6 +34,7 @@ use scalechain_types::{Block, HashKind, Lock, Scheme, Tx};
 
 use crate::cost::CostModel;
 use crate::load::Load;
+use crate::replica_of;
 
 /// What went wrong in a calibration.
 #[derive(Debug, thiserror::Error)]
@@ -101,14 +102,11 @@ impl Calibration {
         let chain =
             Chain::open_or_init(MemStore::new(), &self.params, Apps::none(), VerifyConfig::parallel([1; 32]))
                 .expect("a devnet's parameters open a memory store");
-        match cache {
-            Some(c) => Replica::with_sig_cache(chain, MempoolConfig::default(), c),
-            None => Replica::new(chain, MempoolConfig::default()),
-        }
+        replica_of(chain, MempoolConfig::default(), cache.as_ref())
     }
 
     /// Admits `txs` in rounds of `per_round`; the time, and how many were admitted.
-    fn admit(&self, r: &Replica<MemStore>, per_round: usize) -> (f64, usize) {
+    fn admit<S: ChainStore>(&self, r: &Replica<S>, per_round: usize) -> (f64, usize) {
         timed(|| {
             let mut admitted = 0;
             for chunk in self.txs.chunks(per_round.max(1)) {
@@ -205,19 +203,9 @@ impl Calibration {
             let chain =
                 Chain::open_or_init(store, &self.params, Apps::none(), VerifyConfig::parallel([1; 32]))
                     .map_err(|e| store_err(e.to_string()))?;
-            let r = match cache {
-                Some(c) => Replica::with_sig_cache(chain, MempoolConfig::default(), c.clone()),
-                None => Replica::new(chain, MempoolConfig::default()),
-            };
+            let r = replica_of(chain, MempoolConfig::default(), cache);
             if cache.is_some() {
-                let (_, admitted) = timed(|| r.admit_batches(vec![(self.txs.clone(), None)], self.now));
-                let took: usize = admitted.batches.iter().map(|b| b.admitted.len()).sum();
-                if took != self.txs.len() {
-                    return Err(CalibrationError::Engine(format!(
-                        "{took} of {} transfers admitted",
-                        self.txs.len()
-                    )));
-                }
+                self.all_admitted(self.admit(&r, self.txs.len()))?;
             }
             let (t, out) = timed(|| r.accept_block(block.clone(), self.now));
             if let Err(e) = &out.result {

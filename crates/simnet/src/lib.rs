@@ -10,8 +10,9 @@
 //!   in µs (a calendar of 1 ms buckets); every node gets a tick every 250 ms and a gossip
 //!   heartbeat every 700 ms.
 //! - **The network** ([`NetModel`], `crate::net`): nodes placed in regions, a latency per pair of
-//!   regions with a jitter per message, per-node upload and download bandwidth with queues, and
-//!   a loss rate for gossip; links can be partitioned and healed, and a ban closes a link once
+//!   regions with a jitter per message, per-node upload bandwidth (its messages queued one
+//!   after another) and download bandwidth (bounding each transfer), and a loss rate for
+//!   gossip; links can be partitioned and healed, and a ban closes a link once
 //!   what was written on it arrived. Presets: a uniform network, seed 001's three sites,
 //!   SimBlock's six regions.
 //! - **Topology**: links made by the caller ([`Sim::connect`], [`Sim::connect_all`]) or a random
@@ -60,7 +61,7 @@ mod world;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use scalechain_chain::{Chain, MemStore, Shelf};
+use scalechain_chain::{Chain, ChainStore, MemStore, Shelf};
 use scalechain_consensus::params::SigMode;
 use scalechain_consensus::{Apps, Params, VerifyConfig};
 use scalechain_mempool::{MempoolConfig, SignatureCache};
@@ -160,6 +161,19 @@ enum Slot {
     Down { role: Role, store: Box<MemStore>, incarnation: u64, mining: bool },
 }
 
+/// A replica of `chain` whose mempool has `mempool`'s settings and, if given, the signature
+/// cache `cache` shared with others (else a cache of its own).
+pub(crate) fn replica_of<S: ChainStore>(
+    chain: Chain<S>,
+    mempool: MempoolConfig,
+    cache: Option<&Arc<SignatureCache>>,
+) -> Replica<S> {
+    match cache {
+        Some(c) => Replica::with_sig_cache(chain, mempool, c.clone()),
+        None => Replica::new(chain, mempool),
+    }
+}
+
 /// A pool of one thread, if the system can start one.
 fn one_thread() -> Option<Arc<rayon::ThreadPool>> {
     rayon::ThreadPoolBuilder::new().num_threads(1).thread_name(|_| "simnet".into()).build().ok().map(Arc::new)
@@ -243,10 +257,7 @@ impl Sim {
         let mut pc = ProtocolConfig::new(role, format!("simnet/{id}"));
         pc.sync.timeout_ms = 10_000;
         let mempool = self.mempools.get(&id).unwrap_or(&self.cfg.mempool).clone();
-        let replica = match &self.sig_cache {
-            Some(cache) => Replica::with_sig_cache(chain, mempool, cache.clone()),
-            None => Replica::new(chain, mempool),
-        };
+        let replica = replica_of(chain, mempool, self.sig_cache.as_ref());
         let mut n = Honest::new(id, role, incarnation, Protocol::new(pc), replica);
         n.work = self.cfg.work.clone();
         n.compact_blocks = self.cfg.compact_blocks;
@@ -519,7 +530,7 @@ impl Sim {
             return;
         }
         let txs = accounts.next(plan.per_submit);
-        let target = plan.target(&mut self.w.rng);
+        let target = plan.target();
         let gap = plan.gap_us(&mut self.w.rng);
         if !txs.is_empty() {
             let h = self.cfg.params.hash;

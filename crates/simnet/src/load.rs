@@ -19,6 +19,7 @@ use scalechain_consensus::params::{devnet_premine_key, SigMode};
 use scalechain_consensus::{genesis_block, Params};
 use scalechain_types::{Amount, Hash, OutPoint, SecretKey, Tx, TxIn, TxKind, TxOut, Witness};
 
+use crate::net::unit_open;
 use crate::wire::NodeId;
 
 /// A deterministic source of independent transfers on a devnet.
@@ -188,7 +189,7 @@ impl LoadPlan {
     }
 
     /// The next submission's node.
-    pub(crate) fn target(&mut self, _rng: &mut ChaCha20Rng) -> NodeId {
+    pub(crate) fn target(&mut self) -> NodeId {
         let t = self.targets.get(self.next % self.targets.len().max(1)).copied().unwrap_or(NodeId(0));
         self.next += 1;
         t
@@ -197,12 +198,7 @@ impl LoadPlan {
     /// The gap to the next submission, µs.
     pub(crate) fn gap_us(&mut self, rng: &mut ChaCha20Rng) -> u64 {
         let mean_us = self.per_submit.max(1) as f64 / self.rate_tps.max(1e-9) * 1e6;
-        let gap = if self.poisson {
-            let u = ((rng.next_u64() >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
-            -u.ln() * mean_us
-        } else {
-            mean_us
-        };
+        let gap = if self.poisson { -unit_open(rng).ln() * mean_us } else { mean_us };
         (gap.round() as u64).max(1)
     }
 }

@@ -452,11 +452,16 @@ fn pareto_params(mean_us: u64) -> (f64, f64) {
     (scale_us, shape)
 }
 
+/// A uniform draw in (0, 1] (never 0: its logarithm and its powers are finite).
+pub(crate) fn unit_open(rng: &mut impl Rng) -> f64 {
+    ((rng.next_u64() >> 11) as f64 + 1.0) / (1u64 << 53) as f64
+}
+
 /// A Pareto draw as SimBlock's `getLatency` makes it: `scale / u^(1/shape)`, `u` uniform in
 /// (0, 1].
 fn pareto_us(mean_us: u64, rng: &mut impl Rng) -> u64 {
     let (scale, shape) = pareto_params(mean_us);
-    let u = ((rng.next_u64() >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
+    let u = unit_open(rng);
     (scale / u.powf(1.0 / shape)).round().min(MAX_LATENCY_US as f64) as u64
 }
 
