@@ -9,7 +9,7 @@ use scalechain_types::tx::encode_tx_batch;
 use scalechain_types::{Hash, Tx};
 
 use crate::decode::decode_json;
-use crate::error::{error_chain, ClientError};
+use crate::error::{error_chain, root_cause, ClientError};
 use crate::ops::{self, Method, Op, Request, Response};
 use crate::types::{
     ApiError, AppEntries, AppEntry, AppRange, ArrivalsJson, BlockId, BlockJson, BlockTxids, MempoolJson,
@@ -123,6 +123,17 @@ impl ClientBuilder {
     }
 }
 
+/// The media type of an answer, without parameters ("no media type" when it has none).
+fn media_of(resp: &reqwest::Response) -> String {
+    resp.headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .map(|v| v.trim().to_ascii_lowercase())
+        .filter(|v| !v.is_empty() && v.len() <= 100)
+        .unwrap_or_else(|| "no media type".into())
+}
+
 /// The normalised base URL (scheme, host, port, no trailing slash) of `input`.
 pub fn parse_base(input: &str) -> Result<String, ClientError> {
     let bad = |reason: String| ClientError::BadUrl { input: input.to_string(), reason };
@@ -140,6 +151,12 @@ pub fn parse_base(input: &str) -> Result<String, ClientError> {
     }
     if url.query().is_some() || url.fragment().is_some() {
         return Err(bad("a base URL has no query or fragment".into()));
+    }
+    if let Some(c) = trimmed.chars().find(|c| c.is_whitespace() || c.is_control()) {
+        return Err(bad(format!("it contains {c:?}")));
+    }
+    if url.path().contains("//") {
+        return Err(bad("its path has an empty segment (a ':' missing after the scheme?)".into()));
     }
     Ok(url.as_str().trim_end_matches('/').to_string())
 }
@@ -219,8 +236,17 @@ impl Client {
         body: Option<(Vec<u8>, &'static str)>,
     ) -> Result<Resp::Output, ClientError> {
         let (resp, url) = self.send(op, args, query, body, None).await?;
+        let (status, media) = (resp.status().as_u16(), media_of(&resp));
         let bytes = resp.bytes().await.map_err(|e| self.transport(op.method, &url, &e))?;
-        Resp::decode(&bytes).map_err(|detail| ClientError::BadResponse { method: op.method, url, detail })
+        Resp::decode(&bytes).map_err(|detail| {
+            // The API never answers with a web page: a page that does not decode is another
+            // server's.
+            if media.starts_with("text/html") {
+                ClientError::NotANode { method: op.method, url, status, media }
+            } else {
+                ClientError::BadResponse { method: op.method, url, detail }
+            }
+        })
     }
 
     /// Sends one operation; an error status becomes [`ClientError::Api`] (with the API's
@@ -268,15 +294,19 @@ impl Client {
         };
         let status = resp.status();
         if !status.is_success() {
+            let media = media_of(&resp);
             let bytes = resp.bytes().await.map_err(|e| self.transport(method, &url, &e))?;
-            let (code, message) = match decode_json::<ApiError>(&bytes) {
-                Ok(b) => (b.error, b.message),
-                Err(_) => {
-                    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(300)]);
-                    (String::new(), text.trim().to_string())
-                }
-            };
-            return Err(ClientError::Api { method, url, status: status.as_u16(), code, message });
+            return Err(match decode_json::<ApiError>(&bytes) {
+                Ok(b) => ClientError::Api {
+                    method,
+                    url,
+                    status: status.as_u16(),
+                    code: b.error,
+                    message: b.message,
+                },
+                // Not the API's error: something else answered (a web server, a proxy).
+                Err(_) => ClientError::NotANode { method, url, status: status.as_u16(), media },
+            });
         }
         Ok((resp, url))
     }
@@ -286,7 +316,7 @@ impl Client {
             let after = if e.is_connect() { self.connect_timeout } else { self.timeout };
             return ClientError::Timeout { method, url: url.to_string(), after };
         }
-        ClientError::Unreachable { method, url: url.to_string(), detail: error_chain(e) }
+        ClientError::Unreachable { method, url: url.to_string(), detail: root_cause(e) }
     }
 
     /// `GET /status`.
@@ -505,6 +535,8 @@ mod tests {
             ("http://", "empty host"),
             ("http://h:99999", "invalid port"),
             ("h:1/?x=1", "no query"),
+            ("http//bad url", "' '"),
+            ("http//bad", "empty segment"),
         ] {
             let e = parse_base(input).unwrap_err();
             assert!(matches!(e, ClientError::BadUrl { .. }), "{input}: {e}");

@@ -30,8 +30,11 @@ pub enum ClientError {
     /// The HTTP client or its runtime could not be set up.
     #[error("setting up the HTTP client: {0}")]
     Setup(String),
-    /// Nothing answered (connection refused, reset, DNS, ...).
-    #[error("the node's API at {url} is unreachable: {detail}")]
+    /// Nothing answered (connection refused, reset, DNS, ...); `detail` is the innermost cause.
+    #[error(
+        "the node's API at {url} is unreachable ({detail}): is a node running there? pass --api URL \
+         with a node's API address (`scalechain devnet` prints its nodes')"
+    )]
     Unreachable {
         /// The method.
         method: Method,
@@ -64,6 +67,22 @@ pub enum ClientError {
         code: String,
         /// The API's message.
         message: String,
+    },
+    /// What answered is not a node's API: an error status without the API's JSON error, or a
+    /// body of another media type where the API answers JSON. Nothing of the body is repeated.
+    #[error(
+        "not a ScaleChain node at {url}: HTTP {status} with {media}, where a node's API answers \
+         JSON (pass --api with a node's API address)"
+    )]
+    NotANode {
+        /// The method.
+        method: Method,
+        /// The URL requested.
+        url: String,
+        /// The HTTP status.
+        status: u16,
+        /// What the body was: its media type, or "no media type".
+        media: String,
     },
     /// The answer is not what the API documents.
     #[error("{url}: unexpected answer from the node: {detail}")]
@@ -99,12 +118,13 @@ impl ClientError {
         self.status() == Some(404)
     }
 
-    /// Is this about reaching the node (unreachable, timed out) or setting up the client,
-    /// rather than about what the node answered?
+    /// Is this about reaching the node (unreachable, timed out, something else answered) or
+    /// setting up the client, rather than about what the node answered?
     pub fn is_connection(&self) -> bool {
         matches!(
             self,
             ClientError::Unreachable { .. }
+                | ClientError::NotANode { .. }
                 | ClientError::Timeout { .. }
                 | ClientError::BadUrl { .. }
                 | ClientError::BadToken(_)
@@ -112,6 +132,15 @@ impl ClientError {
                 | ClientError::Setup(_)
         )
     }
+}
+
+/// The innermost cause of `e` (e.g. "Connection refused (os error 111)").
+pub(crate) fn root_cause(e: &dyn std::error::Error) -> String {
+    let mut cur = e;
+    while let Some(c) = cur.source() {
+        cur = c;
+    }
+    cur.to_string()
 }
 
 /// `e`'s message followed by its sources' (skipping repeats).

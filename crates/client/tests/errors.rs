@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use axum::http::{HeaderMap, StatusCode};
+use axum::response::Html;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::json;
@@ -40,6 +41,7 @@ async fn serve() -> String {
             }),
         )
         .route("/mempool", get(|| async { (StatusCode::BAD_GATEWAY, "<html>bad gateway</html>") }))
+        .route("/blocks/{id}/txids", get(|| async { Html("<html>a web server's page</html>") }))
         .route(
             "/peers",
             get(|| async {
@@ -100,13 +102,24 @@ async fn every_failure_is_a_typed_error_naming_the_request() {
         e.to_string(),
         format!("GET http://{addr}/blocks/9: HTTP 404 not-found: no block at height 9")
     );
-    // An error page that is not the API's JSON error: its text.
-    match c.mempool(None).await.unwrap_err() {
-        ClientError::Api { status: 502, code, message, .. } => {
-            assert_eq!((code.as_str(), message.as_str()), ("", "<html>bad gateway</html>"));
+    // An error page that is not the API's JSON error, or a web page where the API answers
+    // JSON: something else answered; its body is not repeated.
+    let e = c.mempool(None).await.unwrap_err();
+    match &e {
+        ClientError::NotANode { status: 502, media, .. } => assert_eq!(media, "text/plain"),
+        other => panic!("{other}"),
+    }
+    assert!(e.is_connection() && !e.to_string().contains("bad gateway"), "{e}");
+    let e = c.block_txids(BlockId::Height(1)).await.unwrap_err();
+    match &e {
+        ClientError::NotANode { status: 200, media, url, .. } => {
+            assert_eq!(media, "text/html");
+            assert!(url.ends_with("/blocks/1/txids"), "{url}");
         }
         other => panic!("{other}"),
     }
+    assert!(e.to_string().starts_with("not a ScaleChain node at http://"), "{e}");
+    assert!(!e.to_string().contains("web server"), "{e}");
     // A time-out.
     match c.peers().await.unwrap_err() {
         ClientError::Timeout { method: Method::Get, url, after } => {
@@ -143,9 +156,11 @@ async fn an_address_where_nothing_listens_is_unreachable() {
     assert!(e.is_connection());
     let text = e.to_string();
     assert!(
-        text.starts_with(&format!("the node's API at http://127.0.0.1:{port}/status is unreachable: ")),
+        text.starts_with(&format!("the node's API at http://127.0.0.1:{port}/status is unreachable (")),
         "{text}"
     );
+    assert!(text.contains("refused") && text.contains("pass --api URL"), "{text}");
+    assert!(!text.contains("error sending request"), "only the innermost cause: {text}");
 }
 
 #[test]
