@@ -15,7 +15,7 @@ use scalechain_chain::DiskStore;
 use scalechain_client::types::{PeerInfo, ProfilePath, Status, TxJson};
 use scalechain_node::NodeView;
 use scalechain_replica::Replica;
-use scalechain_types::{Hash, Header, Tx, TxKind};
+use scalechain_types::{Hash, HashKind, Header, Tx, TxKind};
 use scalechain_wallet::{encode_address, parse_address, AddressHrp};
 
 use super::chart::{self, BarChart, ChainPicture, PicBlock};
@@ -24,8 +24,6 @@ use super::live::{self, BlockSummary};
 use super::secure;
 use super::View;
 
-/// Base units in one whole coin (display only: the chain counts base units).
-pub const BASE_PER_COIN: u64 = 100_000_000;
 /// Transactions listed per page of a block.
 pub const BLOCK_PAGE: usize = 100;
 /// Entries listed per page of the mempool.
@@ -54,9 +52,7 @@ pub struct Coins(pub u64);
 
 impl fmt::Display for Coins {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (whole, frac) = (self.0 / BASE_PER_COIN, self.0 % BASE_PER_COIN);
-        let frac =
-            if frac == 0 { String::new() } else { format!(".{frac:08}").trim_end_matches('0').to_string() };
+        let (whole, frac) = scalechain_types::amount::Coins(self.0).parts();
         write!(f, "<span class=\"amt\" title=\"{} base units\">{whole}{frac}&nbsp;SC</span>", self.0)
     }
 }
@@ -182,7 +178,7 @@ fn number(p: &HashMap<String, String>, key: &str, max: u64) -> Result<Option<u64
         Some(v) if v.is_empty() => Ok(None),
         Some(v) => match v.parse::<u64>() {
             Ok(n) if n <= max => Ok(Some(n)),
-            _ => Err(PageError::bad(format!("{key}: {v:?} is not an integer in 0..={max}"))),
+            _ => Err(PageError::bad(format!("{key}: {v:?} is not an integer from 0 to {max}"))),
         },
     }
 }
@@ -199,9 +195,9 @@ fn short(h: &Hash) -> String {
     h.to_string()[..16].to_string()
 }
 
-/// The address of a lock on the devnet.
-fn address_of(out: &scalechain_types::TxOut) -> String {
-    encode_address(&AddressHrp::devnet(), &out.lock)
+/// The address of a lock on the devnet, whose chain hashes with `kind`.
+fn address_of(kind: HashKind, out: &scalechain_types::TxOut) -> String {
+    encode_address(&AddressHrp::devnet(), kind, &out.lock)
 }
 
 // ---------------------------------------------------------------- overview
@@ -524,7 +520,7 @@ pub async fn tx(State(node): State<View>, id: Result<Path<String>, PathRejection
                 prev: i.prev.txid.to_string(),
                 index: i.prev.index,
                 value: prev.as_ref().map(|o| Coins(o.value.get())),
-                address: prev.as_ref().map(address_of),
+                address: prev.as_ref().map(|o| address_of(kind, o)),
                 scheme: i.witness.pubkey.scheme().to_string(),
             });
         }
@@ -561,7 +557,7 @@ pub async fn tx(State(node): State<View>, id: Result<Path<String>, PathRejection
             .map(|(index, (o, sp))| OutRow {
                 index,
                 value: Coins(o.value.get()),
-                address: address_of(o),
+                address: address_of(kind, o),
                 spender: match sp {
                     Spender::Unspent => SpenderView::Unspent,
                     Spender::Pooled(h) => SpenderView::Pooled(h.to_string()),
@@ -650,7 +646,7 @@ pub async fn address(
         let (pkh, address) = if owner.len() == 64 && owner.bytes().all(|b| b.is_ascii_hexdigit()) {
             (parse_hash("pubkey hash", &owner)?, None)
         } else {
-            let lock = parse_address(&owner, &AddressHrp::devnet()).map_err(|e| {
+            let lock = parse_address(&owner, &AddressHrp::devnet(), r.params.hash).map_err(|e| {
                 PageError::bad(format!("{owner:?} is neither a pubkey hash nor a devnet address: {e}"))
             })?;
             (lock.pubkey_hash, Some(owner.clone()))
@@ -975,7 +971,7 @@ pub fn search_target(r: &Replica<DiskStore>, q: &str) -> Result<String, PageErro
             "{lower} is no block, no transaction and no pubkey hash with coins that this node knows"
         )));
     }
-    if parse_address(&lower, &AddressHrp::devnet()).is_ok() {
+    if parse_address(&lower, &AddressHrp::devnet(), r.params.hash).is_ok() {
         return Ok(format!("/explorer/address/{lower}"));
     }
     Err(PageError::not_found(format!(

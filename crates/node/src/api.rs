@@ -101,7 +101,7 @@ fn limit(query: QueryPairs, default: usize, max: usize) -> Result<usize, ApiErro
         None => Ok(default),
         Some(s) => match s.parse::<usize>() {
             Ok(n) if n <= max => Ok(n),
-            _ => Err(ApiError::bad(format!("limit: {s:?} is not an integer in 0..={max}"))),
+            _ => Err(ApiError::bad(format!("limit: {s:?} is not an integer from 0 to {max}"))),
         },
     }
 }
@@ -114,7 +114,7 @@ fn after_and_limit(query: QueryPairs, default: usize, max: usize) -> Result<(u64
         None => 0,
         Some(a) => a
             .parse::<u64>()
-            .map_err(|_| ApiError::bad(format!("after: {a:?} is not an integer in 0..=2^64-1")))?,
+            .map_err(|_| ApiError::bad(format!("after: {a:?} is not an integer from 0 to 2^64 - 1")))?,
     };
     Ok((after, n))
 }
@@ -141,7 +141,7 @@ fn after_text_and_limit(
         None => default,
         Some(s) => match s.parse::<usize>() {
             Ok(n) if n <= max => n,
-            _ => return Err(ApiError::bad(format!("limit: {s:?} is not an integer in 0..={max}"))),
+            _ => return Err(ApiError::bad(format!("limit: {s:?} is not an integer from 0 to {max}"))),
         },
     };
     Ok((after, n))
@@ -555,7 +555,7 @@ async fn utxos(
     let pkh = if owner.len() == 64 && owner.bytes().all(|b| b.is_ascii_hexdigit()) {
         parse_hash("owner (pubkey hash)", &owner)?
     } else {
-        parse_address(&owner, &AddressHrp::devnet())
+        parse_address(&owner, &AddressHrp::devnet(), s.shared.replica.params.hash)
             .map_err(|e| {
                 ApiError::bad(format!("owner {owner:?}: not a pubkey hash, and as an address: {e}"))
             })?

@@ -54,7 +54,7 @@ fn range_query(query: QueryPairs) -> Result<RangeQuery, ApiError> {
                     Ok(n) if n <= MAX_PAGE => n,
                     _ => {
                         return Err(ApiError::bad(format!(
-                            "limit: {v:?} is not an integer in 0..={MAX_PAGE}"
+                            "limit: {v:?} is not an integer from 0 to {MAX_PAGE}"
                         )))
                     }
                 }

@@ -93,7 +93,17 @@ async fn call_bytes(url: &str, body: Vec<u8>) -> (u16, serde_json::Value) {
 async fn bad_requests_get_json_4xx_and_good_ones_answer() {
     let mut n = start(None).await;
     let base = format!("http://{}", n.api);
+    // An address of a chain hashing with another function (this node's is SHA-256).
+    let lock = scalechain_types::Lock {
+        scheme: scalechain_types::Scheme::Ed25519,
+        pubkey_hash: scalechain_types::Hash([7; 32]),
+    };
+    let blake3 = format!(
+        "/utxos/{}",
+        scalechain_wallet::encode_address(&scalechain_wallet::AddressHrp::devnet(), HashKind::Blake3, &lock)
+    );
     let bad: &[(&str, &str, Option<&str>, u16, &str)] = &[
+        ("GET", &blake3, None, 400, "hashing with blake3, and this chain uses sha256"),
         ("GET", "/blocks/xyz", None, 400, "neither a height nor 64 lowercase hex digits"),
         // Digests are lowercase (docs/PROTOCOL.md §1.2): uppercase is refused, not read.
         ("GET", &format!("/blocks/{}", "AB".repeat(32)), None, 400, "64 lowercase hex digits"),

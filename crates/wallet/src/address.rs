@@ -1,18 +1,24 @@
-//! Addresses: a [`Lock`] written as a bech32m string whose human-readable part names the network.
+//! Addresses: a [`Lock`] written as a bech32m string whose human-readable part names the network
+//! and whose version byte names the chain's hash function and the key's signature scheme.
 //!
 //! ```text
 //! address = hrp "1" data checksum            (BIP 173 layout, BIP 350 bech32m checksum)
-//! data    = base32( version_scheme:u8 || pubkey_hash:32 )      33 bytes -> 53 characters
+//! data    = base32( version:u8 || pubkey_hash:32 )      33 bytes -> 53 characters
+//! version = hash_code << 4 | scheme_code
 //! ```
 //!
 //! - `hrp` is the network's prefix: [`AddressHrp::MAIN`] (`sc`) or [`AddressHrp::DEVNET`]
-//!   (`scdev`), or any other valid prefix of at most [`AddressHrp::MAX_LEN`] characters. An
-//!   address never says which hash function its chain uses: the network does.
-//! - `version_scheme` is the scheme byte of the protocol (`0` ed25519, `1` secp256k1). Other
-//!   values are reserved for later address versions and rejected today.
+//!   (`scdev`), or any other valid prefix of at most [`AddressHrp::MAX_LEN`] characters.
+//! - `version`'s high four bits are the code of the hash function that made `pubkey_hash` (the
+//!   chain's: `0` sha256, `1` sha512_256, `2` blake3, as in the chain parameters), its low four
+//!   bits the scheme byte of the protocol (`0` ed25519, `1` secp256k1). A pubkey hash means
+//!   nothing on a chain hashing with another function: coins sent there could never be spent,
+//!   so an address of another hash function is refused ([`AddressError::WrongHash`]) like one of
+//!   another network. SHA-256 addresses have the versions `0` and `1` of the first address
+//!   format. Other codes are reserved and rejected today.
 //! - The 53 data characters carry 265 bits; the one padding bit must be zero, so every lock has
-//!   exactly one address per network (addresses are written in lowercase; an all-uppercase
-//!   address is accepted, as BIP 173 asks).
+//!   exactly one address per network and hash function (addresses are written in lowercase; an
+//!   all-uppercase address is accepted, as BIP 173 asks).
 //!
 //! The checksum detects any error in up to four characters, so a single mistyped character is
 //! always caught. [`Address::parse`] reports what was wrong, and where.
@@ -21,11 +27,11 @@ use std::fmt;
 
 use bech32::primitives::decode::{CheckedHrpstring, CheckedHrpstringError, ChecksumError};
 use bech32::{Bech32m, Hrp};
-use scalechain_types::{Hash, Lock, Scheme};
+use scalechain_types::{Hash, HashKind, Lock, Scheme};
 
 /// The bech32 data alphabet.
 const CHARSET: &[u8; 32] = b"qpzry9x8gf2tvdw0s3jn54khce6mua7l";
-/// Bytes of the address payload: the scheme byte and the 32-byte pubkey hash.
+/// Bytes of the address payload: the version byte and the 32-byte pubkey hash.
 pub const PAYLOAD_LEN: usize = 33;
 /// Characters of the data part: 53 for the payload, 6 for the checksum.
 const DATA_CHARS: usize = 53 + 6;
@@ -79,9 +85,21 @@ pub enum AddressError {
         /// Characters found.
         found: usize,
     },
-    /// The version/scheme byte names no known scheme.
-    #[error("address version byte {0} names no known signature scheme")]
-    UnknownScheme(u8),
+    /// The version byte names no known hash function or signature scheme.
+    #[error("address version byte {0} names no known hash function and signature scheme")]
+    UnknownVersion(u8),
+    /// A valid address, but for a chain hashing with another function: its coins could never
+    /// be spent here.
+    #[error(
+        "address is for a chain hashing with {found}, and this chain uses {expected} (coins sent \
+         to it could never be spent)"
+    )]
+    WrongHash {
+        /// The chain's hash function.
+        expected: HashKind,
+        /// The address's.
+        found: HashKind,
+    },
     /// The padding bit after the payload is set: not the canonical encoding.
     #[error("address has non-zero padding bits (not a canonical encoding)")]
     NonZeroPadding,
@@ -144,17 +162,28 @@ impl fmt::Debug for AddressHrp {
     }
 }
 
-/// A lock on a network: displays as its bech32m address.
+/// The version byte of a lock made with `hash`.
+pub fn version(hash: HashKind, scheme: Scheme) -> u8 {
+    hash.code() << 4 | scheme.code()
+}
+
+/// A lock on a network whose chain hashes with `hash`: displays as its bech32m address.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct Address {
     hrp: AddressHrp,
+    hash: HashKind,
     lock: Lock,
 }
 
 impl Address {
-    /// The address of `lock` on the network of `hrp`.
-    pub fn new(hrp: AddressHrp, lock: Lock) -> Address {
-        Address { hrp, lock }
+    /// The address of `lock` (its pubkey hash made with `hash`) on the network of `hrp`.
+    pub fn new(hrp: AddressHrp, hash: HashKind, lock: Lock) -> Address {
+        Address { hrp, hash, lock }
+    }
+
+    /// The hash function that made the lock's pubkey hash.
+    pub fn hash(&self) -> HashKind {
+        self.hash
     }
 
     /// The lock the address pays to.
@@ -167,19 +196,21 @@ impl Address {
         self.hrp
     }
 
-    /// The 33 payload bytes: scheme byte, then the pubkey hash.
+    /// The 33 payload bytes: the version byte, then the pubkey hash.
     pub fn payload(&self) -> [u8; PAYLOAD_LEN] {
         let mut p = [0u8; PAYLOAD_LEN];
-        p[0] = self.lock.scheme.code();
+        p[0] = version(self.hash, self.lock.scheme);
         p[1..].copy_from_slice(self.lock.pubkey_hash.as_bytes());
         p
     }
 
-    /// Parses an address that must belong to the network of `expected`.
+    /// Parses an address that must belong to the network of `expected` and a chain hashing with
+    /// `hash`.
     ///
     /// Checks, in order: length, separator, characters and case, checksum (over the prefix too),
-    /// network, data length, padding, scheme byte. The first failure is the error.
-    pub fn parse(s: &str, expected: &AddressHrp) -> Result<Address, AddressError> {
+    /// network, data length, padding, version byte, hash function. The first failure is the
+    /// error.
+    pub fn parse(s: &str, expected: &AddressHrp, hash: HashKind) -> Result<Address, AddressError> {
         let len = s.chars().count();
         if len > MAX_ADDRESS_LEN {
             return Err(AddressError::TooLong { len, max: MAX_ADDRESS_LEN });
@@ -213,10 +244,16 @@ impl Address {
         if n != PAYLOAD_LEN {
             return Err(AddressError::WrongLength { expected: DATA_CHARS, found: data_chars + 6 });
         }
-        let scheme = Scheme::from_code(payload[0]).ok_or(AddressError::UnknownScheme(payload[0]))?;
-        let mut hash = [0u8; 32];
-        hash.copy_from_slice(&payload[1..]);
-        Ok(Address { hrp: *expected, lock: Lock { scheme, pubkey_hash: Hash(hash) } })
+        let v = payload[0];
+        let (found, scheme) = HashKind::from_code(v >> 4)
+            .zip(Scheme::from_code(v & 0x0f))
+            .ok_or(AddressError::UnknownVersion(v))?;
+        if found != hash {
+            return Err(AddressError::WrongHash { expected: hash, found });
+        }
+        let mut pubkey_hash = [0u8; 32];
+        pubkey_hash.copy_from_slice(&payload[1..]);
+        Ok(Address { hrp: *expected, hash, lock: Lock { scheme, pubkey_hash: Hash(pubkey_hash) } })
     }
 }
 
@@ -226,14 +263,14 @@ impl fmt::Display for Address {
     }
 }
 
-/// The address of `lock` on the network of `hrp`, as a string.
-pub fn encode_address(hrp: &AddressHrp, lock: &Lock) -> String {
-    Address::new(*hrp, *lock).to_string()
+/// The address of `lock` (its pubkey hash made with `hash`) on the network of `hrp`, as a string.
+pub fn encode_address(hrp: &AddressHrp, hash: HashKind, lock: &Lock) -> String {
+    Address::new(*hrp, hash, *lock).to_string()
 }
 
-/// The lock an address of the network of `hrp` pays to.
-pub fn parse_address(s: &str, hrp: &AddressHrp) -> Result<Lock, AddressError> {
-    Address::parse(s, hrp).map(|a| a.lock)
+/// The lock an address of the network of `hrp`, for a chain hashing with `hash`, pays to.
+pub fn parse_address(s: &str, hrp: &AddressHrp, hash: HashKind) -> Result<Lock, AddressError> {
+    Address::parse(s, hrp, hash).map(|a| a.lock)
 }
 
 /// Finds the separator, then checks every character: the prefix must be printable ASCII, the data
@@ -295,20 +332,24 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
+    const SHA: HashKind = HashKind::Sha256;
+
     fn lock(scheme: Scheme, b: u8) -> Lock {
         Lock { scheme, pubkey_hash: Hash([b; 32]) }
     }
 
     #[test]
     fn round_trip_and_shape() {
-        for hrp in [AddressHrp::main(), AddressHrp::devnet()] {
+        for (hrp, kind) in
+            [AddressHrp::main(), AddressHrp::devnet()].into_iter().zip(HashKind::ALL.into_iter().cycle())
+        {
             for scheme in Scheme::ALL {
                 let l = lock(scheme, 0xa5);
-                let s = encode_address(&hrp, &l);
+                let s = encode_address(&hrp, kind, &l);
                 assert!(s.starts_with(&format!("{hrp}1")), "{s}");
                 assert_eq!(s.len(), hrp.as_str().len() + 1 + DATA_CHARS);
-                assert_eq!(parse_address(&s, &hrp), Ok(l));
-                assert_eq!(parse_address(&s.to_uppercase(), &hrp), Ok(l), "upper case is accepted");
+                assert_eq!(parse_address(&s, &hrp, kind), Ok(l));
+                assert_eq!(parse_address(&s.to_uppercase(), &hrp, kind), Ok(l), "upper case is accepted");
             }
         }
     }
@@ -317,47 +358,72 @@ mod tests {
     fn typed_errors() {
         let dev = AddressHrp::devnet();
         let main = AddressHrp::main();
-        let s = encode_address(&dev, &lock(Scheme::Ed25519, 1));
+        let s = encode_address(&dev, SHA, &lock(Scheme::Ed25519, 1));
         assert_eq!(
-            parse_address(&s, &main),
+            parse_address(&s, &main, SHA),
             Err(AddressError::WrongNetwork { expected: "sc".into(), found: "scdev".into() })
         );
-        assert_eq!(parse_address("scdevqqqq", &dev), Err(AddressError::MissingSeparator));
+        assert_eq!(parse_address("scdevqqqq", &dev, SHA), Err(AddressError::MissingSeparator));
         let mut bad = s.clone();
         bad.replace_range(10..11, "b");
-        assert_eq!(parse_address(&bad, &dev), Err(AddressError::BadCharacter { ch: 'b', position: 10 }));
+        assert_eq!(parse_address(&bad, &dev, SHA), Err(AddressError::BadCharacter { ch: 'b', position: 10 }));
         let mut mixed = s.clone();
         mixed.replace_range(10..11, &s[10..11].to_uppercase());
         if s[10..11] != s[10..11].to_uppercase() {
-            assert_eq!(parse_address(&mixed, &dev), Err(AddressError::MixedCase));
+            assert_eq!(parse_address(&mixed, &dev, SHA), Err(AddressError::MixedCase));
         }
         let long = format!("{s}{}", "q".repeat(40));
-        assert!(matches!(parse_address(&long, &dev), Err(AddressError::TooLong { .. })));
+        assert!(matches!(parse_address(&long, &dev, SHA), Err(AddressError::TooLong { .. })));
         // A valid bech32m string of the wrong length.
         let short = bech32::encode::<Bech32m>(Hrp::parse_unchecked("scdev"), &[0u8; 20]).unwrap();
-        assert!(matches!(parse_address(&short, &dev), Err(AddressError::WrongLength { found: 38, .. })));
-        // An unknown scheme byte.
-        let mut p = [7u8; 33];
-        p[0] = 9;
-        let unknown = bech32::encode::<Bech32m>(Hrp::parse_unchecked("scdev"), &p).unwrap();
-        assert_eq!(parse_address(&unknown, &dev), Err(AddressError::UnknownScheme(9)));
+        assert!(matches!(parse_address(&short, &dev, SHA), Err(AddressError::WrongLength { found: 38, .. })));
+        // Unknown version bytes: a scheme code, a hash code.
+        for v in [9u8, 0x31] {
+            let mut p = [7u8; 33];
+            p[0] = v;
+            let unknown = bech32::encode::<Bech32m>(Hrp::parse_unchecked("scdev"), &p).unwrap();
+            assert_eq!(parse_address(&unknown, &dev, SHA), Err(AddressError::UnknownVersion(v)));
+        }
         // A bech32 (not bech32m) checksum.
         let old = bech32::encode::<bech32::Bech32>(Hrp::parse_unchecked("scdev"), &[0u8; 33]).unwrap();
-        assert_eq!(parse_address(&old, &dev), Err(AddressError::BadChecksum));
-        assert!(matches!(parse_address("", &dev), Err(AddressError::MissingSeparator)));
-        assert!(matches!(parse_address("1qqqqqqqq", &dev), Err(AddressError::BadPrefix(_))));
-        assert!(matches!(parse_address("scdev1", &dev), Err(AddressError::WrongLength { .. })));
+        assert_eq!(parse_address(&old, &dev, SHA), Err(AddressError::BadChecksum));
+        assert!(matches!(parse_address("", &dev, SHA), Err(AddressError::MissingSeparator)));
+        assert!(matches!(parse_address("1qqqqqqqq", &dev, SHA), Err(AddressError::BadPrefix(_))));
+        assert!(matches!(parse_address("scdev1", &dev, SHA), Err(AddressError::WrongLength { .. })));
         assert!(matches!(
-            parse_address("scdév1qqqq", &dev),
+            parse_address("scdév1qqqq", &dev, SHA),
             Err(AddressError::BadCharacter { ch: 'é', position: 3 })
         ));
+    }
+
+    #[test]
+    fn an_address_names_its_hash_function_and_another_chains_is_refused() {
+        let dev = AddressHrp::devnet();
+        let l = lock(Scheme::Ed25519, 3);
+        // SHA-256 addresses keep the first format's version bytes 0 and 1.
+        let sha = encode_address(&dev, SHA, &l);
+        assert_eq!(Address::parse(&sha, &dev, SHA).unwrap().payload()[0], 0);
+        assert_eq!(version(SHA, Scheme::Secp256k1), 1);
+        for found in HashKind::ALL {
+            let s = encode_address(&dev, found, &l);
+            for expected in HashKind::ALL {
+                let got = parse_address(&s, &dev, expected);
+                if found == expected {
+                    assert_eq!(got, Ok(l));
+                } else {
+                    assert_eq!(got, Err(AddressError::WrongHash { expected, found }), "{s}");
+                    assert!(got.unwrap_err().to_string().contains("could never be spent"));
+                }
+            }
+        }
+        assert_ne!(encode_address(&dev, HashKind::Blake3, &l), sha);
     }
 
     #[test]
     fn non_zero_padding_is_rejected() {
         // Flip the last data character's padding bit and recompute a valid checksum.
         let dev = AddressHrp::devnet();
-        let s = encode_address(&dev, &lock(Scheme::Secp256k1, 0));
+        let s = encode_address(&dev, SHA, &lock(Scheme::Secp256k1, 0));
         let data = &s[6..6 + 53];
         let last = data.as_bytes()[52];
         let fe = CHARSET.iter().position(|&c| c == last).unwrap() as u8;
@@ -372,7 +438,7 @@ mod tests {
                 .chars()
                 .collect();
         assert_ne!(forged, s);
-        assert_eq!(parse_address(&forged, &dev), Err(AddressError::NonZeroPadding));
+        assert_eq!(parse_address(&forged, &dev, SHA), Err(AddressError::NonZeroPadding));
     }
 
     #[test]

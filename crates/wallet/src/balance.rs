@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use scalechain_types::{Amount, OutPoint, TxOut};
+use scalechain_types::{Amount, HashKind, OutPoint, TxOut};
 
 use crate::address::{encode_address, AddressHrp};
 
@@ -36,15 +36,19 @@ pub struct BalanceError {
     pub at: OutPoint,
 }
 
-/// Sums `coins` in total and per address of the network of `hrp`. Coins are counted as given (a
+/// Sums `coins` in total and per address of the network of `hrp` on a chain hashing with `hash`. Coins are counted as given (a
 /// coin listed twice counts twice).
-pub fn balance(coins: &[(OutPoint, TxOut)], hrp: &AddressHrp) -> Result<Balance, BalanceError> {
+pub fn balance(
+    coins: &[(OutPoint, TxOut)],
+    hrp: &AddressHrp,
+    hash: HashKind,
+) -> Result<Balance, BalanceError> {
     let mut b = Balance::default();
     for (op, out) in coins {
         let overflow = |_| BalanceError { at: *op };
         b.total = b.total.checked_add(out.value).map_err(overflow)?;
         b.coins += 1;
-        let entry = b.by_address.entry(encode_address(hrp, &out.lock)).or_default();
+        let entry = b.by_address.entry(encode_address(hrp, hash, &out.lock)).or_default();
         entry.amount = entry.amount.checked_add(out.value).map_err(overflow)?;
         entry.coins += 1;
     }
@@ -71,13 +75,13 @@ mod tests {
     fn sums_by_address() {
         let hrp = AddressHrp::devnet();
         let coins = [coin(1, 1, 10), coin(2, 2, 5), coin(3, 1, 7)];
-        let b = balance(&coins, &hrp).unwrap();
+        let b = balance(&coins, &hrp, HashKind::Sha256).unwrap();
         assert_eq!(b.total.get(), 22);
         assert_eq!(b.coins, 3);
         assert_eq!(b.by_address.len(), 2);
-        let a1 = encode_address(&hrp, &coins[0].1.lock);
+        let a1 = encode_address(&hrp, HashKind::Sha256, &coins[0].1.lock);
         assert_eq!(b.by_address[&a1], AddressBalance { amount: Amount::new(17).unwrap(), coins: 2 });
-        assert_eq!(balance(&[], &hrp).unwrap(), Balance::default());
+        assert_eq!(balance(&[], &hrp, HashKind::Sha256).unwrap(), Balance::default());
         let json = serde_json::to_value(&b).unwrap();
         assert_eq!(json["total"], 22);
     }
@@ -86,6 +90,6 @@ mod tests {
     fn overflow_is_an_error() {
         let hrp = AddressHrp::main();
         let coins = [coin(1, 1, Amount::MAX.get()), coin(2, 2, 1)];
-        assert_eq!(balance(&coins, &hrp), Err(BalanceError { at: coins[1].0 }));
+        assert_eq!(balance(&coins, &hrp, HashKind::Sha256), Err(BalanceError { at: coins[1].0 }));
     }
 }

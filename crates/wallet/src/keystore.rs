@@ -86,15 +86,15 @@ impl KdfParams {
     /// `m >= 8 * p`) and this crate's maximums; the error says which bound failed.
     pub fn check(&self) -> Result<(), String> {
         if self.t_cost == 0 || self.t_cost > Self::MAX_T_COST {
-            return Err(format!("t_cost {} is outside 1..={}", self.t_cost, Self::MAX_T_COST));
+            return Err(format!("t_cost {} is not from 1 to {}", self.t_cost, Self::MAX_T_COST));
         }
         if self.p_cost == 0 || self.p_cost > Self::MAX_P_COST {
-            return Err(format!("p_cost {} is outside 1..={}", self.p_cost, Self::MAX_P_COST));
+            return Err(format!("p_cost {} is not from 1 to {}", self.p_cost, Self::MAX_P_COST));
         }
         let min_m = 8 * self.p_cost;
         if self.m_cost_kib < min_m || self.m_cost_kib > Self::MAX_M_COST_KIB {
             return Err(format!(
-                "m_cost_kib {} is outside {min_m}..={}",
+                "m_cost_kib {} is not from {min_m} to {}",
                 self.m_cost_kib,
                 Self::MAX_M_COST_KIB
             ));

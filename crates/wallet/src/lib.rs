@@ -23,7 +23,7 @@
 //! let wallet = Wallet::open("wallet.json".as_ref(), &pass)?;
 //! let chain = ChainContext { hash: HashKind::Sha256, chain_id: Hash([0; 32]) }; // from the node
 //! let coins: Vec<(OutPoint, TxOut)> = vec![]; // the node's list for wallet.locks(chain.hash)
-//! let to = parse_address("scdev1...", &AddressHrp::devnet())?;
+//! let to = parse_address("scdev1...", &AddressHrp::devnet(), chain.hash)?;
 //! let change = wallet.keys()[0].lock(chain.hash);
 //! let options = BuildOptions::new(FeeRate::per_kb(Amount::new(1_000)?));
 //! let req = TransferRequest { coins: &coins, to, amount: Amount::new(5_000)?, change, options };

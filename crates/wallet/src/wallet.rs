@@ -29,7 +29,7 @@ impl KeyInfo {
 
     /// The address of this key on a chain hashing with `hash`, on the network of `hrp`.
     pub fn address(&self, hash: HashKind, hrp: &AddressHrp) -> Address {
-        Address::new(*hrp, self.lock(hash))
+        Address::new(*hrp, hash, self.lock(hash))
     }
 }
 
