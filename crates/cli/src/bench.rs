@@ -114,7 +114,7 @@ fn on_nodes(
             ),
         )
     })?;
-    let env = Env { targets: &targets, pids: &[], params: &params, sig };
+    let env = Env { targets: &targets, pids: &[], params: &params, sig, counters: None };
     let target = format!("nodes {}", a.api.join(", "));
     drive(a, b, out, rt, &env, target)
 }
@@ -169,7 +169,7 @@ fn on_devnet(
     let r = match connected {
         Err(e) => Err(load_fail(e)),
         Ok(()) => {
-            let env = Env { targets: &peers, pids: &pids, params: &params, sig };
+            let env = Env { targets: &peers, pids: &pids, params: &params, sig, counters: None };
             let target = format!("{}, load to the peers", layout(n));
             drive(a, b, out, rt, &env, target)
         }

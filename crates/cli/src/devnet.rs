@@ -13,6 +13,11 @@
 //! accepted transaction is accounted for: confirmed, still pooled (on which nodes), removed
 //! with the reason a node logged (`GET /mempool/removed`), or lost; devnet exits 1 if any was
 //! lost. Ctrl-C stops everything (exit code 130).
+//!
+//! When the nodes are up, devnet prints each node's API address and the line that makes the
+//! other commands use one (`export SCALECHAIN_API=…`). The load spends the premine keys below
+//! [`WALLET_KEYS_FROM`]; the keys from there to the last are left for people's wallets
+//! (`scalechain wallet import --devnet-key N`: 10 SC each on a fresh devnet).
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -22,7 +27,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 
 use scalechain_client::Client;
-use scalechain_consensus::params::SigMode;
+use scalechain_consensus::params::{SigMode, DEVNET_PREMINE_OUTPUTS};
 use scalechain_consensus::Params;
 use scalechain_lab::bench::run::{self, Env};
 use scalechain_lab::bench::spec::{Benchmark, Network, Round, Workload, MAX_TXS};
@@ -37,6 +42,7 @@ use scalechain_lab::load::schedule::Rate;
 use scalechain_lab::load::{LoadError, SystemClock};
 use scalechain_types::Hash;
 
+use crate::wallet::plural;
 use crate::Fail;
 
 /// Arguments of `scalechain devnet`.
@@ -90,6 +96,9 @@ pub struct DevnetArgs {
     stay: bool,
 }
 
+/// The first devnet premine key the load leaves alone, for wallets (to the last, 1023).
+pub const WALLET_KEYS_FROM: u64 = 1000;
+
 /// How often the waits look.
 const POLL: Duration = Duration::from_millis(100);
 
@@ -112,6 +121,24 @@ pub(crate) fn load_fail(e: LoadError) -> Fail {
 /// Ctrl-C: the exit code of a process ended by SIGINT.
 fn interrupted() -> Fail {
     Fail(130, "interrupted".into())
+}
+
+/// The nodes' API addresses, and how to use them and fund a wallet.
+fn api_lines(nodes: &[(String, Client)]) -> String {
+    let mut s = String::from("devnet: node APIs (give one to other commands with --api URL):\n");
+    for (name, c) in nodes {
+        s.push_str(&format!("devnet:   {name:<8} {}\n", c.base()));
+    }
+    if let Some((_, c)) = nodes.first() {
+        s.push_str(&format!("devnet: to use {} for every command of this shell:\n", nodes[0].0));
+        s.push_str(&format!("export SCALECHAIN_API={}\n", c.base()));
+        s.push_str(&format!(
+            "devnet: premine keys {WALLET_KEYS_FROM} to {} (10 SC each) are left for wallets: \
+             scalechain wallet import --devnet-key {WALLET_KEYS_FROM}\n",
+            DEVNET_PREMINE_OUTPUTS - 1
+        ));
+    }
+    s
 }
 
 /// Runs `scalechain devnet`.
@@ -169,15 +196,16 @@ pub fn devnet(a: DevnetArgs) -> Result<(), Fail> {
     let plan = NetworkPlan { peers: a.nodes, miners: a.miners, miner_threads: a.miner_threads, config };
     net.start_network(&plan).map_err(launch_fail)?;
     eprintln!(
-        "devnet: {} peers + {} miners up in {:.1}s ({})",
-        a.nodes,
-        a.miners,
+        "devnet: {} + {} up in {:.1}s ({})",
+        plural(a.nodes, "peer"),
+        plural(a.miners, "miner"),
         t_start.elapsed().as_secs_f64(),
         net.base_dir().display()
     );
     let (params, sig) = (scalechain_node::params_of(&node_cfg), node_cfg.chain.sig);
     // Peers and miners, in start order: the peers first.
     let nodes: Vec<(String, Client)> = net.clients(|r| r != Role::Bootstrap);
+    eprint!("{}", api_lines(&nodes));
     if let Some((_, c)) = net.clients(|r| r == Role::Miner).first() {
         eprintln!("devnet: web explorer at {} (the miner's; every node serves one)", c.url("/explorer"));
     }
@@ -187,6 +215,7 @@ pub fn devnet(a: DevnetArgs) -> Result<(), Fail> {
         if let Ok(s) = &summary {
             eprint!("{}", s.text());
         }
+        eprint!("{}", api_lines(&nodes));
         eprintln!("devnet: the network stays up (--stay); Ctrl-C stops it");
         while !interrupt::requested() {
             std::thread::sleep(POLL);
@@ -264,9 +293,12 @@ async fn drive(
     let network =
         Network { peers: a.nodes, miners: a.miners, miner_threads: a.miner_threads, node_config: None };
     let bench = Benchmark { name: "devnet".into(), network, rounds: vec![round] };
-    let env = Env { targets: &peers, pids, params, sig };
-    // A fresh devnet: the premine keys hold their genesis coins.
-    let prepared = run::prepare(&bench, &env, &premine_funds(params, sig)).map_err(load_fail)?;
+    let env = Env { targets: &peers, pids, params, sig, counters: None };
+    // A fresh devnet: the premine keys hold their genesis coins. Those from WALLET_KEYS_FROM on
+    // are left for wallets.
+    let mut funds = premine_funds(params, sig);
+    funds.truncate(WALLET_KEYS_FROM as usize);
+    let prepared = run::prepare(&bench, &env, &funds).map_err(load_fail)?;
     eprintln!(
         "devnet: {} load transactions and {} funding transactions in {} levels signed in {:.1}s",
         prepared.loads.iter().map(|l| l.0.len()).sum::<usize>(),

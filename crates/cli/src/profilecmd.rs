@@ -64,13 +64,19 @@ pub fn run(a: ProfileArgs) -> Result<(), Fail> {
     if a.json {
         println!("{}", serde_json::to_string_pretty(&doc).map_err(|e| Fail(2, e.to_string()))?);
     } else {
-        print!("{}", tables(&doc, !a.no_histograms));
+        // The hint repeats the node the command was given.
+        let enable = match &a.api.api {
+            Some(url) => format!("scalechain profile --api {url} --enable"),
+            None => "scalechain profile --enable".to_string(),
+        };
+        print!("{}", tables(&doc, !a.no_histograms, &enable));
     }
     Ok(())
 }
 
-/// Seed 001's tables for `doc`: the statistics, then (with `histograms`) each path's histograms.
-pub fn tables(doc: &ProfileJson, histograms: bool) -> String {
+/// Seed 001's tables for `doc`: the statistics, then (with `histograms`) each path's histograms;
+/// with no path recorded, the hint to run `enable` (the command line that turns the profiler on).
+pub fn tables(doc: &ProfileJson, histograms: bool, enable: &str) -> String {
     let mut out = format!(
         "Profiling {} over {}, with {} restarts{}.\n\n",
         if doc.enabled { "recording" } else { "off" },
@@ -79,7 +85,7 @@ pub fn tables(doc: &ProfileJson, histograms: bool) -> String {
         if doc.more { " (more paths than shown)" } else { "" }
     );
     if doc.paths.is_empty() {
-        out.push_str("No call path recorded (turn the profiler on: `scalechain profile --enable`).\n");
+        out.push_str(&format!("No call path recorded (turn the profiler on: `{enable}`).\n"));
         return out;
     }
     let width = doc.paths.iter().map(|p| p.path.chars().count()).max().unwrap_or(8).max(8);
@@ -213,7 +219,7 @@ mod tests {
             paths: vec![outer, inner],
             more: false,
         };
-        let t = tables(&doc, true);
+        let t = tables(&doc, true, "x");
         assert!(t.starts_with("Profiling recording over 33 min, 34 s, with 3 restarts."), "{t}");
         assert!(t.contains("# calls"), "{t}");
         // Average 10 µs, 2.5 µs of it outside profiled callees; a leaf has no exclusive column.
@@ -229,6 +235,7 @@ mod tests {
         assert!(t.contains("not centred yet"), "{t}");
         assert!(t.contains("1 µs–2 µs"), "{t}");
         let empty = ProfileJson { paths: vec![], ..doc };
-        assert!(tables(&empty, true).contains("No call path recorded"));
+        let hint = tables(&empty, true, "scalechain profile --api http://h:1 --enable");
+        assert!(hint.contains("No call path recorded (turn the profiler on: `scalechain profile --api http://h:1 --enable`)"), "{hint}");
     }
 }

@@ -8,8 +8,9 @@
 //! arguments. `bench` talks to several (`--api` repeated) and flattens [`TokenOpts`] alone.
 //!
 //! The flags, the same in every command:
-//! - `--api URL`: `http(s)://HOST:PORT` or `HOST:PORT`; by default the node's default API
-//!   address (`api.listen` of the node's configuration, `http://127.0.0.1:8645`);
+//! - `--api URL`: `http(s)://HOST:PORT` or `HOST:PORT`; by default the environment variable
+//!   `SCALECHAIN_API` ([`API_ENV`]: `devnet` prints the line that sets it), else the node's
+//!   default API address (`api.listen` of the node's configuration, `http://127.0.0.1:8645`);
 //! - `--token T` (also `--api-token T`, hidden: `vote`'s spelling before the options were
 //!   shared), or `--token-file FILE` (its first line; a node listening beyond loopback keeps
 //!   its token in `DATA_DIR/api_token`); the two conflict. The token goes with writes only.
@@ -38,6 +39,9 @@ use scalechain_types::{Hash, HashKind};
 
 use crate::Fail;
 
+/// The environment variable that gives `--api` when the flag is not.
+pub const API_ENV: &str = "SCALECHAIN_API";
+
 /// The blocking client of a node's API.
 pub(crate) type Api = blocking::Client;
 
@@ -48,8 +52,9 @@ pub(crate) const TOKEN_ARG: &str = "token";
 /// Which node to talk to, and the token for its writes.
 #[derive(Args, Clone, Debug, Default)]
 pub struct NodeOpts {
-    /// The node's API, e.g. http://127.0.0.1:8645 (default: the node's default API address).
-    #[arg(long, global = true)]
+    /// The node's API, e.g. http://127.0.0.1:8645 (default: the environment variable
+    /// SCALECHAIN_API, else the node's default API address; `devnet` prints its nodes').
+    #[arg(long, global = true, env = API_ENV)]
     pub api: Option<String>,
     /// The token.
     #[command(flatten)]
@@ -259,6 +264,32 @@ mod tests {
         assert!(bad_token.client().unwrap_err().to_string().starts_with("--token: API token: "));
         let e = bad_token.client_naming("--api-token").unwrap_err();
         assert!(e.to_string().starts_with("--api-token: API token: "), "{e}");
+    }
+
+    #[test]
+    fn no_node_at_the_address_exits_2_and_says_what_to_pass() {
+        use scalechain_client::ops::Method;
+        let not_a_node = ClientError::NotANode {
+            method: Method::Get,
+            url: "http://127.0.0.1:8000/status".into(),
+            status: 404,
+            media: "text/html".into(),
+        };
+        let e = NodeError::from(not_a_node);
+        assert_eq!(e.code(), 2);
+        assert!(e.to_string().starts_with("not a ScaleChain node at http://127.0.0.1:8000/status"), "{e}");
+        let unreachable = ClientError::Unreachable {
+            method: Method::Get,
+            url: "http://127.0.0.1:1/status".into(),
+            detail: "Connection refused (os error 111)".into(),
+        };
+        let e = NodeError::from(unreachable);
+        assert_eq!(e.code(), 2);
+        assert!(e.to_string().contains("is a node running there? pass --api URL"), "{e}");
+        let bad = NodeOpts { api: Some("http//bad url".into()), ..NodeOpts::default() };
+        let e = bad.client().unwrap_err();
+        assert!(e.to_string().starts_with("--api: \"http//bad url\" is not a node API URL"), "{e}");
+        assert_eq!(e.code(), 2);
     }
 
     #[test]

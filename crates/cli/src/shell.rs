@@ -1,9 +1,10 @@
 //! `scalechain shell`: seed 000's interactive shell on a node's API.
 //!
-//! Commands (`help` lists them): `status`, `peers`, `tip`, `block <height|hash>`, `tx <txid>`,
-//! `mempool`, `balance`, `send --to ADDR --amount N [--fee-rate R]` (the wallet of `--wallet`,
-//! through the same code as `scalechain wallet`), `load start <tps> [seconds]`, `load stop`,
-//! `load status`, `save <file.json>`, `dot <file.dot>`, `help`, `quit`.
+//! Commands (`help` lists them, `help <command>` tells one): `status`, `peers`, `tip`,
+//! `block <height|hash> [--page P]` (its transactions 20 to a page), `tx <txid>`, `mempool`,
+//! `balance`, `send --to ADDR --amount N [--fee-rate R]` (the wallet of `--wallet`, through the
+//! same code as `scalechain wallet`), `load start <tps> [seconds]`, `load stop`, `load status`,
+//! `save <file.json>`, `dot <file.dot>`, `help`, `quit` (or `exit`).
 //!
 //! On a terminal the shell uses a line editor with history (`--history FILE`, default
 //! `~/.scalechain_history`) and tab completion of command names. When standard input is not a
@@ -15,8 +16,9 @@
 //! to 10 s (`scalechain_lab::load::rounds`: each a one-round benchmark of the runner
 //! `scalechain bench` and devnet use): the devnet premine keys' coins are split, the split is
 //! waited for, the pre-signed transfers are submitted every 100 ms, and the round's transfers
-//! are waited for before the next round spends the keys' coins again; `load status` counts
-//! the rounds that ended.
+//! are waited for before the next round spends the keys' coins again; `load status` shows the
+//! offer's counters as they go (confirmations are counted when a round ends), and after the load
+//! ended or was stopped, its final figures.
 //!
 //! `save` fetches the main chain block by block (checking that each block's parent is the one
 //! before it, and starting again if the chain moved) into the JSON document
@@ -25,7 +27,7 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -48,7 +50,7 @@ use scalechain_types::{Hash, Lock};
 use scalechain_wallet::{encode_address, AddressHrp};
 
 use crate::remote::{self, Api, ChainInfo, NodeError, NodeOpts};
-use crate::wallet::{self, BalanceArgs, SendArgs, WalletError, WalletOpts};
+use crate::wallet::{self, plural, BalanceArgs, SendArgs, WalletError, WalletOpts};
 use crate::Fail;
 
 /// Arguments of `scalechain shell`.
@@ -79,10 +81,13 @@ enum Line {
     Peers,
     /// The main chain's tip.
     Tip,
-    /// A block: `block <height|hash>`.
+    /// A block and its transactions, 20 to a page: `block <height|hash> [--page P]`.
     Block {
         /// Height or block hash.
         id: String,
+        /// Which page of its transactions (from 1).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+        page: u64,
     },
     /// A transaction from the mempool or the main chain: `tx <txid>`.
     Tx {
@@ -110,10 +115,13 @@ enum Line {
         /// Output file.
         file: PathBuf,
     },
-    /// List the commands.
-    Help,
-    /// Leave the shell.
-    #[command(alias = "exit")]
+    /// List the commands, or tell one: `help [command]`.
+    Help {
+        /// The command to tell.
+        command: Option<String>,
+    },
+    /// Leave the shell (also `exit`).
+    #[command(visible_alias = "exit")]
     Quit,
 }
 
@@ -158,11 +166,13 @@ enum Flow {
     Quit,
 }
 
-/// The load thread's counters, and whether it has finished.
+/// The load thread's counters, and whether (and after how long) it has finished.
 #[derive(Default)]
 struct LoadStats {
     rounds: RoundStats,
     finished: AtomicBool,
+    /// How long the load ran, in milliseconds, once it has finished.
+    took_ms: AtomicU64,
 }
 
 impl LoadStats {
@@ -172,11 +182,17 @@ impl LoadStats {
 
     fn text(&self, tps: u64, started: Instant) -> String {
         let note = self.rounds.note();
-        let (offered, accepted, refused) = self.rounds.counters.get();
+        let (offered, accepted, refused) = self.rounds.live();
+        let finished = self.finished.load(Ordering::Relaxed);
+        // The clock stops with the load.
+        let took = if finished {
+            self.took_ms.load(Ordering::Relaxed) as f64 / 1e3
+        } else {
+            started.elapsed().as_secs_f64()
+        };
         format!(
-            "load at {tps} tx/s for {:.1} s{}: {} offered, {} accepted, {} refused, {} confirmed, {} rounds{}{}\n",
-            started.elapsed().as_secs_f64(),
-            if self.finished.load(Ordering::Relaxed) { " (finished)" } else { "" },
+            "load at {tps} tx/s for {took:.1} s{}: {} offered, {} accepted, {} refused, {} confirmed, {} rounds{}{}\n",
+            if finished { " (finished)" } else { "" },
             offered,
             accepted,
             refused,
@@ -214,12 +230,15 @@ struct Shell {
     builder: ClientBuilder,
     api: Api,
     load: Option<Load>,
+    /// The figures of the last load stopped, for `load status` after it.
+    last_load: Option<String>,
 }
 
 /// Runs `scalechain shell`.
 pub fn run(a: ShellArgs) -> Result<(), Fail> {
     let api = a.api.client()?;
-    let mut sh = Shell { wallet: a.wallet.clone(), builder: a.api.builder(), api, load: None };
+    let mut sh =
+        Shell { wallet: a.wallet.clone(), builder: a.api.builder(), api, load: None, last_load: None };
     let result = if std::io::stdin().is_terminal() {
         let history = a.history.clone().or_else(|| {
             std::env::var_os("HOME")
@@ -340,7 +359,7 @@ impl Shell {
             }
             Line::Peers => {
                 let peers = self.api.peers()?;
-                out.push_str(&format!("{} peers\n", peers.len()));
+                out.push_str(&format!("{}\n", plural(peers.len(), "peer")));
                 for p in &peers {
                     out.push_str(&format!(
                         "  {}  {}  role {}  height {}  score {}  rtt {}\n",
@@ -358,14 +377,14 @@ impl Shell {
                 let t = self.api.tip()?;
                 out.push_str(&format!("height {}  hash {}\n", t.height, t.hash));
             }
-            Line::Block { id } => {
+            Line::Block { id, page } => {
                 let id: BlockId = id.parse().map_err(|e| ShellError::Usage(format!("block {e}")))?;
                 let b = self.api.block(id)?;
-                block_text(&b, out);
+                block_text(&b, page, out)?;
             }
             Line::Tx { txid } => {
-                let id = txid.parse::<Hash>().map_err(|e| {
-                    ShellError::Usage(format!("tx {txid:?}: a txid is 64 lowercase hex digits ({e})"))
+                let id = txid.parse::<Hash>().map_err(|_| {
+                    ShellError::Usage(format!("tx {txid:?}: a txid is 64 lowercase hex digits"))
                 })?;
                 let t = self.api.tx(&id)?;
                 match t.height {
@@ -376,10 +395,10 @@ impl Shell {
                 for i in &t.tx.inputs {
                     out.push_str(&format!("  in   {}:{} ({})\n", i.txid, i.index, i.scheme));
                 }
-                let hrp = AddressHrp::devnet();
+                let (hrp, kind) = (AddressHrp::devnet(), remote::chain_info(&self.api)?.params.hash);
                 for o in &t.tx.outputs {
                     let lock = Lock { scheme: o.scheme, pubkey_hash: o.pubkey_hash };
-                    out.push_str(&format!("  out  {:>16}  {}\n", o.value, encode_address(&hrp, &lock)));
+                    out.push_str(&format!("  out  {:>16}  {}\n", o.value, encode_address(&hrp, kind, &lock)));
                 }
             }
             Line::Mempool => {
@@ -424,7 +443,7 @@ impl Shell {
                 parse_chain_json(&text).map_err(ShellError::Export)?;
                 write_file(&file, &text)?;
                 out.push_str(&format!(
-                    "saved {n} blocks (heights 0..={}, {txs} transactions) to {}\n",
+                    "saved {n} blocks (heights 0 to {}, {txs} transactions) to {}\n",
                     n.saturating_sub(1),
                     file.display()
                 ));
@@ -444,9 +463,18 @@ impl Shell {
                 write_file(&file, &dot(params.hash, &all))?;
                 out.push_str(&format!("wrote {} blocks as DOT to {}\n", all.len(), file.display()));
             }
-            Line::Help => {
+            Line::Help { command: None } => {
                 out.push_str(&Line::command().render_help().to_string());
-                out.push_str("\n`<command> --help` explains one command.\n");
+                out.push_str("\n`help <command>` explains one command.\n");
+            }
+            Line::Help { command: Some(name) } => {
+                let mut all = Line::command();
+                let Some(c) = all.find_subcommand_mut(&name) else {
+                    return Err(ShellError::Usage(format!(
+                        "help {name:?}: no such command (`help` lists them)"
+                    )));
+                };
+                out.push_str(&c.render_long_help().to_string());
             }
             Line::Quit => return Ok(Flow::Quit),
         }
@@ -457,7 +485,9 @@ impl Shell {
         match cmd {
             LoadCmd::Start { tps, seconds } => {
                 if tps == 0 || tps > 1_000_000 {
-                    return Err(ShellError::Usage(format!("load start {tps}: tps must be in 1..=1000000")));
+                    return Err(ShellError::Usage(format!(
+                        "load start {tps}: tps must be from 1 to 1,000,000"
+                    )));
                 }
                 if seconds == Some(0) {
                     return Err(ShellError::Usage("load start: seconds must be at least 1".into()));
@@ -475,16 +505,19 @@ impl Shell {
                 let stop = Arc::new(AtomicBool::new(false));
                 let stats = Arc::new(LoadStats::default());
                 let (builder, st, sp) = (self.builder.clone(), stats.clone(), stop.clone());
+                let started = Instant::now();
                 let handle = std::thread::Builder::new()
                     .name("load".into())
                     .spawn(move || {
                         if let Err(e) = drive_load(&builder, tps, seconds, &sp, &st) {
                             st.set_note(format!("stopped: {e}"));
                         }
+                        let took = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+                        st.took_ms.store(took, Ordering::Relaxed);
                         st.finished.store(true, Ordering::Relaxed);
                     })
                     .map_err(|e| ShellError::Load(format!("starting the load thread: {e}")))?;
-                self.load = Some(Load { stop, stats, handle: Some(handle), tps, started: Instant::now() });
+                self.load = Some(Load { stop, stats, handle: Some(handle), tps, started });
                 out.push_str(&format!(
                     "load started: {tps} tx/s {}\n",
                     seconds.map_or("until `load stop`".to_string(), |s| format!("for {s} s"))
@@ -492,13 +525,17 @@ impl Shell {
             }
             LoadCmd::Stop => {
                 let l = self.load.take().ok_or_else(|| ShellError::Load("no load is running".into()))?;
-                out.push_str(&l.finish());
+                let text = l.finish();
+                out.push_str(&text);
+                self.last_load = Some(text);
             }
-            LoadCmd::Status => {
-                let l =
-                    self.load.as_ref().ok_or_else(|| ShellError::Load("no load has been started".into()))?;
-                out.push_str(&l.stats.text(l.tps, l.started));
-            }
+            LoadCmd::Status => match (&self.load, &self.last_load) {
+                (Some(l), _) => out.push_str(&l.stats.text(l.tps, l.started)),
+                (None, Some(last)) => {
+                    out.push_str(&format!("no load is running; the last one stopped: {last}"))
+                }
+                (None, None) => return Err(ShellError::Load("no load has been started".into())),
+            },
         }
         Ok(())
     }
@@ -508,10 +545,23 @@ fn write_file(path: &Path, text: &str) -> Result<(), ShellError> {
     std::fs::write(path, text).map_err(|source| ShellError::Write { path: path.to_path_buf(), source })
 }
 
-fn block_text(b: &BlockJson, out: &mut String) {
+/// Transactions `block` lists per page.
+const BLOCK_PAGE: usize = 20;
+
+fn block_text(b: &BlockJson, page: u64, out: &mut String) -> Result<(), ShellError> {
+    let pages = b.txs.len().div_ceil(BLOCK_PAGE).max(1);
+    let page = usize::try_from(page).unwrap_or(usize::MAX);
+    if page > pages {
+        return Err(ShellError::Usage(format!(
+            "block {}: --page {page}, but its {} fill {}",
+            b.header.height,
+            plural(b.txs.len(), "transaction"),
+            plural(pages, "page")
+        )));
+    }
     let h = &b.header;
     out.push_str(&format!(
-        "block {} {}\n  prev {}\n  time {}  target {}  nonce {}\n  merkle root {}\n  {} txs\n",
+        "block {} {}\n  prev {}\n  time {}  target {}  nonce {}\n  merkle root {}\n  {}\n",
         h.height,
         b.hash,
         h.prev_hash,
@@ -519,9 +569,10 @@ fn block_text(b: &BlockJson, out: &mut String) {
         h.target,
         h.nonce,
         h.merkle_root,
-        b.txs.len()
+        plural(b.txs.len(), "transaction")
     ));
-    for t in &b.txs {
+    let first = (page - 1) * BLOCK_PAGE;
+    for t in b.txs.iter().skip(first).take(BLOCK_PAGE) {
         let value: u64 = t.outputs.iter().map(|o| o.value.get()).fold(0, u64::saturating_add);
         out.push_str(&format!(
             "  {}  {:<8}  {} in  {} out  value {value}\n",
@@ -531,6 +582,19 @@ fn block_text(b: &BlockJson, out: &mut String) {
             t.outputs.len()
         ));
     }
+    if pages > 1 {
+        let shown = b.txs.len().min(first + BLOCK_PAGE);
+        out.push_str(&format!(
+            "  transactions {}-{shown} of {} (page {page} of {pages}",
+            first + 1,
+            b.txs.len()
+        ));
+        if page < pages {
+            out.push_str(&format!("; `block {} --page {}` for the next", h.height, page + 1));
+        }
+        out.push_str(")\n");
+    }
+    Ok(())
 }
 
 /// The main chain, genesis first, fetched block by block; starts again if a block's parent is

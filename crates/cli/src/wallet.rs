@@ -12,7 +12,16 @@
 //!   the client they give and the chain's recognition are [`crate::remote`]'s, shared with the
 //!   other commands that talk to a node.
 //! - The chain (hash function, signature schemes, coinbase maturity) is recognised from the
-//!   node's chain id among the devnet parameter sets; addresses use the devnet prefix `scdev`.
+//!   node's chain id among the devnet parameter sets; addresses use the devnet prefix `scdev`
+//!   and name the chain's hash function (an address of another is refused before sending).
+//!   Commands that do not ask the node (`new`, `address`, `list`, `import --seed-file`) write
+//!   addresses for `--hash` (default sha256).
+//! - Receiving addresses (`address`, and the change of what the wallet sends) are the wallet's
+//!   own derived keys; imported keys (a devnet premine key, say) are spent from, never handed
+//!   out: their secret may be known to others.
+//! - What the wallet sends may spend its own unconfirmed change: the outputs paying its keys of
+//!   the pooled transactions that spend its coins (as Bitcoin Core spends its own unconfirmed
+//!   change), so sends in a row need not wait for a block.
 //!
 //! Every failure is a [`WalletError`] saying what was wrong; its exit code follows the rest of
 //! the command line: 1 for a refusal (wrong passphrase, insufficient funds, a transaction or
@@ -26,13 +35,15 @@ use clap::{Args, Subcommand};
 
 use scalechain_client::types::{Owner, TxState};
 use scalechain_client::ClientError;
+use scalechain_consensus::params::{devnet_premine_seed, DEVNET_PREMINE_OUTPUTS};
 use scalechain_consensus::Params;
 use scalechain_types::codec::Decode;
 use scalechain_types::{Amount, Hash, HashKind, Lock, OutPoint, Scheme, Tx, TxKind, TxOut};
 use scalechain_wallet::{
     balance, build_app_tx, build_transfer, encode_address, parse_address, AddressError, AddressHrp,
     AppTxRequest, BalanceError, BuildError, BuildOptions, BuiltTransfer, ChainContext, FeeRate, KdfParams,
-    KeyId, Keyring, KeystoreError, Passphrase, PassphraseError, Seed, SeedError, TransferRequest, Wallet,
+    KeyId, KeyInfo, Keyring, KeystoreError, Passphrase, PassphraseError, Seed, SeedError, TransferRequest,
+    Wallet,
 };
 
 use crate::remote::{node_chain, Api, NodeError, NodeOpts};
@@ -87,7 +98,11 @@ enum WalletCmd {
         scheme: Scheme,
     },
     /// List every key and its address.
-    List,
+    List {
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// The confirmed balance from the node's UTXO set, and what its mempool adds or spends.
     Balance(BalanceArgs),
     /// Build, sign and submit a transfer; prints its txid.
@@ -104,14 +119,19 @@ enum WalletCmd {
         #[arg(long)]
         from: PathBuf,
     },
-    /// Add a key from a seed: 64 hex digits on the first line of FILE (e.g. a devnet premine key).
+    /// Add a key to spend from: a seed (64 hex digits on the first line of FILE), or devnet
+    /// premine key N (the node says its scheme). Imported keys are never receiving addresses.
     Import {
         /// The file holding the seed.
-        #[arg(long)]
-        seed_file: PathBuf,
-        /// The key's signature scheme.
-        #[arg(long, default_value = "ed25519")]
+        #[arg(long, required_unless_present = "devnet_key", conflicts_with = "devnet_key")]
+        seed_file: Option<PathBuf>,
+        /// The key's signature scheme (with --seed-file).
+        #[arg(long, default_value = "ed25519", conflicts_with = "devnet_key")]
         scheme: Scheme,
+        /// Devnet premine key N (0 to 1023, each holding 10 SC on a fresh devnet): asks the node
+        /// for its chain.
+        #[arg(long, value_parser = clap::value_parser!(u64).range(0..DEVNET_PREMINE_OUTPUTS))]
+        devnet_key: Option<u64>,
     },
 }
 
@@ -189,6 +209,9 @@ pub enum WalletError {
         /// Which coins were left out, if any.
         note: String,
     },
+    /// `import` was given neither a seed file nor a devnet key (the command line requires one).
+    #[error("import needs --seed-file FILE or --devnet-key N")]
+    NoSeed,
     /// The wallet holds no key.
     #[error("the wallet {0} holds no key: run `scalechain wallet address --new`")]
     NoKeys(PathBuf),
@@ -204,8 +227,9 @@ pub enum WalletError {
         /// What was wrong.
         detail: String,
     },
-    /// The node refused the transaction.
-    #[error("the node refused transaction {txid}: {reason}: {detail}")]
+    /// The node refused the transaction (the rule named once: the node's detail may already
+    /// start with it).
+    #[error("the node refused transaction {txid}: {}", rule_detail(reason, detail))]
     Refused {
         /// Its txid.
         txid: Hash,
@@ -217,6 +241,18 @@ pub enum WalletError {
     /// The coins the node lists do not add up.
     #[error("the node's coin list: {0}")]
     Balance(#[from] BalanceError),
+}
+
+/// A refusal's rule and detail as one text, the rule said once: `rule: detail`, or the detail
+/// alone when it already starts with the rule (as the node's do).
+pub(crate) fn rule_detail(rule: &str, detail: &str) -> String {
+    if detail.is_empty() {
+        rule.to_string()
+    } else if detail.strip_prefix(rule).is_some_and(|rest| rest.starts_with(':')) {
+        detail.to_string()
+    } else {
+        format!("{rule}: {detail}")
+    }
 }
 
 impl WalletError {
@@ -292,16 +328,21 @@ pub(crate) struct Pending {
     pub scanned: bool,
     /// Transactions in the mempool.
     pub mempool_txs: usize,
-    /// Unconfirmed outputs paying the locks.
+    /// Unconfirmed outputs paying the locks that no pooled transaction spends.
     pub incoming: Amount,
     /// The value of confirmed coins that unconfirmed transactions spend.
     pub outgoing: Amount,
-    /// Those coins.
+    /// The coins, confirmed or the wallet's own unconfirmed change, that pooled transactions
+    /// spend.
     pub spent: HashSet<OutPoint>,
+    /// The wallet's own unconfirmed change: outputs paying its locks of pooled transactions
+    /// that spend its coins (confirmed, or such change in turn), that no pooled transaction
+    /// spends. A transfer may spend them.
+    pub change: Vec<(OutPoint, TxOut)>,
 }
 
 /// Looks through the mempool (when it holds at most [`PENDING_SCAN_MAX`] transactions) for
-/// transactions paying `locks` or spending `coins`.
+/// transactions paying `locks` or spending `coins`, and the wallet's own unconfirmed change.
 pub(crate) fn pending(
     api: &Api,
     locks: &HashSet<Lock>,
@@ -312,6 +353,7 @@ pub(crate) fn pending(
     if m.count > PENDING_SCAN_MAX {
         return Ok(p);
     }
+    let mut pooled: Vec<(Hash, Tx)> = Vec::with_capacity(m.txids.len());
     for txid in &m.txids {
         let st = match api.tx(txid) {
             Ok(s) => s,
@@ -333,15 +375,70 @@ pub(crate) fn pending(
                 }
             }
         }
-        for o in &tx.outputs {
-            if locks.contains(&o.lock) {
-                p.incoming =
-                    p.incoming.checked_add(o.value).map_err(|e| WalletError::bad(&url, e.to_string()))?;
+        pooled.push((*txid, tx));
+    }
+    // Incoming: pooled outputs paying the locks that no pooled transaction spends (the change
+    // of a send that a later send spent is not counted twice).
+    let spent_in_pool: HashSet<OutPoint> =
+        pooled.iter().flat_map(|(_, t)| t.inputs.iter().map(|i| i.prev)).collect();
+    for (txid, tx) in &pooled {
+        for (index, o) in tx.outputs.iter().enumerate() {
+            let Ok(index) = u32::try_from(index) else { break };
+            if locks.contains(&o.lock) && !spent_in_pool.contains(&OutPoint { txid: *txid, index }) {
+                p.incoming = p
+                    .incoming
+                    .checked_add(o.value)
+                    .map_err(|e| WalletError::bad(api.base(), e.to_string()))?;
             }
         }
     }
+    p.change = own_change(&pooled, locks, coins, &mut p.spent);
     p.scanned = true;
     Ok(p)
+}
+
+/// The wallet's own unconfirmed change among `pooled` transactions: the outputs paying `locks`
+/// of those spending `coins` or such change in turn (found until nothing more is), that no
+/// pooled transaction spends. Adds the spent change to `spent`.
+fn own_change(
+    pooled: &[(Hash, Tx)],
+    locks: &HashSet<Lock>,
+    coins: &HashMap<OutPoint, Amount>,
+    spent: &mut HashSet<OutPoint>,
+) -> Vec<(OutPoint, TxOut)> {
+    let mut own = vec![false; pooled.len()];
+    let mut change: HashMap<OutPoint, TxOut> = HashMap::new();
+    // At most one pass per pooled transaction: each pass that goes on marks one more as own.
+    loop {
+        let mut grew = false;
+        for ((txid, tx), own) in pooled.iter().zip(own.iter_mut()) {
+            if *own || !tx.inputs.iter().any(|i| coins.contains_key(&i.prev) || change.contains_key(&i.prev))
+            {
+                continue;
+            }
+            *own = true;
+            grew = true;
+            for (index, o) in tx.outputs.iter().enumerate() {
+                let Ok(index) = u32::try_from(index) else { break };
+                if locks.contains(&o.lock) {
+                    change.insert(OutPoint { txid: *txid, index }, *o);
+                }
+            }
+        }
+        if !grew {
+            break;
+        }
+    }
+    for (_, tx) in pooled {
+        for i in &tx.inputs {
+            if change.remove(&i.prev).is_some() {
+                spent.insert(i.prev);
+            }
+        }
+    }
+    let mut out: Vec<(OutPoint, TxOut)> = change.into_iter().collect();
+    out.sort_by_key(|(op, _)| *op);
+    out
 }
 
 /// Reads the passphrase: `--passphrase-file`, else the environment variable.
@@ -371,6 +468,26 @@ fn amount(what: &'static str, value: u64) -> Result<Amount, WalletError> {
 
 fn hrp() -> AddressHrp {
     AddressHrp::devnet()
+}
+
+/// `n` and the noun, plural unless `n` is 1 (`1 output`, `2 outputs`).
+pub(crate) fn plural(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// The key that receives: the wallet's first derived key (imported keys are spent from, never
+/// handed out), else its first key.
+fn receiving_key(wallet: &Wallet) -> Result<KeyInfo, WalletError> {
+    let keys = wallet.keys();
+    keys.iter()
+        .find(|k| matches!(k.id, KeyId::Derived { .. }))
+        .or_else(|| keys.first())
+        .copied()
+        .ok_or_else(|| WalletError::NoKeys(wallet.path().to_path_buf()))
 }
 
 fn key_name(id: KeyId) -> String {
@@ -438,7 +555,7 @@ pub(crate) fn balance_of(
         coins.extend(coins_of(api, lock)?);
     }
     let list: Vec<(OutPoint, TxOut)> = coins.iter().map(|c| (c.outpoint, c.out)).collect();
-    let b = balance(&list, &hrp())?;
+    let b = balance(&list, &hrp(), kind)?;
     let mut immature = Amount::ZERO;
     for c in coins.iter().filter(|c| !c.spendable(&chain.params, chain.height)) {
         immature = immature.checked_add(c.out.value).map_err(|_| BalanceError { at: c.outpoint })?;
@@ -449,7 +566,7 @@ pub(crate) fn balance_of(
         b.by_address.into_iter().map(|(a, v)| (a, v.amount, v.coins)).collect();
     // Addresses of keys without coins too.
     for lock in &ordered {
-        let a = encode_address(&hrp(), lock);
+        let a = encode_address(&hrp(), kind, lock);
         if !by_address.iter().any(|(x, _, _)| *x == a) {
             by_address.push((a, Amount::ZERO, 0));
         }
@@ -484,16 +601,22 @@ pub(crate) fn balance_text(r: &BalanceReport, json: bool) -> String {
     }
     let mut s = String::new();
     for (a, v, n) in &r.by_address {
-        s.push_str(&format!("  {a}  {v:>16}  ({n} coins)\n"));
+        s.push_str(&format!("  {a}  {v:>16} ({}) in {}\n", v.coins(), plural(*n, "output")));
     }
     s.push_str(&format!(
-        "confirmed {} in {} coins at height {} ({} immature)\n",
-        r.confirmed, r.coins, r.height, r.immature
+        "confirmed {} ({}) in {} at height {} ({} immature)\n",
+        r.confirmed,
+        r.confirmed.coins(),
+        plural(r.coins, "output"),
+        r.height,
+        r.immature
     ));
     if p.scanned {
         s.push_str(&format!(
-            "pending   +{} incoming, -{} spent (mempool of {} transactions)\n",
-            p.incoming, p.outgoing, p.mempool_txs
+            "pending   +{} incoming, -{} spent (mempool of {})\n",
+            p.incoming,
+            p.outgoing,
+            plural(p.mempool_txs, "transaction")
         ));
     } else {
         s.push_str(&format!(
@@ -501,6 +624,7 @@ pub(crate) fn balance_text(r: &BalanceReport, json: bool) -> String {
             p.mempool_txs
         ));
     }
+    s.push_str("amounts in base units (1 SC = 100,000,000)\n");
     s
 }
 
@@ -511,7 +635,9 @@ pub(crate) fn send(
     wallet: &Wallet,
     args: &SendArgs,
 ) -> Result<BuiltTransfer, WalletError> {
-    let to = parse_address(&args.to, &hrp()).map_err(|source| WalletError::Address {
+    // The address must be one of this chain's hash function: coins sent elsewhere are lost.
+    let kind = node_chain(api, opts.hash)?.params.hash;
+    let to = parse_address(&args.to, &hrp(), kind).map_err(|source| WalletError::Address {
         what: "--to",
         input: args.to.clone(),
         source,
@@ -544,7 +670,7 @@ pub(crate) fn fund_app_tx(
 }
 
 /// Builds a transaction with `build` from the wallet's spendable coins (mature, and not spent
-/// by a pooled transaction), change to its first key.
+/// by a pooled transaction) and its own unconfirmed change, change to its first derived key.
 fn fund(
     api: &Api,
     opts: &WalletOpts,
@@ -559,8 +685,7 @@ fn fund(
     // The node's chain, checked against `--hash`.
     let chain = node_chain(api, opts.hash)?;
     let kind = chain.params.hash;
-    let change =
-        wallet.keys().first().ok_or_else(|| WalletError::NoKeys(wallet.path().to_path_buf()))?.lock(kind);
+    let change = receiving_key(wallet)?.lock(kind);
     let (locks, ordered) = wallet_locks(wallet, kind);
     let mut all = Vec::new();
     for lock in &ordered {
@@ -582,15 +707,19 @@ fn fund(
             free
         })
         .map(|c| (c.outpoint, c.out))
+        .chain(pend.change.iter().copied())
         .collect();
     let ctx = ChainContext { hash: kind, chain_id: chain.chain_id };
     build(&wallet.keyring(kind), &ctx, &coins, change).map_err(|source| {
         let mut note = String::new();
         if immature > 0 {
-            note.push_str(&format!("; {immature} immature coinbase coins left out"));
+            note.push_str(&format!("; {} left out", plural(immature, "immature coinbase output")));
         }
         if in_flight > 0 {
-            note.push_str(&format!("; {in_flight} coins already spent by unconfirmed transactions left out"));
+            note.push_str(&format!(
+                "; {} already spent by transactions waiting for a block left out",
+                plural(in_flight, "output")
+            ));
         }
         if !pend.scanned {
             note.push_str("; the mempool was too large to check for coins already being spent");
@@ -618,12 +747,12 @@ pub(crate) fn send_text(args: &SendArgs, b: &BuiltTransfer) -> Output {
     Output {
         out: format!("{}\n", b.txid),
         info: format!(
-            "sent {} to {}: fee {} for {} bytes, {} coins spent, change {}\n",
+            "sent {} to {}: fee {} for {} bytes, {} spent, change {}\n",
             args.amount,
             args.to,
             b.fee,
             b.size,
-            b.spent.len(),
+            plural(b.spent.len(), "output"),
             b.change.map_or("none".to_string(), |c| c.to_string())
         ),
     }
@@ -645,7 +774,13 @@ fn run_cmd(a: &WalletArgs) -> Result<Output, WalletError> {
         }
         WalletCmd::Address { new, scheme } => {
             let mut w = open(o)?;
-            let newest = w.keys().iter().rev().find(|k| k.pubkey.scheme() == *scheme).copied();
+            // Receiving addresses are derived keys: an imported key's secret may be known.
+            let newest = w
+                .keys()
+                .iter()
+                .rev()
+                .find(|k| k.pubkey.scheme() == *scheme && matches!(k.id, KeyId::Derived { .. }))
+                .copied();
             let k = match newest {
                 Some(k) if !new => k,
                 _ => {
@@ -656,10 +791,33 @@ fn run_cmd(a: &WalletArgs) -> Result<Output, WalletError> {
             };
             out.out = format!("{}\n", k.address(offline_hash(o), &hrp()));
         }
-        WalletCmd::List => {
+        WalletCmd::List { json } => {
             let w = open(o)?;
-            for k in w.keys() {
-                out.out.push_str(&format!("{}  {}\n", k.address(offline_hash(o), &hrp()), key_name(k.id)));
+            let kind = offline_hash(o);
+            if *json {
+                let keys: Vec<serde_json::Value> = w
+                    .keys()
+                    .iter()
+                    .map(|k| {
+                        let (origin, index) = match k.id {
+                            KeyId::Derived { index, .. } => ("derived", index),
+                            KeyId::Imported { index } => ("imported", index),
+                        };
+                        serde_json::json!({
+                            "address": k.address(kind, &hrp()).to_string(),
+                            "scheme": k.pubkey.scheme().to_string(),
+                            "origin": origin,
+                            "index": index,
+                            "receiving": matches!(k.id, KeyId::Derived { .. }),
+                        })
+                    })
+                    .collect();
+                let v = serde_json::json!({ "hash": kind.name(), "keys": keys });
+                out.out = format!("{v}\n");
+            } else {
+                for k in w.keys() {
+                    out.out.push_str(&format!("{}  {}\n", k.address(kind, &hrp()), key_name(k.id)));
+                }
             }
         }
         WalletCmd::Balance(b) => {
@@ -668,12 +826,16 @@ fn run_cmd(a: &WalletArgs) -> Result<Output, WalletError> {
             out.out = balance_text(&balance_of(&api, o, &w)?, b.json);
         }
         WalletCmd::Send(s) => {
-            // Arguments first: a bad address or amount fails before anything is opened or asked.
-            parse_address(&s.to, &hrp()).map_err(|source| WalletError::Address {
-                what: "--to",
-                input: s.to.clone(),
-                source,
-            })?;
+            // Arguments first: a bad address or amount fails before anything is opened or asked
+            // (the address's hash function is checked against the node's chain by `send`).
+            match parse_address(&s.to, &hrp(), offline_hash(o)) {
+                Ok(_) => {}
+                // Without --hash, the node's chain says which hash function is right.
+                Err(AddressError::WrongHash { .. }) if o.hash.is_none() => {}
+                Err(source) => {
+                    return Err(WalletError::Address { what: "--to", input: s.to.clone(), source })
+                }
+            }
             amount("--amount", s.amount)?;
             amount("--fee-rate", s.fee_rate)?;
             let api = a.api.client()?;
@@ -694,12 +856,24 @@ fn run_cmd(a: &WalletArgs) -> Result<Output, WalletError> {
             let w = Wallet::restore(from, &pass, &o.wallet)?;
             out.info = format!("restored {} keys into {}\n", w.keys().len(), o.wallet.display());
         }
-        WalletCmd::Import { seed_file, scheme } => {
-            let seed = read_seed(seed_file)?;
+        WalletCmd::Import { seed_file, scheme, devnet_key } => {
+            let (seed, scheme, kind, what) = match (seed_file, devnet_key) {
+                (Some(f), _) => (read_seed(f)?, *scheme, offline_hash(o), String::new()),
+                (None, Some(i)) => {
+                    // The node's chain says the key's scheme and the address's hash function.
+                    let chain = node_chain(&a.api.client()?, o.hash)?;
+                    let seed = Seed::from_bytes(devnet_premine_seed(*i));
+                    (seed, chain.sig.scheme_for(*i), chain.params.hash, format!(", devnet premine key {i}"))
+                }
+                (None, None) => return Err(WalletError::NoSeed),
+            };
             let mut w = open(o)?;
-            let k = w.import_seed(*scheme, seed)?;
-            out.info = format!("key {}\n", key_name(k.id));
-            out.out = format!("{}\n", k.address(offline_hash(o), &hrp()));
+            let k = w.import_seed(scheme, seed)?;
+            out.info = format!(
+                "key {}{what}: spent from, never a receiving address (`wallet address` gives one)\n",
+                key_name(k.id)
+            );
+            out.out = format!("{}\n", k.address(kind, &hrp()));
         }
     }
     Ok(out)

@@ -104,8 +104,18 @@ fn wallets_send_confirm_and_refuse_bad_input() {
     ));
     let pk = devnet_premine_key(SigMode::Ed25519, 1023).public();
     let premine_lock = scalechain_types::Lock { scheme: pk.scheme(), pubkey_hash: pk.hash(HashKind::Sha256) };
-    assert_eq!(imported.trim(), encode_address(&AddressHrp::devnet(), &premine_lock));
+    assert_eq!(imported.trim(), encode_address(&AddressHrp::devnet(), HashKind::Sha256, &premine_lock));
     assert_eq!(balance(&api, "faucet", &faucet)["confirmed"], 1_000_000_000u64);
+    // The imported key (whose secret anybody knows) is spent from, never a receiving address.
+    let receiving = ok(&wallet(&api, Some("faucet"), &["address", "--wallet", path(&faucet)]));
+    assert_ne!(receiving.trim(), imported.trim());
+    let listed: serde_json::Value = serde_json::from_str(
+        ok(&wallet(&api, Some("faucet"), &["list", "--json", "--wallet", path(&faucet)])).trim(),
+    )
+    .unwrap();
+    assert_eq!(listed["keys"][1]["address"], imported.trim(), "{listed}");
+    assert_eq!(listed["keys"][1]["receiving"], false, "{listed}");
+    assert_eq!(listed["keys"][0]["address"], receiving.trim(), "{listed}");
 
     // Fund A, then A pays B.
     let fund = 50_000_000u64;
@@ -190,6 +200,14 @@ fn wallets_send_confirm_and_refuse_bad_input() {
         "--amount 9007199254740992",
     );
     fails(&wallet("http://127.0.0.1:1", Some("beta"), &["balance", "--wallet", path(&b)]), 2, "unreachable");
+    // An address of a chain hashing with another function is refused before anything is sent.
+    let blake = encode_address(&AddressHrp::devnet(), HashKind::Blake3, &premine_lock);
+    let e = fails(
+        &wallet(&api, Some("beta"), &["send", "--wallet", path(&b), "--to", &blake, "--amount", "1"]),
+        2,
+        "address is for a chain hashing with blake3, and this chain uses sha256",
+    );
+    assert!(e.contains("--to"), "{e}");
     assert_eq!(balance(&api, "beta", &b)["confirmed"], pay, "refusals changed nothing");
 
     // Backup and restore: the same keys, hence the same addresses.
@@ -254,6 +272,7 @@ fn shell_script_reads_the_node_saves_the_chain_and_survives_bad_commands() {
     writeln!(stdin, "status\ntip\n# a comment\n\nbalance --json\nload start 40 2").unwrap();
     // The load: funding (a block), 2 s of offer, then its transfers confirmed.
     let deadline = Instant::now() + Duration::from_secs(40);
+    let mut live = false;
     let finished = loop {
         writeln!(stdin, "load status").unwrap();
         stdin.flush().unwrap();
@@ -263,6 +282,8 @@ fn shell_script_reads_the_node_saves_the_chain_and_survives_bad_commands() {
             if l.starts_with("load at 40 tx/s") && l.contains("(finished)") {
                 done = Some(l.clone());
             }
+            // The counters move while the first round runs (no round has ended yet).
+            live |= l.starts_with("load at 40 tx/s") && !l.contains(" 0 offered") && l.contains(" 0 rounds");
             stdout.push_str(&l);
             stdout.push('\n');
         }
@@ -273,7 +294,7 @@ fn shell_script_reads_the_node_saves_the_chain_and_survives_bad_commands() {
     };
     writeln!(
         stdin,
-        "load stop\nload stop\nsave {}\ndot {}\nbogus\nblock 0\nblock nope\ntx 00\nmempool\nquit\nstatus",
+        "load stop\nload stop\nload status\nsave {}\ndot {}\nbogus\nblock 0\nblock nope\nblock 0 --page 2\ntx 00\nhelp\nhelp block\nmempool\nquit\nstatus",
         json.display(),
         dot.display()
     )
@@ -291,9 +312,20 @@ fn shell_script_reads_the_node_saves_the_chain_and_survives_bad_commands() {
         stdout.push('\n');
     }
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    // `bogus`, the second `load stop`, `block nope` and `tx 00` failed; the script went on.
+    // `bogus`, the second `load stop`, `block nope`, `block 0 --page 2` and `tx 00` failed; the
+    // script went on.
     assert_eq!(out.status.code(), Some(1), "stdout:\n{stdout}\nstderr:\n{stderr}");
-    assert!(stderr.contains("error: 4 commands failed"), "{stderr}");
+    assert!(stderr.contains("error: 5 commands failed"), "{stderr}");
+    assert!(stderr.contains("block 0: --page 2, but its 1 transaction fill 1 page"), "{stderr}");
+    assert!(!stderr.contains("expected 64"), "the txid error is said once: {stderr}");
+    assert!(live, "load status counted while the round ran: {stdout}");
+    // After `load stop`, `load status` gives the final figures, its clock stopped.
+    let took = |l: &str| l.split(" for ").nth(1).unwrap().split(' ').next().unwrap().to_string();
+    let last = stdout.lines().find(|l| l.starts_with("no load is running; the last one stopped: ")).unwrap();
+    assert_eq!(took(last), took(&finished), "{stdout}");
+    // `help` lists `exit`; `help block` tells the command.
+    assert!(stdout.contains("[alias: exit]"), "{stdout}");
+    assert!(stdout.contains("--page <PAGE>"), "{stdout}");
     assert!(stderr.contains("unrecognized subcommand 'bogus'"), "{stderr}");
     assert!(stderr.contains("no load is running"), "{stderr}");
     assert!(stderr.contains("block \"nope\": give a height or a block hash"), "{stderr}");
@@ -327,7 +359,7 @@ fn shell_script_reads_the_node_saves_the_chain_and_survives_bad_commands() {
     assert_eq!(node.block(BlockId::Height(height)).unwrap().hash.to_string(), last);
     let transfers: usize = blocks.iter().map(|b| b.txs.len() - 1).sum();
     assert!(transfers >= 4, "the load's transfers are in the saved chain ({transfers})");
-    assert!(stdout.contains(&format!("saved {} blocks (heights 0..={height}", height + 1)), "{stdout}");
+    assert!(stdout.contains(&format!("saved {} blocks (heights 0 to {height}", height + 1)), "{stdout}");
     let import = Command::new(EXE)
         .args(["chain", "import", "--data-dir"])
         .arg(tmp.path().join("imported"))
@@ -340,4 +372,43 @@ fn shell_script_reads_the_node_saves_the_chain_and_survives_bad_commands() {
     assert!(dot_text.starts_with("digraph scalechain {"), "{dot_text}");
     assert!(dot_text.contains("label=\"block 0 "), "{dot_text}");
     eprintln!("shell test: {:.1} s", t0.elapsed().as_secs_f64());
+}
+
+/// With no miner, nothing confirms: five sends in a row each spend the change of the one before
+/// (the wallet's own unconfirmed change), and the balance counts them as pending.
+#[test]
+fn sends_in_a_row_spend_their_own_unconfirmed_change() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut net = Launcher::new(EXE).unwrap();
+    let node = net.start(NodeSpec::new("node", Role::Peer)).unwrap();
+    let (api, client) = (node.api_url(), node.blocking_client().unwrap());
+    let (w, friend) = (tmp.path().join("w.json"), tmp.path().join("friend.json"));
+    ok(&wallet(&api, Some("pw"), &["new", "--wallet", path(&w)]));
+    let to = ok(&wallet(&api, Some("pw"), &["new", "--wallet", path(&friend)])).trim().to_string();
+    let imported = ok(&wallet(&api, Some("pw"), &["import", "--devnet-key", "1001", "--wallet", path(&w)]));
+    let pk = devnet_premine_key(SigMode::Ed25519, 1001).public();
+    let lock = scalechain_types::Lock { scheme: pk.scheme(), pubkey_hash: pk.hash(HashKind::Sha256) };
+    assert_eq!(imported.trim(), encode_address(&AddressHrp::devnet(), HashKind::Sha256, &lock));
+    let mut txids = Vec::new();
+    for i in 1..=5u64 {
+        let o = wallet(
+            &api,
+            Some("pw"),
+            &["send", "--wallet", path(&w), "--to", &to, "--amount", &(i * 1_000_000).to_string()],
+        );
+        txids.push(ok(&o).trim().to_string());
+    }
+    assert_eq!(client.tip().unwrap().height, 0, "no block: every send spent unconfirmed change");
+    for id in &txids {
+        let t = client.tx(&id.parse().unwrap()).unwrap();
+        assert_eq!(t.status, TxState::Mempool, "{id}");
+    }
+    let friend_bal = balance(&api, "pw", &friend);
+    assert_eq!(friend_bal["pending_in"], 15_000_000u64, "{friend_bal}");
+    let mine = balance(&api, "pw", &w);
+    assert_eq!(mine["confirmed"], 1_000_000_000u64, "{mine}");
+    assert_eq!(mine["pending_out"], 1_000_000_000u64, "the premine coin is spent: {mine}");
+    // What is left waits as the last send's change.
+    let left = mine["pending_in"].as_u64().unwrap();
+    assert!(left < 1_000_000_000 - 15_000_000 && left > 1_000_000_000 - 15_000_000 - 10_000, "{mine}");
 }

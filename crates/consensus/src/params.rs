@@ -208,10 +208,14 @@ impl Params {
 }
 
 /// The secret key of the `i`-th devnet premine output: public knowledge, for tests and devnets.
-/// Seed = SHA-256("scalechain/devnet/premine" || i as u64 LE).
+/// Its scheme is `sig.scheme_for(i)`, its seed [`devnet_premine_seed`].
 pub fn devnet_premine_key(sig: SigMode, i: u64) -> SecretKey {
-    let seed = HashKind::Sha256.hash_parts(&[b"scalechain/devnet/premine", &i.to_le_bytes()]);
-    SecretKey::from_seed(sig.scheme_for(i), seed.0)
+    SecretKey::from_seed(sig.scheme_for(i), devnet_premine_seed(i))
+}
+
+/// The seed of the `i`-th devnet premine key: SHA-256("scalechain/devnet/premine" || i as u64 LE).
+pub fn devnet_premine_seed(i: u64) -> [u8; 32] {
+    HashKind::Sha256.hash_parts(&[b"scalechain/devnet/premine", &i.to_le_bytes()]).0
 }
 
 /// Bit 0 of format 2's flags byte: [`Params::skip_signatures`].

@@ -19,7 +19,7 @@ pub(crate) const MAX_KEY_LEN: usize = u16::MAX as usize;
 pub(crate) fn check_app_key(key: &[u8]) -> Result<(), StoreError> {
     if key.is_empty() || key.len() > MAX_KEY_LEN {
         return Err(StoreError::Engine(format!(
-            "application key of {} bytes cannot be stored (keys must be 1..={MAX_KEY_LEN} bytes)",
+            "application key of {} bytes cannot be stored (keys must be 1 to {MAX_KEY_LEN} bytes)",
             key.len()
         )));
     }

@@ -58,6 +58,14 @@ impl Amount {
         self.0.checked_sub(rhs.0).map(Amount).ok_or(AmountError::Underflow)
     }
 
+    /// Base units in one coin (SC): amounts are written in base units, coins have 8 decimals.
+    pub const BASE_PER_COIN: u64 = 100_000_000;
+
+    /// The amount in coins, written `1.5 SC` (no trailing zeros; see [`Coins`]).
+    pub fn coins(self) -> Coins {
+        Coins(self.0)
+    }
+
     /// The sum of many amounts, checked.
     pub fn checked_sum<I: IntoIterator<Item = Amount>>(it: I) -> Result<Amount, AmountError> {
         it.into_iter().try_fold(Amount::ZERO, Amount::checked_add)
@@ -83,6 +91,28 @@ impl fmt::Display for Amount {
     }
 }
 
+/// An amount of base units written in coins: whole coins, up to 8 decimals without trailing
+/// zeros, and ` SC` (`0.00000001 SC`, `1.5 SC`, `50 SC`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Coins(pub u64);
+
+impl Coins {
+    /// The whole coins and the decimals as text (empty, or `.` and 1 to 8 digits).
+    pub fn parts(self) -> (u64, String) {
+        let (whole, frac) = (self.0 / Amount::BASE_PER_COIN, self.0 % Amount::BASE_PER_COIN);
+        let frac =
+            if frac == 0 { String::new() } else { format!(".{frac:08}").trim_end_matches('0').to_string() };
+        (whole, frac)
+    }
+}
+
+impl fmt::Display for Coins {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (whole, frac) = self.parts();
+        write!(f, "{whole}{frac} SC")
+    }
+}
+
 impl fmt::Debug for Amount {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Amount({})", self.0)
@@ -92,6 +122,15 @@ impl fmt::Debug for Amount {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn amounts_are_written_in_coins_without_trailing_zeros() {
+        assert_eq!(Amount(5_000_000_000).coins().to_string(), "50 SC");
+        assert_eq!(Amount(150_000_000).coins().to_string(), "1.5 SC");
+        assert_eq!(Amount(1).coins().to_string(), "0.00000001 SC");
+        assert_eq!(Amount(999_895_684).coins().to_string(), "9.99895684 SC");
+        assert_eq!(Amount::ZERO.coins().to_string(), "0 SC");
+    }
 
     #[test]
     fn bounds_and_checked_arithmetic() {

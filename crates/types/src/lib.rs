@@ -31,7 +31,7 @@ pub mod profile;
 pub mod seqlog;
 pub mod tx;
 
-pub use amount::{Amount, AmountError};
+pub use amount::{Amount, AmountError, Coins};
 pub use block::{Block, Header, Target, HEADER_LEN};
 pub use codec::{Decode, DecodeError, DecodeErrorKind, Encode, Reader};
 pub use fee::FeeRate;

@@ -41,6 +41,10 @@ pub struct Env<'a> {
     pub params: &'a Params,
     /// Which premine keys pay the load.
     pub sig: SigMode,
+    /// The counters a round's offer counts into (offered, accepted, refused, transactions in
+    /// blocks), for a caller that reads them while the round runs (the shell's `load status`);
+    /// `None`: a fresh set per round.
+    pub counters: Option<Arc<Counters>>,
 }
 
 /// Every round's transactions, signed.
@@ -284,7 +288,7 @@ async fn run_round(
 ) -> Result<RoundResult, LoadError> {
     let clock = *clock;
     let height = node0.tip().await?.height;
-    let counters = Arc::new(Counters::default());
+    let counters = env.counters.clone().unwrap_or_default();
     let done = Arc::new(AtomicBool::new(false));
     let watcher = {
         let (node, done, counters) = (node0.clone(), done.clone(), counters.clone());

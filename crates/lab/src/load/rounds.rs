@@ -4,7 +4,7 @@
 //! before the next round spends the same keys' coins again.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use scalechain_client::Client;
@@ -29,10 +29,12 @@ const CONFIRM_WAIT: Duration = Duration::from_secs(30);
 /// What the rounds have done, readable while they run.
 #[derive(Debug, Default)]
 pub struct RoundStats {
-    /// Offered, accepted, refused.
+    /// Offered, accepted, refused by the rounds that ended.
     pub counters: Counters,
-    /// Transfers confirmed.
+    /// Transfers confirmed (counted when a round ends: its transfers are waited for).
     pub confirmed: AtomicU64,
+    /// The running round's counters, as its offer goes.
+    pub current: Mutex<Option<Arc<Counters>>>,
     /// Rounds completed.
     pub rounds: AtomicU64,
     /// The last thing worth telling (a refused funding transaction, why the load stopped).
@@ -48,6 +50,28 @@ impl RoundStats {
     /// The note.
     pub fn note(&self) -> String {
         self.note.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Offered, accepted and refused so far: the rounds that ended and the running one (read
+    /// under the lock a round's end takes, so nothing is counted twice or missed).
+    pub fn live(&self) -> (u64, u64, u64) {
+        let current = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        let (o, a, r) = self.counters.get();
+        let (co, ca, cr) = current.as_ref().map_or((0, 0, 0), |c| c.get());
+        (o + co, a + ca, r + cr)
+    }
+
+    /// Ends the running round: its figures (if it has any) join the totals as its live
+    /// counters go.
+    fn end_round(&self, figures: Option<(u64, u64, u64, u64)>) {
+        let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((offered, accepted, refused, confirmed)) = figures {
+            self.counters.offered.fetch_add(offered, Ordering::Relaxed);
+            self.counters.accepted.fetch_add(accepted, Ordering::Relaxed);
+            self.counters.refused.fetch_add(refused, Ordering::Relaxed);
+            self.confirmed.fetch_add(confirmed, Ordering::Relaxed);
+        }
+        *current = None;
     }
 }
 
@@ -76,7 +100,6 @@ pub async fn run(
     let clock = SystemClock::start();
     let end = seconds.map(Duration::from_secs);
     let targets = [("node".to_string(), node.clone())];
-    let env = Env { targets: &targets, pids: &[], params: &chain.params, sig: chain.sig };
     let mut n = 0u64;
     while !stop.load(Ordering::Relaxed) {
         let length = end.map_or(ROUND, |e| e.saturating_sub(clock.now()).min(ROUND));
@@ -106,21 +129,38 @@ pub async fn run(
         };
         let network = Network { peers: 1, miners: 0, miner_threads: 0, node_config: None };
         let bench = Benchmark { name: "load".into(), network, rounds: vec![round] };
+        // This round's counters, readable while it runs; its figures join the totals at its end.
+        let live = Arc::new(Counters::default());
+        let env = Env {
+            targets: &targets,
+            pids: &[],
+            params: &chain.params,
+            sig: chain.sig,
+            counters: Some(live.clone()),
+        };
         let prepared = prepare(&bench, &env, &funds)?;
+        *stats.current.lock().unwrap_or_else(|e| e.into_inner()) = Some(live);
         let outcome = match bench_run(&bench, &env, prepared, stop, &|_| {}).await {
             Err(LoadError::FundingRefused(why)) => {
+                stats.end_round(None);
                 stats.set_note(format!("a funding transaction was refused: {why}"));
                 return Err(LoadError::FundingRefused(why));
             }
-            o => o?,
+            Err(e) => {
+                stats.end_round(None);
+                return Err(e);
+            }
+            Ok(o) => o,
         };
+        let mut figures = (0, 0, 0, 0);
         for r in &outcome.rounds {
             let unconfirmed = r.failed.get("unconfirmed").copied().unwrap_or(0);
-            stats.counters.offered.fetch_add(r.offered, Ordering::Relaxed);
-            stats.counters.accepted.fetch_add(r.accepted, Ordering::Relaxed);
-            stats.counters.refused.fetch_add(r.failed_total() - unconfirmed, Ordering::Relaxed);
-            stats.confirmed.fetch_add(r.succeeded, Ordering::Relaxed);
+            figures.0 += r.offered;
+            figures.1 += r.accepted;
+            figures.2 += r.failed_total() - unconfirmed;
+            figures.3 += r.succeeded;
         }
+        stats.end_round(Some(figures));
         if outcome.stopped {
             break;
         }

@@ -126,7 +126,8 @@ pub fn run_groups_then(
     let pids = net.pids();
     let measured = (|| {
         let rt = tokio::runtime::Runtime::new().map_err(|e| StudyError::Wrong(format!("runtime: {e}")))?;
-        let env = Env { targets: &peers, pids: &pids, params: &params, sig: SigMode::Ed25519 };
+        let env =
+            Env { targets: &peers, pids: &pids, params: &params, sig: SigMode::Ed25519, counters: None };
         let stop: &AtomicBool = scalechain_lab::interrupt::flag();
         let progress = &ctx.progress;
         let clock = SystemClock::start();
