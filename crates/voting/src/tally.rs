@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 
 use scalechain_types::{Hash, HashKind, Scheme, SecretKey, Signature};
 
-use crate::app::{token_message, Election, SchemeKey, MAX_CANDIDATES, MAX_LABEL};
+use crate::app::{elgamal_election_key, token_message, Election, SchemeKey, MAX_CANDIDATES, MAX_LABEL};
 use crate::elgamal::{self, Dlog, WireBallot};
 use crate::paillier;
 use crate::{BallotScheme, Statement, VoteError};
@@ -144,8 +144,8 @@ impl EaKeys {
     }
 
     /// The election these keys run: `candidates`, window `[start, end]`, at most `voters`
-    /// ballots (fixes the `paillier` encoding; `elgamal` ignores it), a label. Checked as
-    /// consensus checks it.
+    /// ballots (both schemes: the chain refuses the ballot past it; it also fixes the `paillier`
+    /// encoding), a label. Checked as consensus checks it.
     pub fn election(
         &self,
         candidates: usize,
@@ -162,14 +162,12 @@ impl EaKeys {
         if label.len() > MAX_LABEL {
             return Err(bad(format!("label of {} bytes (at most {MAX_LABEL})", label.len())));
         }
+        if voters == 0 {
+            return Err(bad("an election counts at least one voter, not 0".into()));
+        }
         let election_key = match &self.secret {
-            EaSecret::Elgamal(x) => x.public().0.compress().to_bytes().to_vec(),
-            EaSecret::Paillier(sk) => {
-                if voters == 0 {
-                    return Err(bad("a paillier election needs at least one voter".into()));
-                }
-                paillier::ElectionKey { public: sk.public().clone(), voters }.encode()
-            }
+            EaSecret::Elgamal(x) => elgamal_election_key(voters, &x.public()),
+            EaSecret::Paillier(sk) => paillier::ElectionKey { public: sk.public().clone(), voters }.encode(),
         };
         let e = Election {
             candidates: c,
@@ -579,6 +577,9 @@ mod tests {
             let again = EaKeys::from_json(&keys.to_json().unwrap()).unwrap();
             let e = keys.election(3, 2, 50, 10, "test").unwrap();
             assert!(again.runs(&e) && again.token_seed == keys.token_seed);
+            // The maximum is the election's, whatever the scheme.
+            assert_eq!(e.voters(), Ok(10), "{scheme}");
+            assert!(matches!(keys.election(3, 2, 50, 0, "test"), Err(TallyError::Election { .. })));
             let ballots = stored(&e, kind, &keys, &[0, 2, 2, 1, 2], &mut rng);
             let r = tally(&e, kind, &ballots, &again, &mut rng).unwrap();
             assert_eq!(r.counts, [1, 1, 3], "{scheme}");
