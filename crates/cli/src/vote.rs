@@ -3,7 +3,8 @@
 //!
 //! - `keygen`: a voter's Ed25519 key file (offline);
 //! - `election`: the EA's keys into `--ea-dir` (secret file mode 0600), the election published;
-//! - `register`: the EA's registration token for a voter's public key (offline);
+//! - `register`: the EA's registration token for a voter's public key (offline), at most the
+//!   election's maximum of voters (listed in `--ea-dir`);
 //! - `cast`: a voter's encrypted ballot with its proofs and signature, submitted;
 //! - `tally`: the election's ballots read from the chain's state, added, decrypted with proofs,
 //!   the result file written;
@@ -46,6 +47,8 @@ use crate::Fail;
 const KEYS_FILE: &str = "ea-keys.json";
 /// The election's public description inside `--ea-dir`.
 const ELECTION_FILE: &str = "election.json";
+/// The voters registered so far inside `--ea-dir`: one public key (hex) a line.
+const REGISTRY_FILE: &str = "registered.txt";
 /// Largest file read (key, election, result files).
 const MAX_FILE: u64 = 1 << 20;
 /// Ballots asked for per API request.
@@ -113,7 +116,9 @@ pub enum VoteCmd {
         /// Ballot scheme.
         #[arg(long, value_enum, default_value_t = BallotScheme::Elgamal)]
         scheme: BallotScheme,
-        /// Most ballots the election counts (fixes the paillier encoding).
+        /// The most ballots the election counts, whatever the scheme: `register` mints no more
+        /// tokens, and the chain refuses the ballot past it (for paillier it also fixes the
+        /// encoding).
         #[arg(long)]
         voters_max: u64,
         /// First block height at which ballots count.
@@ -137,7 +142,8 @@ pub enum VoteCmd {
         #[arg(long, default_value_t = 1_000)]
         fee_rate: u64,
     },
-    /// As the election authority: the registration token of a voter (offline); prints it.
+    /// As the election authority: the registration token of a voter (offline); prints it. At
+    /// most `--voters-max` voters get one (a voter registered again gets the same token).
     Register {
         /// The EA's directory.
         #[arg(long)]
@@ -517,8 +523,45 @@ fn register(dir: &Path, voter_pubkey: &str) -> Result<(), Fail> {
     if !keys.runs(&e) {
         return Err(usage(format!("the keys in {} are not those of its election", dir.display())));
     }
+    let max = e.voters().map_err(|x| usage(format!("{}: {x}", dir.join(ELECTION_FILE).display())))?;
+    enrol(&dir.join(REGISTRY_FILE), &voter, max)?;
     println!("{}", hex::encode(keys.register(kind, &e.id(kind), &voter)));
     Ok(())
+}
+
+/// Lists `voter` in the registry file `path` (created if missing), unless it is there already,
+/// while fewer than `max` voters are: past the election's maximum no token is minted (exit 1),
+/// since the chain would refuse the ballot (`vote-election-full`). The file is locked while it
+/// is read and extended, so two registrations at once cannot both take the last place.
+fn enrol(path: &Path, voter: &[u8; 32], max: u64) -> Result<(), Fail> {
+    use std::io::{BufRead, BufReader};
+    let at = |e: std::io::Error| usage(format!("{}: {e}", path.display()));
+    let mut f = std::fs::OpenOptions::new().read(true).append(true).create(true).open(path).map_err(at)?;
+    f.lock().map_err(at)?;
+    let mut listed = 0u64;
+    for (i, line) in BufReader::new(&f).lines().enumerate() {
+        let line = line.map_err(at)?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let key = hex_array::<32>(&format!("{} line {}", path.display(), i + 1), &line)?;
+        if key == *voter {
+            return Ok(());
+        }
+        listed += 1;
+    }
+    if listed >= max {
+        return Err(Fail(
+            1,
+            format!(
+                "the election counts at most {max} voters, and {} lists {listed} registered already: \
+                 no token for another (the chain would refuse the ballot past the maximum, \
+                 vote-election-full)",
+                path.display()
+            ),
+        ));
+    }
+    writeln!(f, "{}", hex::encode(voter)).map_err(|e| usage(format!("writing {}: {e}", path.display())))
 }
 
 fn cast(node: &VoteNodeOpts, election: &str, choice: usize, key: &Path, token: &str) -> Result<(), Fail> {
@@ -656,6 +699,36 @@ mod tests {
         let mut cli = crate::Cli::command();
         let vote = cli.find_subcommand_mut("vote").unwrap();
         vote.find_subcommand_mut(sub).unwrap().render_long_help().to_string()
+    }
+
+    /// `r`'s failure: its exit code and message (`Fail` has no `Debug` to unwrap with).
+    fn failure<T>(r: Result<T, Fail>) -> (u8, String) {
+        match r {
+            Ok(_) => panic!("expected a failure"),
+            Err(Fail(code, msg)) => (code, msg),
+        }
+    }
+
+    fn succeeds<T>(r: Result<T, Fail>) -> T {
+        r.unwrap_or_else(|Fail(code, msg)| panic!("exit {code}: {msg}"))
+    }
+
+    #[test]
+    fn register_lists_voters_up_to_the_elections_maximum() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(REGISTRY_FILE);
+        let (a, b, c) = ([1u8; 32], [2u8; 32], [3u8; 32]);
+        succeeds(enrol(&path, &a, 2));
+        succeeds(enrol(&path, &b, 2));
+        succeeds(enrol(&path, &a, 2)); // registered again: listed once
+        let (code, msg) = failure(enrol(&path, &c, 2));
+        assert_eq!(code, 1, "a refusal: {msg}");
+        assert!(msg.contains("at most 2 voters") && msg.contains("vote-election-full"), "{msg}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap().lines().count(), 2);
+        // A damaged registry is named, line and all.
+        std::fs::write(&path, format!("{}\nnot a key\n", hex::encode(a))).unwrap();
+        let (code, msg) = failure(enrol(&path, &c, 5));
+        assert!(code == 2 && msg.contains("line 2"), "{code}: {msg}");
     }
 
     #[test]
