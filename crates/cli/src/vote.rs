@@ -341,30 +341,21 @@ impl Api {
         Ok(Api { client, kind, height: status.height })
     }
 
-    /// Submits one transaction; its txid, or the node's refusal as a failure (exit 1).
-    fn submit(&self, tx: &scalechain_types::Tx) -> Result<String, Fail> {
+    /// Submits one transaction: its txid, or the node's refusal. The failure is a node that
+    /// cannot be reached or does not answer as the API does.
+    fn submit(&self, tx: &scalechain_types::Tx) -> Result<Result<String, Refusal>, Fail> {
         let r = self.client.submit(std::slice::from_ref(tx)).map_err(api_fail)?;
-        let v = r.results.first().ok_or_else(|| Fail(2, "POST /txs: no verdict".into()))?;
+        let v = r.results.into_iter().next().ok_or_else(|| Fail(2, "POST /txs: no verdict".into()))?;
         if v.accepted {
             return v
                 .txid
-                .map(|t| t.to_string())
+                .map(|t| Ok(t.to_string()))
                 .ok_or_else(|| Fail(2, "POST /txs: no txid in the verdict".into()));
         }
-        let reason = v.reason.as_deref().unwrap_or("refused");
-        let hint = if matches!(reason, "fee-less-full" | "fee-less-group-full" | "low-fee") {
-            " (ballots carry no fee: the node holds them within mempool.max_fee_less_bytes, each \
-             election's within mempool.max_fee_less_group_bytes)"
-        } else {
-            ""
-        };
-        Err(Fail(
-            1,
-            format!(
-                "the node refused the transaction: {reason}: {}{hint}",
-                v.detail.as_deref().unwrap_or("")
-            ),
-        ))
+        Ok(Err(Refusal {
+            reason: v.reason.unwrap_or_else(|| "refused".into()),
+            detail: v.detail.unwrap_or_default(),
+        }))
     }
 
     /// The published election `id` (checked to hash to `id` under the chain's hash function).
@@ -418,6 +409,62 @@ impl Api {
             }
         }
         Ok((out, height))
+    }
+}
+
+/// The node's refusal of a transaction: the rule or policy that refused it, and what was wrong.
+struct Refusal {
+    reason: String,
+    detail: String,
+}
+
+impl Refusal {
+    /// What was wrong, without the rule name the node puts before a consensus rule's detail
+    /// (`vote-double-vote: voter … has already voted`), so that a message names the rule once.
+    fn what(&self) -> &str {
+        self.detail
+            .strip_prefix(self.reason.as_str())
+            .and_then(|d| d.strip_prefix(": "))
+            .unwrap_or(&self.detail)
+    }
+
+    /// `reason: what`, the rule named once.
+    fn describe(&self) -> String {
+        match self.what() {
+            "" => self.reason.clone(),
+            what => format!("{}: {what}", self.reason),
+        }
+    }
+
+    /// The pooled transaction an `app-conflict` refusal names (its detail ends with the txid).
+    fn pooled(&self) -> Option<Hash> {
+        self.detail.split_whitespace().last().and_then(|w| w.parse().ok())
+    }
+
+    /// The refusal of a ballot as a failure (exit 1), its voter named by the public key `vk`
+    /// they hold (from the key file `key`), not by its hash: a second ballot while the first
+    /// waits in the node's mempool (`app-conflict`) or once a block holds it
+    /// (`vote-double-vote`). Other refusals are named with their rule, the fee-less budgets
+    /// hinted at.
+    fn of_ballot(&self, election: &Hash, vk: &[u8; 32], key: &Path) -> Fail {
+        let voter = format!("voter {} (key file {})", hex::encode(vk), key.display());
+        let what = match self.reason.as_str() {
+            "app-conflict" => format!(
+                "{voter} already has a ballot waiting for a block{} in election {election}: one \
+                 ballot per voter, counted once a block holds it (app-conflict)",
+                self.pooled().map_or_else(String::new, |t| format!(" (txid {t})"))
+            ),
+            "vote-double-vote" => {
+                format!("vote-double-vote: {voter} has already voted in election {election} (a block holds the ballot)")
+            }
+            "fee-less-full" | "fee-less-group-full" | "low-fee" => format!(
+                "{} (ballots carry no fee: the node holds them within mempool.max_fee_less_bytes, \
+                 each election's within mempool.max_fee_less_group_bytes)",
+                self.describe()
+            ),
+            _ => self.describe(),
+        };
+        Fail(1, format!("the node refused the ballot: {what}"))
     }
 }
 
@@ -592,7 +639,7 @@ fn cast(node: &VoteNodeOpts, election: &str, choice: usize, key: &Path, token: &
     // The checks every node makes, here first (a wrong token is named before anything is sent).
     check_ballot(kind, &b)
         .map_err(|x| Fail(1, format!("the ballot is not valid: {}: {}", x.rule, x.detail)))?;
-    let txid = api.submit(&Message::Ballot(b).into_tx())?;
+    let txid = api.submit(&Message::Ballot(b).into_tx())?.map_err(|r| r.of_ballot(&id, &vk, key))?;
     println!("{txid}");
     Ok(())
 }
@@ -729,6 +776,52 @@ mod tests {
         std::fs::write(&path, format!("{}\nnot a key\n", hex::encode(a))).unwrap();
         let (code, msg) = failure(enrol(&path, &c, 5));
         assert!(code == 2 && msg.contains("line 2"), "{code}: {msg}");
+    }
+
+    fn refusal(reason: &str, detail: &str) -> Refusal {
+        Refusal { reason: reason.into(), detail: detail.into() }
+    }
+
+    #[test]
+    fn a_refusal_names_its_rule_once() {
+        let (id, vk, key) = (Hash([7; 32]), [9u8; 32], Path::new("alice.key"));
+        // A consensus rule: the node's detail starts with the rule.
+        let r = refusal(
+            "vote-outside-window",
+            "vote-outside-window: height 30 is outside the voting window 2..=20",
+        );
+        assert_eq!(r.describe(), "vote-outside-window: height 30 is outside the voting window 2..=20");
+        let Fail(code, msg) = r.of_ballot(&id, &vk, key);
+        assert_eq!((code, msg.matches("vote-outside-window").count()), (1, 1), "{msg}");
+        // A policy: the detail does not.
+        let r = refusal("fee-less-group-full", "1 bytes of fee-less application transaction would …");
+        assert_eq!(r.describe(), "fee-less-group-full: 1 bytes of fee-less application transaction would …");
+        assert_eq!(refusal("lost", "").describe(), "lost");
+    }
+
+    #[test]
+    fn a_second_ballot_is_told_whose_ballot_waits_and_where() {
+        let (id, vk, key) = (Hash([7; 32]), [9u8; 32], Path::new("alice.key"));
+        let pooled = Hash([4; 32]);
+        // As the node words it (MempoolError::AppConflict): the key is a hash of the voter's.
+        let r = refusal(
+            "app-conflict",
+            &format!(
+                "application key {} of kind 2 is already held by pooled transaction {pooled}",
+                Hash([5; 32])
+            ),
+        );
+        let Fail(code, msg) = r.of_ballot(&id, &vk, key);
+        assert_eq!(code, 1);
+        assert!(msg.contains(&format!("voter {} (key file alice.key)", hex::encode(vk))), "{msg}");
+        assert!(msg.contains(&format!("waiting for a block (txid {pooled})")), "{msg}");
+        assert!(!msg.contains(&Hash([5; 32]).to_string()), "not the key's hash: {msg}");
+        // Once a block holds the first: the rule, once, and the voter by their key.
+        let voter_id = Hash([6; 32]);
+        let r = refusal("vote-double-vote", &format!("vote-double-vote: voter {voter_id} has already voted"));
+        let Fail(_, msg) = r.of_ballot(&id, &vk, key);
+        assert_eq!(msg.matches("vote-double-vote").count(), 1, "{msg}");
+        assert!(msg.contains(&hex::encode(vk)) && !msg.contains(&voter_id.to_string()), "{msg}");
     }
 
     #[test]
