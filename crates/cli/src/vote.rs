@@ -257,10 +257,22 @@ fn rng() -> Result<ChaCha20Rng, Fail> {
     Ok(ChaCha20Rng::from_seed(random_seed()?))
 }
 
+/// `s` (white space around it ignored) as `N` bytes of hex. The error says what is wrong —
+/// where the first character that is not a hex digit is, or how many digits there are — but
+/// never repeats `s`: it may be a key file's seed, or a token.
 fn hex_array<const N: usize>(what: &str, s: &str) -> Result<[u8; N], Fail> {
+    let s = s.trim();
+    let digits = 2 * N;
+    if let Some(at) = s.chars().position(|c| !c.is_ascii_hexdigit()) {
+        return Err(usage(format!(
+            "{what}: character {} of {} is not a hex digit (expected {digits} hex digits)",
+            at + 1,
+            s.chars().count()
+        )));
+    }
     let mut out = [0u8; N];
-    hex::decode_to_slice(s.trim(), &mut out)
-        .map_err(|_| usage(format!("{what}: {:?} is not {} hex digits", s.trim(), 2 * N)))?;
+    hex::decode_to_slice(s, &mut out)
+        .map_err(|_| usage(format!("{what}: {} hex digits, not {digits}", s.len())))?;
     Ok(out)
 }
 
@@ -294,8 +306,11 @@ fn keygen(out: &Path) -> Result<(), Fail> {
     Ok(())
 }
 
+/// The voter's key from the key file `path` (a seed, hex, as `vote keygen` writes it). An
+/// error names the file and what is wrong with it, never its contents.
 fn voter_secret(path: &Path) -> Result<SecretKey, Fail> {
-    let seed = hex_array::<32>(&format!("voter key file {}", path.display()), &read_small(path)?)?;
+    let what = format!("voter key file {} (from `vote keygen`: one seed of 64 hex digits)", path.display());
+    let seed = hex_array::<32>(&what, &read_small(path)?)?;
     Ok(SecretKey::from_seed(Scheme::Ed25519, seed))
 }
 
@@ -822,6 +837,40 @@ mod tests {
         let Fail(_, msg) = r.of_ballot(&id, &vk, key);
         assert_eq!(msg.matches("vote-double-vote").count(), 1, "{msg}");
         assert!(msg.contains(&hex::encode(vk)) && !msg.contains(&voter_id.to_string()), "{msg}");
+    }
+
+    #[test]
+    fn a_key_file_that_is_not_a_key_is_named_but_never_echoed() {
+        let dir = tempfile::tempdir().unwrap();
+        let seed = "3f".repeat(32);
+        let cases = [
+            ("notes.txt", "my secret diary: the safe opens with 4711\n".to_string(), "character 1 of 41"),
+            ("stray.key", format!("{}z{}\n", &seed[..20], &seed[21..]), "character 21 of 64"),
+            ("long.key", format!("{seed}ab\n"), "66 hex digits, not 64"),
+        ];
+        for (name, text, says) in cases {
+            let path = dir.path().join(name);
+            std::fs::write(&path, &text).unwrap();
+            let (code, msg) = failure(voter_secret(&path));
+            assert_eq!(code, 2, "{msg}");
+            assert!(msg.contains(&path.display().to_string()) && msg.contains(says), "{msg}");
+            for word in text.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| w.len() >= 4) {
+                assert!(!msg.contains(word), "{name}: {word:?} echoed in {msg}");
+            }
+            assert!(!msg.contains(&seed[..8]), "{msg}");
+        }
+        assert_eq!(
+            succeeds(voter_secret(&{
+                let p = dir.path().join("good.key");
+                std::fs::write(&p, format!("{seed}\n")).unwrap();
+                p
+            }))
+            .public(),
+            SecretKey::from_seed(Scheme::Ed25519, [0x3f; 32]).public()
+        );
+        // The same for a token or a key given on the command line.
+        let (_, msg) = failure(hex_array::<64>("token", "deadbeef"));
+        assert!(msg.contains("8 hex digits, not 128") && !msg.contains("deadbeef"), "{msg}");
     }
 
     #[test]

@@ -225,28 +225,26 @@ impl EaKeys {
         let v: Value = serde_json::from_str(text).map_err(|e| TallyError::KeyFile(e.to_string()))?;
         let token_seed = hex32(&v, "token_seed").map_err(TallyError::KeyFile)?;
         let scheme = v.get("scheme").and_then(Value::as_str).unwrap_or_default();
-        let secret = match scheme {
-            "elgamal" => {
-                let b = hex32(&v, "elgamal_secret").map_err(TallyError::KeyFile)?;
-                EaSecret::Elgamal(
-                    elgamal::SecretKey::from_bytes(b).ok_or_else(|| {
+        let secret =
+            match scheme {
+                "elgamal" => {
+                    let b = hex32(&v, "elgamal_secret").map_err(TallyError::KeyFile)?;
+                    EaSecret::Elgamal(elgamal::SecretKey::from_bytes(b).ok_or_else(|| {
                         TallyError::KeyFile("elgamal_secret: not a canonical scalar".into())
-                    })?,
-                )
-            }
-            "paillier" => {
-                let max = paillier::MAX_MODULUS_BITS / 8;
-                let p = big(&v, "paillier_p", max).map_err(TallyError::KeyFile)?;
-                let q = big(&v, "paillier_q", max).map_err(TallyError::KeyFile)?;
-                EaSecret::Paillier(
-                    paillier::SecretKey::from_primes(p, q)
-                        .map_err(|e| TallyError::KeyFile(format!("paillier primes: {e}")))?,
-                )
-            }
-            other => {
-                return Err(TallyError::KeyFile(format!("scheme {other:?} (expected elgamal or paillier)")))
-            }
-        };
+                    })?)
+                }
+                "paillier" => {
+                    let max = paillier::MAX_MODULUS_BITS / 8;
+                    let p = big(&v, "paillier_p", max).map_err(TallyError::KeyFile)?;
+                    let q = big(&v, "paillier_q", max).map_err(TallyError::KeyFile)?;
+                    EaSecret::Paillier(
+                        paillier::SecretKey::from_primes(p, q)
+                            .map_err(|e| TallyError::KeyFile(format!("paillier primes: {e}")))?,
+                    )
+                }
+                // Not repeated: nothing of a key file is.
+                _ => return Err(TallyError::KeyFile("scheme: missing, or not elgamal or paillier".into())),
+            };
         Ok(EaKeys { token_seed, secret })
     }
 }
@@ -608,6 +606,17 @@ mod tests {
             EaKeys::from_json("{\"scheme\":\"rsa\",\"token_seed\":\"00\"}"),
             Err(TallyError::KeyFile(_))
         ));
+        // A damaged key file is described, never repeated.
+        let seed = "5a".repeat(32);
+        for text in [
+            format!("{{\"scheme\":\"secret-{seed}\",\"token_seed\":\"{seed}\"}}"),
+            format!("{{\"scheme\":\"elgamal\",\"token_seed\":\"{seed}\",\"elgamal_secret\":\"{seed}x\"}}"),
+            format!("{{\"scheme\":\"paillier\",\"token_seed\":\"{seed}\",\"paillier_p\":\"{seed}\"}}"),
+            format!("{{\"scheme\":\"elgamal\",\"token_seed\":\"{seed}\" \"{seed}\"}}"),
+        ] {
+            let e = EaKeys::from_json(&text).unwrap_err().to_string();
+            assert!(!e.contains("5a5a"), "{e}");
+        }
         assert!(matches!(TallyResult::from_json("{}"), Err(TallyError::ResultFile(_))));
     }
 }
