@@ -53,6 +53,8 @@ const REGISTRY_FILE: &str = "registered.txt";
 const MAX_FILE: u64 = 1 << 20;
 /// Ballots asked for per API request.
 const PAGE: usize = 1000;
+/// Pooled transactions looked through for an election not in the chain's state yet.
+const PENDING_SCAN: usize = 1000;
 
 /// Ballot schemes available.
 #[derive(Clone, Copy, ValueEnum)]
@@ -121,10 +123,12 @@ pub enum VoteCmd {
         /// encoding).
         #[arg(long)]
         voters_max: u64,
-        /// First block height at which ballots count.
+        /// First block height at which ballots count. Ballots enter blocks after the election's
+        /// own, so choose at least the tip's height + 2 (the node's `GET /status` says it; a
+        /// devnet makes about a block a second).
         #[arg(long)]
         start: u64,
-        /// Last block height at which ballots count.
+        /// Last block height at which ballots count; the tally comes after it.
         #[arg(long)]
         end: u64,
         /// A label for people (at most 64 bytes).
@@ -378,9 +382,7 @@ impl Api {
         let kind = self.kind;
         let entry = match self.client.app_value(VOTE_KIND.0, &election_key(id)) {
             Ok(e) => e,
-            Err(e) if e.is_not_found() => {
-                return Err(Fail(1, format!("election {id} is not published on this node's chain")))
-            }
+            Err(e) if e.is_not_found() => return Err(self.not_published(id)),
             Err(e) => return Err(api_fail(e)),
         };
         let bytes =
@@ -393,6 +395,56 @@ impl Api {
             )));
         }
         Ok(e)
+    }
+
+    /// Why election `id` is not in the chain's state (exit 1): its transaction waits in the
+    /// node's mempool for a block — retry after the next one —, or the node knows nothing of
+    /// it.
+    fn not_published(&self, id: &Hash) -> Fail {
+        match self.pending_election(id) {
+            Ok(Some(txid)) => Fail(
+                1,
+                format!(
+                    "election {id} is pending: its transaction {txid} waits in the node's mempool \
+                     for a block; retry after the next block (a devnet makes about one a second)"
+                ),
+            ),
+            Ok(None) => Fail(
+                1,
+                format!(
+                    "election {id} is not published on this node's chain, nor waiting in its \
+                     mempool: check the id, and that --api names a node of the chain it was \
+                     published on"
+                ),
+            ),
+            Err(Fail(code, why)) => Fail(
+                code,
+                format!("election {id} is not published on this node's chain (its mempool: {why})"),
+            ),
+        }
+    }
+
+    /// The pooled transaction publishing election `id`, if one of the first [`PENDING_SCAN`]
+    /// transactions the node's mempool lists is.
+    fn pending_election(&self, id: &Hash) -> Result<Option<Hash>, Fail> {
+        let pool = self.client.mempool(Some(PENDING_SCAN)).map_err(api_fail)?;
+        let vote_kind = VOTE_KIND.name();
+        for txid in pool.txids {
+            let t = match self.client.tx(&txid) {
+                Ok(t) => t,
+                // It left the pool since the list was made.
+                Err(e) if e.is_not_found() => continue,
+                Err(e) => return Err(api_fail(e)),
+            };
+            if t.tx.kind != vote_kind {
+                continue;
+            }
+            let Ok(data) = hex::decode(&t.tx.data) else { continue };
+            if matches!(Message::decode(&data), Ok(Message::Election(e)) if e.id(self.kind) == *id) {
+                return Ok(Some(txid));
+            }
+        }
+        Ok(None)
     }
 
     /// Every stored ballot of election `id`, and the lowest tip height they were read at.
@@ -568,11 +620,14 @@ fn election(node: &VoteNodeOpts, dir: &Path, p: &Published, pay: &Payer) -> Resu
         )
     })?;
     eprintln!(
-        "election published in transaction {} (fee {} for {} bytes); keys in {}",
+        "election published in transaction {} (fee {} for {} bytes); keys in {}; ballots can be \
+         cast once a block holds it (the chain is at height {tip}, its window {}..={})",
         built.txid,
         built.fee,
         built.size,
-        dir.display()
+        dir.display(),
+        p.start,
+        p.end
     );
     println!("{id}");
     Ok(())
