@@ -40,7 +40,7 @@ use scalechain_voting::tally::{self, EaKeys, StoredBallot, TallyResult};
 use scalechain_voting::{elgamal, paillier, Statement};
 
 use crate::remote::{self, NodeOpts, TOKEN_ARG};
-use crate::wallet::{self, WalletOpts};
+use crate::wallet::{self, WalletError, WalletOpts};
 use crate::Fail;
 
 /// The EA's secret key file inside `--ea-dir`.
@@ -600,8 +600,7 @@ fn election(node: &VoteNodeOpts, dir: &Path, p: &Published, pay: &Payer) -> Resu
     // Funded before anything is written: a wallet that cannot pay leaves no keys behind.
     let data = Message::Election(e.clone()).encode();
     let built = wallet::fund_app_tx(&api.client, &wallet_opts, &payer, VOTE_KIND, &data, pay.fee_rate)?;
-    std::fs::create_dir_all(dir).map_err(|x| usage(format!("creating {}: {x}", dir.display())))?;
-    create_file(&dir.join(KEYS_FILE), &keys.to_json().map_err(|x| Fail(2, x.to_string()))?, true)?;
+    let secret = keys.to_json().map_err(|x| Fail(2, x.to_string()))?;
     let public = json!({
         "id": id.to_string(),
         "hash": kind.name(),
@@ -612,13 +611,45 @@ fn election(node: &VoteNodeOpts, dir: &Path, p: &Published, pay: &Payer) -> Resu
         "label": p.label,
         "encoding": hex::encode(e.encode()),
     });
-    create_file(&dir.join(ELECTION_FILE), &format!("{public:#}\n"), false)?;
-    wallet::submit_built(&api.client, &built).map_err(|x| {
-        Fail(
-            x.code(),
-            format!("{x} (the keys stay in {}; publish again from another directory)", dir.display()),
-        )
-    })?;
+    // Written before the transaction is sent, so that a published election never lacks its
+    // keys; taken back when the node refuses it, so that the directory can be used again.
+    let mut files = Written::new(dir)?;
+    files
+        .create(KEYS_FILE, &secret, true)
+        .and_then(|()| files.create(ELECTION_FILE, &format!("{public:#}\n"), false))
+        .map_err(|Fail(code, why)| Fail(code, format!("{why}{}", files.take_back())))?;
+    match wallet::submit_built(&api.client, &built) {
+        Ok(()) => {}
+        Err(WalletError::Refused { reason, detail, .. }) => {
+            let r = Refusal { reason, detail };
+            let hint = if r.reason == "low-fee" {
+                " (an election pays at least the node's minimum fee rate: raise --fee-rate)"
+            } else {
+                ""
+            };
+            return Err(Fail(
+                1,
+                format!(
+                    "the node refused the election's transaction {}: {}{hint}; nothing was published{}",
+                    built.txid,
+                    r.describe(),
+                    files.take_back()
+                ),
+            ));
+        }
+        Err(x) => {
+            return Err(Fail(
+                x.code(),
+                format!(
+                    "{x} (the keys stay in {}: if transaction {} reached the node, they are its \
+                     election's; if the node does not know it, remove them before publishing from \
+                     there again)",
+                    dir.display(),
+                    built.txid
+                ),
+            ))
+        }
+    }
     eprintln!(
         "election published in transaction {} (fee {} for {} bytes); keys in {}; ballots can be \
          cast once a block holds it (the chain is at height {tip}, its window {}..={})",
@@ -631,6 +662,52 @@ fn election(node: &VoteNodeOpts, dir: &Path, p: &Published, pay: &Payer) -> Resu
     );
     println!("{id}");
     Ok(())
+}
+
+/// The files `vote election` writes into the EA's directory before it submits the election,
+/// to be taken back if the node refuses it.
+struct Written<'a> {
+    dir: &'a Path,
+    /// Whether this run made the directory (removed with the files, if empty).
+    made_dir: bool,
+    files: Vec<PathBuf>,
+}
+
+impl<'a> Written<'a> {
+    /// `dir`, made if missing.
+    fn new(dir: &'a Path) -> Result<Written<'a>, Fail> {
+        let made_dir = !dir.is_dir();
+        std::fs::create_dir_all(dir).map_err(|x| usage(format!("creating {}: {x}", dir.display())))?;
+        Ok(Written { dir, made_dir, files: Vec::new() })
+    }
+
+    /// Creates `dir/name` ([`create_file`]).
+    fn create(&mut self, name: &str, text: &str, secret: bool) -> Result<(), Fail> {
+        let path = self.dir.join(name);
+        create_file(&path, text, secret)?;
+        self.files.push(path);
+        Ok(())
+    }
+
+    /// Removes what was written (and the directory if this run made it and it is empty), so
+    /// that the directory can be used again; says so, or what is left, for a message.
+    fn take_back(&mut self) -> String {
+        let mut left = Vec::new();
+        for path in self.files.drain(..) {
+            if let Err(e) = std::fs::remove_file(&path) {
+                left.push(format!("{} ({e})", path.display()));
+            }
+        }
+        if left.is_empty() {
+            if self.made_dir {
+                // Only if empty: it holds nothing else of this run's.
+                let _ = std::fs::remove_dir(self.dir);
+            }
+            format!("; {} holds no keys of it: publish again with the same --ea-dir", self.dir.display())
+        } else {
+            format!("; remove {} before publishing again with the same --ea-dir", left.join(", "))
+        }
+    }
 }
 
 fn register(dir: &Path, voter_pubkey: &str) -> Result<(), Fail> {
@@ -926,6 +1003,22 @@ mod tests {
         // The same for a token or a key given on the command line.
         let (_, msg) = failure(hex_array::<64>("token", "deadbeef"));
         assert!(msg.contains("8 hex digits, not 128") && !msg.contains("deadbeef"), "{msg}");
+    }
+
+    #[test]
+    fn an_election_the_node_refused_leaves_its_directory_usable_again() {
+        let tmp = tempfile::tempdir().unwrap();
+        // A directory this run made goes with the keys; one that was there stays, emptied.
+        for (dir, made) in [(tmp.path().join("new/ea"), true), (tmp.path().to_path_buf(), false)] {
+            let mut files = succeeds(Written::new(&dir));
+            succeeds(files.create(KEYS_FILE, "{}", true));
+            succeeds(files.create(ELECTION_FILE, "{}", false));
+            assert!(dir.join(KEYS_FILE).exists());
+            let said = files.take_back();
+            assert!(said.contains("publish again with the same --ea-dir"), "{said}");
+            assert!(!dir.join(KEYS_FILE).exists() && !dir.join(ELECTION_FILE).exists());
+            assert_eq!(dir.exists(), !made, "{}", dir.display());
+        }
     }
 
     #[test]
