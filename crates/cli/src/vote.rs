@@ -19,8 +19,12 @@
 //! chain outside those sets (a node configured with another block interval, say) the hash
 //! function cannot be recognised and `--hash` still says it, sha256 by default.
 //!
-//! Exit codes: 0 done, 1 refused by the node or a failed verification (or `--hash` naming
-//! another hash function than the node's chain uses), 2 bad usage, IO or an unreachable node.
+//! Exit codes: 0 done; 1 refused — by the node (an election it does not hold or still waits
+//! for, a transaction it refuses), by the election's rules (`register` past the maximum,
+//! `tally` before the window ends, a ballot checked before it is sent) — or a failed
+//! verification (or `--hash` naming another hash function than the node's chain uses); 2 bad
+//! usage or input (an argument, or a key, election or result file that is not one, or keys of
+//! another election), IO, or an unreachable node.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -36,7 +40,7 @@ use scalechain_types::{Hash, HashKind, Scheme, SecretKey};
 use scalechain_voting::app::{
     ballots_prefix, check_ballot, election_key, CastBallot, Election, Message, SchemeKey, VOTE_KIND,
 };
-use scalechain_voting::tally::{self, EaKeys, StoredBallot, TallyResult};
+use scalechain_voting::tally::{self, EaKeys, StoredBallot, TallyError, TallyResult};
 use scalechain_voting::{elgamal, paillier, Statement};
 
 use crate::remote::{self, NodeOpts, TOKEN_ARG};
@@ -791,6 +795,20 @@ fn cast(node: &VoteNodeOpts, election: &str, choice: usize, key: &Path, token: &
     Ok(())
 }
 
+/// A failure of the tally or its verification: 2 for bad input (a key or result file that is not
+/// one, keys of another election), 1 for what the chain's ballots or the result do not pass.
+fn tally_fail(x: TallyError) -> Fail {
+    match x {
+        TallyError::KeyFile(_) | TallyError::ResultFile(_) | TallyError::NotTheElection(_) => {
+            usage(x.to_string())
+        }
+        TallyError::Election { .. }
+        | TallyError::Ballot { .. }
+        | TallyError::Mismatch(_)
+        | TallyError::Vote(_) => Fail(1, x.to_string()),
+    }
+}
+
 fn print_counts(r: &TallyResult) {
     for (i, c) in r.counts.iter().enumerate() {
         println!("candidate {i}: {c}");
@@ -813,7 +831,7 @@ fn tally_cmd(node: &VoteNodeOpts, election: &str, dir: &Path, out: Option<PathBu
             ),
         ));
     }
-    let r = tally::tally(&e, kind, &stored, &keys, &mut rng()?).map_err(|x| Fail(1, x.to_string()))?;
+    let r = tally::tally(&e, kind, &stored, &keys, &mut rng()?).map_err(tally_fail)?;
     let path = out.unwrap_or_else(|| dir.join(format!("result-{id}.json")));
     let text = r.to_json().map_err(|x| Fail(2, x.to_string()))?;
     std::fs::write(&path, format!("{text}\n"))
@@ -826,8 +844,9 @@ fn tally_cmd(node: &VoteNodeOpts, election: &str, dir: &Path, out: Option<PathBu
 
 fn verify_cmd(node: &VoteNodeOpts, election: &str, result: &Path) -> Result<(), Fail> {
     let id = parse_id(election)?;
-    let r = TallyResult::from_json(&read_small(result)?)
-        .map_err(|x| Fail(1, format!("{}: {x}", result.display())))?;
+    let r = TallyResult::from_json(&read_small(result)?).map_err(|x| match tally_fail(x) {
+        Fail(code, why) => Fail(code, format!("{}: {why}", result.display())),
+    })?;
     let api = Api::connect(node, "--token")?;
     let kind = api.kind;
     let e = api.election(&id)?;
@@ -1019,6 +1038,25 @@ mod tests {
             assert!(!dir.join(KEYS_FILE).exists() && !dir.join(ELECTION_FILE).exists());
             assert_eq!(dir.exists(), !made, "{}", dir.display());
         }
+    }
+
+    #[test]
+    fn a_result_file_that_is_not_one_is_bad_input() {
+        let tmp = tempfile::tempdir().unwrap();
+        let id = "ab".repeat(32);
+        for (name, text) in [("notes.txt", "not JSON"), ("empty.json", "{}"), ("list.json", "[1, 2]")] {
+            let path = tmp.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            // Judged before the node is asked (nothing listens on port 1).
+            let args =
+                ["verify", "--api", "127.0.0.1:1", "--election", &id, "--result", path.to_str().unwrap()];
+            let (code, msg) = failure(run(parse(&args).unwrap()));
+            assert_eq!(code, 2, "{name}: {msg}");
+            assert!(msg.contains(name), "{msg}");
+        }
+        // What the chain's ballots or the result do not pass is a refusal.
+        assert_eq!(tally_fail(TallyError::Mismatch("3 ballots in the result, 2 on chain".into())).0, 1);
+        assert_eq!(tally_fail(TallyError::NotTheElection(Hash([1; 32]))).0, 2);
     }
 
     #[test]
