@@ -3,7 +3,8 @@
 //!
 //! - `keygen`: a voter's Ed25519 key file (offline);
 //! - `election`: the EA's keys into `--ea-dir` (secret file mode 0600), the election published;
-//! - `register`: the EA's registration token for a voter's public key (offline);
+//! - `register`: the EA's registration token for a voter's public key (offline), at most the
+//!   election's maximum of voters (listed in `--ea-dir`);
 //! - `cast`: a voter's encrypted ballot with its proofs and signature, submitted;
 //! - `tally`: the election's ballots read from the chain's state, added, decrypted with proofs,
 //!   the result file written;
@@ -18,8 +19,12 @@
 //! chain outside those sets (a node configured with another block interval, say) the hash
 //! function cannot be recognised and `--hash` still says it, sha256 by default.
 //!
-//! Exit codes: 0 done, 1 refused by the node or a failed verification (or `--hash` naming
-//! another hash function than the node's chain uses), 2 bad usage, IO or an unreachable node.
+//! Exit codes: 0 done; 1 refused — by the node (an election it does not hold or still waits
+//! for, a transaction it refuses), by the election's rules (`register` past the maximum,
+//! `tally` before the window ends, a ballot checked before it is sent) — or a failed
+//! verification (or `--hash` naming another hash function than the node's chain uses); 2 bad
+//! usage or input (an argument, or a key, election or result file that is not one, or keys of
+//! another election), IO, or an unreachable node.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -35,21 +40,25 @@ use scalechain_types::{Hash, HashKind, Scheme, SecretKey};
 use scalechain_voting::app::{
     ballots_prefix, check_ballot, election_key, CastBallot, Election, Message, SchemeKey, VOTE_KIND,
 };
-use scalechain_voting::tally::{self, EaKeys, StoredBallot, TallyResult};
+use scalechain_voting::tally::{self, EaKeys, StoredBallot, TallyError, TallyResult};
 use scalechain_voting::{elgamal, paillier, Statement};
 
 use crate::remote::{self, NodeOpts, TOKEN_ARG};
-use crate::wallet::{self, WalletOpts};
+use crate::wallet::{self, WalletError, WalletOpts};
 use crate::Fail;
 
 /// The EA's secret key file inside `--ea-dir`.
 const KEYS_FILE: &str = "ea-keys.json";
 /// The election's public description inside `--ea-dir`.
 const ELECTION_FILE: &str = "election.json";
+/// The voters registered so far inside `--ea-dir`: one public key (hex) a line.
+const REGISTRY_FILE: &str = "registered.txt";
 /// Largest file read (key, election, result files).
 const MAX_FILE: u64 = 1 << 20;
 /// Ballots asked for per API request.
 const PAGE: usize = 1000;
+/// Pooled transactions looked through for an election not in the chain's state yet.
+const PENDING_SCAN: usize = 1000;
 
 /// Ballot schemes available.
 #[derive(Clone, Copy, ValueEnum)]
@@ -113,13 +122,17 @@ pub enum VoteCmd {
         /// Ballot scheme.
         #[arg(long, value_enum, default_value_t = BallotScheme::Elgamal)]
         scheme: BallotScheme,
-        /// Most ballots the election counts (fixes the paillier encoding).
+        /// The most ballots the election counts, whatever the scheme: `register` mints no more
+        /// tokens, and the chain refuses the ballot past it (for paillier it also fixes the
+        /// encoding).
         #[arg(long)]
         voters_max: u64,
-        /// First block height at which ballots count.
+        /// First block height at which ballots count. Ballots enter blocks after the election's
+        /// own, so choose at least the tip's height + 2 (the node's `GET /status` says it; a
+        /// devnet makes about a block a second).
         #[arg(long)]
         start: u64,
-        /// Last block height at which ballots count.
+        /// Last block height at which ballots count; the tally comes after it.
         #[arg(long)]
         end: u64,
         /// A label for people (at most 64 bytes).
@@ -137,7 +150,8 @@ pub enum VoteCmd {
         #[arg(long, default_value_t = 1_000)]
         fee_rate: u64,
     },
-    /// As the election authority: the registration token of a voter (offline); prints it.
+    /// As the election authority: the registration token of a voter (offline); prints it. At
+    /// most `--voters-max` voters get one (a voter registered again gets the same token).
     Register {
         /// The EA's directory.
         #[arg(long)]
@@ -251,10 +265,22 @@ fn rng() -> Result<ChaCha20Rng, Fail> {
     Ok(ChaCha20Rng::from_seed(random_seed()?))
 }
 
+/// `s` (white space around it ignored) as `N` bytes of hex. The error says what is wrong —
+/// where the first character that is not a hex digit is, or how many digits there are — but
+/// never repeats `s`: it may be a key file's seed, or a token.
 fn hex_array<const N: usize>(what: &str, s: &str) -> Result<[u8; N], Fail> {
+    let s = s.trim();
+    let digits = 2 * N;
+    if let Some(at) = s.chars().position(|c| !c.is_ascii_hexdigit()) {
+        return Err(usage(format!(
+            "{what}: character {} of {} is not a hex digit (expected {digits} hex digits)",
+            at + 1,
+            s.chars().count()
+        )));
+    }
     let mut out = [0u8; N];
-    hex::decode_to_slice(s.trim(), &mut out)
-        .map_err(|_| usage(format!("{what}: {:?} is not {} hex digits", s.trim(), 2 * N)))?;
+    hex::decode_to_slice(s, &mut out)
+        .map_err(|_| usage(format!("{what}: {} hex digits, not {digits}", s.len())))?;
     Ok(out)
 }
 
@@ -288,8 +314,11 @@ fn keygen(out: &Path) -> Result<(), Fail> {
     Ok(())
 }
 
+/// The voter's key from the key file `path` (a seed, hex, as `vote keygen` writes it). An
+/// error names the file and what is wrong with it, never its contents.
 fn voter_secret(path: &Path) -> Result<SecretKey, Fail> {
-    let seed = hex_array::<32>(&format!("voter key file {}", path.display()), &read_small(path)?)?;
+    let what = format!("voter key file {} (from `vote keygen`: one seed of 64 hex digits)", path.display());
+    let seed = hex_array::<32>(&what, &read_small(path)?)?;
     Ok(SecretKey::from_seed(Scheme::Ed25519, seed))
 }
 
@@ -335,30 +364,21 @@ impl Api {
         Ok(Api { client, kind, height: status.height })
     }
 
-    /// Submits one transaction; its txid, or the node's refusal as a failure (exit 1).
-    fn submit(&self, tx: &scalechain_types::Tx) -> Result<String, Fail> {
+    /// Submits one transaction: its txid, or the node's refusal. The failure is a node that
+    /// cannot be reached or does not answer as the API does.
+    fn submit(&self, tx: &scalechain_types::Tx) -> Result<Result<String, Refusal>, Fail> {
         let r = self.client.submit(std::slice::from_ref(tx)).map_err(api_fail)?;
-        let v = r.results.first().ok_or_else(|| Fail(2, "POST /txs: no verdict".into()))?;
+        let v = r.results.into_iter().next().ok_or_else(|| Fail(2, "POST /txs: no verdict".into()))?;
         if v.accepted {
             return v
                 .txid
-                .map(|t| t.to_string())
+                .map(|t| Ok(t.to_string()))
                 .ok_or_else(|| Fail(2, "POST /txs: no txid in the verdict".into()));
         }
-        let reason = v.reason.as_deref().unwrap_or("refused");
-        let hint = if matches!(reason, "fee-less-full" | "fee-less-group-full" | "low-fee") {
-            " (ballots carry no fee: the node holds them within mempool.max_fee_less_bytes, each \
-             election's within mempool.max_fee_less_group_bytes)"
-        } else {
-            ""
-        };
-        Err(Fail(
-            1,
-            format!(
-                "the node refused the transaction: {reason}: {}{hint}",
-                v.detail.as_deref().unwrap_or("")
-            ),
-        ))
+        Ok(Err(Refusal {
+            reason: v.reason.unwrap_or_else(|| "refused".into()),
+            detail: v.detail.unwrap_or_default(),
+        }))
     }
 
     /// The published election `id` (checked to hash to `id` under the chain's hash function).
@@ -366,9 +386,7 @@ impl Api {
         let kind = self.kind;
         let entry = match self.client.app_value(VOTE_KIND.0, &election_key(id)) {
             Ok(e) => e,
-            Err(e) if e.is_not_found() => {
-                return Err(Fail(1, format!("election {id} is not published on this node's chain")))
-            }
+            Err(e) if e.is_not_found() => return Err(self.not_published(id)),
             Err(e) => return Err(api_fail(e)),
         };
         let bytes =
@@ -381,6 +399,56 @@ impl Api {
             )));
         }
         Ok(e)
+    }
+
+    /// Why election `id` is not in the chain's state (exit 1): its transaction waits in the
+    /// node's mempool for a block — retry after the next one —, or the node knows nothing of
+    /// it.
+    fn not_published(&self, id: &Hash) -> Fail {
+        match self.pending_election(id) {
+            Ok(Some(txid)) => Fail(
+                1,
+                format!(
+                    "election {id} is pending: its transaction {txid} waits in the node's mempool \
+                     for a block; retry after the next block (a devnet makes about one a second)"
+                ),
+            ),
+            Ok(None) => Fail(
+                1,
+                format!(
+                    "election {id} is not published on this node's chain, nor waiting in its \
+                     mempool: check the id, and that --api names a node of the chain it was \
+                     published on"
+                ),
+            ),
+            Err(Fail(code, why)) => Fail(
+                code,
+                format!("election {id} is not published on this node's chain (its mempool: {why})"),
+            ),
+        }
+    }
+
+    /// The pooled transaction publishing election `id`, if one of the first [`PENDING_SCAN`]
+    /// transactions the node's mempool lists is.
+    fn pending_election(&self, id: &Hash) -> Result<Option<Hash>, Fail> {
+        let pool = self.client.mempool(Some(PENDING_SCAN)).map_err(api_fail)?;
+        let vote_kind = VOTE_KIND.name();
+        for txid in pool.txids {
+            let t = match self.client.tx(&txid) {
+                Ok(t) => t,
+                // It left the pool since the list was made.
+                Err(e) if e.is_not_found() => continue,
+                Err(e) => return Err(api_fail(e)),
+            };
+            if t.tx.kind != vote_kind {
+                continue;
+            }
+            let Ok(data) = hex::decode(&t.tx.data) else { continue };
+            if matches!(Message::decode(&data), Ok(Message::Election(e)) if e.id(self.kind) == *id) {
+                return Ok(Some(txid));
+            }
+        }
+        Ok(None)
     }
 
     /// Every stored ballot of election `id`, and the lowest tip height they were read at.
@@ -412,6 +480,62 @@ impl Api {
             }
         }
         Ok((out, height))
+    }
+}
+
+/// The node's refusal of a transaction: the rule or policy that refused it, and what was wrong.
+struct Refusal {
+    reason: String,
+    detail: String,
+}
+
+impl Refusal {
+    /// What was wrong, without the rule name the node puts before a consensus rule's detail
+    /// (`vote-double-vote: voter … has already voted`), so that a message names the rule once.
+    fn what(&self) -> &str {
+        self.detail
+            .strip_prefix(self.reason.as_str())
+            .and_then(|d| d.strip_prefix(": "))
+            .unwrap_or(&self.detail)
+    }
+
+    /// `reason: what`, the rule named once.
+    fn describe(&self) -> String {
+        match self.what() {
+            "" => self.reason.clone(),
+            what => format!("{}: {what}", self.reason),
+        }
+    }
+
+    /// The pooled transaction an `app-conflict` refusal names (its detail ends with the txid).
+    fn pooled(&self) -> Option<Hash> {
+        self.detail.split_whitespace().last().and_then(|w| w.parse().ok())
+    }
+
+    /// The refusal of a ballot as a failure (exit 1), its voter named by the public key `vk`
+    /// they hold (from the key file `key`), not by its hash: a second ballot while the first
+    /// waits in the node's mempool (`app-conflict`) or once a block holds it
+    /// (`vote-double-vote`). Other refusals are named with their rule, the fee-less budgets
+    /// hinted at.
+    fn of_ballot(&self, election: &Hash, vk: &[u8; 32], key: &Path) -> Fail {
+        let voter = format!("voter {} (key file {})", hex::encode(vk), key.display());
+        let what = match self.reason.as_str() {
+            "app-conflict" => format!(
+                "{voter} already has a ballot waiting for a block{} in election {election}: one \
+                 ballot per voter, counted once a block holds it (app-conflict)",
+                self.pooled().map_or_else(String::new, |t| format!(" (txid {t})"))
+            ),
+            "vote-double-vote" => {
+                format!("vote-double-vote: {voter} has already voted in election {election} (a block holds the ballot)")
+            }
+            "fee-less-full" | "fee-less-group-full" | "low-fee" => format!(
+                "{} (ballots carry no fee: the node holds them within mempool.max_fee_less_bytes, \
+                 each election's within mempool.max_fee_less_group_bytes)",
+                self.describe()
+            ),
+            _ => self.describe(),
+        };
+        Fail(1, format!("the node refused the ballot: {what}"))
     }
 }
 
@@ -480,8 +604,7 @@ fn election(node: &VoteNodeOpts, dir: &Path, p: &Published, pay: &Payer) -> Resu
     // Funded before anything is written: a wallet that cannot pay leaves no keys behind.
     let data = Message::Election(e.clone()).encode();
     let built = wallet::fund_app_tx(&api.client, &wallet_opts, &payer, VOTE_KIND, &data, pay.fee_rate)?;
-    std::fs::create_dir_all(dir).map_err(|x| usage(format!("creating {}: {x}", dir.display())))?;
-    create_file(&dir.join(KEYS_FILE), &keys.to_json().map_err(|x| Fail(2, x.to_string()))?, true)?;
+    let secret = keys.to_json().map_err(|x| Fail(2, x.to_string()))?;
     let public = json!({
         "id": id.to_string(),
         "hash": kind.name(),
@@ -492,22 +615,103 @@ fn election(node: &VoteNodeOpts, dir: &Path, p: &Published, pay: &Payer) -> Resu
         "label": p.label,
         "encoding": hex::encode(e.encode()),
     });
-    create_file(&dir.join(ELECTION_FILE), &format!("{public:#}\n"), false)?;
-    wallet::submit_built(&api.client, &built).map_err(|x| {
-        Fail(
-            x.code(),
-            format!("{x} (the keys stay in {}; publish again from another directory)", dir.display()),
-        )
-    })?;
+    // Written before the transaction is sent, so that a published election never lacks its
+    // keys; taken back when the node refuses it, so that the directory can be used again.
+    let mut files = Written::new(dir)?;
+    files
+        .create(KEYS_FILE, &secret, true)
+        .and_then(|()| files.create(ELECTION_FILE, &format!("{public:#}\n"), false))
+        .map_err(|Fail(code, why)| Fail(code, format!("{why}{}", files.take_back())))?;
+    match wallet::submit_built(&api.client, &built) {
+        Ok(()) => {}
+        Err(WalletError::Refused { reason, detail, .. }) => {
+            let r = Refusal { reason, detail };
+            let hint = if r.reason == "low-fee" {
+                " (an election pays at least the node's minimum fee rate: raise --fee-rate)"
+            } else {
+                ""
+            };
+            return Err(Fail(
+                1,
+                format!(
+                    "the node refused the election's transaction {}: {}{hint}; nothing was published{}",
+                    built.txid,
+                    r.describe(),
+                    files.take_back()
+                ),
+            ));
+        }
+        Err(x) => {
+            return Err(Fail(
+                x.code(),
+                format!(
+                    "{x} (the keys stay in {}: if transaction {} reached the node, they are its \
+                     election's; if the node does not know it, remove them before publishing from \
+                     there again)",
+                    dir.display(),
+                    built.txid
+                ),
+            ))
+        }
+    }
     eprintln!(
-        "election published in transaction {} (fee {} for {} bytes); keys in {}",
+        "election published in transaction {} (fee {} for {} bytes); keys in {}; ballots can be \
+         cast once a block holds it (the chain is at height {tip}, its window {}..={})",
         built.txid,
         built.fee,
         built.size,
-        dir.display()
+        dir.display(),
+        p.start,
+        p.end
     );
     println!("{id}");
     Ok(())
+}
+
+/// The files `vote election` writes into the EA's directory before it submits the election,
+/// to be taken back if the node refuses it.
+struct Written<'a> {
+    dir: &'a Path,
+    /// Whether this run made the directory (removed with the files, if empty).
+    made_dir: bool,
+    files: Vec<PathBuf>,
+}
+
+impl<'a> Written<'a> {
+    /// `dir`, made if missing.
+    fn new(dir: &'a Path) -> Result<Written<'a>, Fail> {
+        let made_dir = !dir.is_dir();
+        std::fs::create_dir_all(dir).map_err(|x| usage(format!("creating {}: {x}", dir.display())))?;
+        Ok(Written { dir, made_dir, files: Vec::new() })
+    }
+
+    /// Creates `dir/name` ([`create_file`]).
+    fn create(&mut self, name: &str, text: &str, secret: bool) -> Result<(), Fail> {
+        let path = self.dir.join(name);
+        create_file(&path, text, secret)?;
+        self.files.push(path);
+        Ok(())
+    }
+
+    /// Removes what was written (and the directory if this run made it and it is empty), so
+    /// that the directory can be used again; says so, or what is left, for a message.
+    fn take_back(&mut self) -> String {
+        let mut left = Vec::new();
+        for path in self.files.drain(..) {
+            if let Err(e) = std::fs::remove_file(&path) {
+                left.push(format!("{} ({e})", path.display()));
+            }
+        }
+        if left.is_empty() {
+            if self.made_dir {
+                // Only if empty: it holds nothing else of this run's.
+                let _ = std::fs::remove_dir(self.dir);
+            }
+            format!("; {} holds no keys of it: publish again with the same --ea-dir", self.dir.display())
+        } else {
+            format!("; remove {} before publishing again with the same --ea-dir", left.join(", "))
+        }
+    }
 }
 
 fn register(dir: &Path, voter_pubkey: &str) -> Result<(), Fail> {
@@ -517,8 +721,45 @@ fn register(dir: &Path, voter_pubkey: &str) -> Result<(), Fail> {
     if !keys.runs(&e) {
         return Err(usage(format!("the keys in {} are not those of its election", dir.display())));
     }
+    let max = e.voters().map_err(|x| usage(format!("{}: {x}", dir.join(ELECTION_FILE).display())))?;
+    enrol(&dir.join(REGISTRY_FILE), &voter, max)?;
     println!("{}", hex::encode(keys.register(kind, &e.id(kind), &voter)));
     Ok(())
+}
+
+/// Lists `voter` in the registry file `path` (created if missing), unless it is there already,
+/// while fewer than `max` voters are: past the election's maximum no token is minted (exit 1),
+/// since the chain would refuse the ballot (`vote-election-full`). The file is locked while it
+/// is read and extended, so two registrations at once cannot both take the last place.
+fn enrol(path: &Path, voter: &[u8; 32], max: u64) -> Result<(), Fail> {
+    use std::io::{BufRead, BufReader};
+    let at = |e: std::io::Error| usage(format!("{}: {e}", path.display()));
+    let mut f = std::fs::OpenOptions::new().read(true).append(true).create(true).open(path).map_err(at)?;
+    f.lock().map_err(at)?;
+    let mut listed = 0u64;
+    for (i, line) in BufReader::new(&f).lines().enumerate() {
+        let line = line.map_err(at)?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let key = hex_array::<32>(&format!("{} line {}", path.display(), i + 1), &line)?;
+        if key == *voter {
+            return Ok(());
+        }
+        listed += 1;
+    }
+    if listed >= max {
+        return Err(Fail(
+            1,
+            format!(
+                "the election counts at most {max} voters, and {} lists {listed} registered already: \
+                 no token for another (the chain would refuse the ballot past the maximum, \
+                 vote-election-full)",
+                path.display()
+            ),
+        ));
+    }
+    writeln!(f, "{}", hex::encode(voter)).map_err(|e| usage(format!("writing {}: {e}", path.display())))
 }
 
 fn cast(node: &VoteNodeOpts, election: &str, choice: usize, key: &Path, token: &str) -> Result<(), Fail> {
@@ -549,9 +790,23 @@ fn cast(node: &VoteNodeOpts, election: &str, choice: usize, key: &Path, token: &
     // The checks every node makes, here first (a wrong token is named before anything is sent).
     check_ballot(kind, &b)
         .map_err(|x| Fail(1, format!("the ballot is not valid: {}: {}", x.rule, x.detail)))?;
-    let txid = api.submit(&Message::Ballot(b).into_tx())?;
+    let txid = api.submit(&Message::Ballot(b).into_tx())?.map_err(|r| r.of_ballot(&id, &vk, key))?;
     println!("{txid}");
     Ok(())
+}
+
+/// A failure of the tally or its verification: 2 for bad input (a key or result file that is not
+/// one, keys of another election), 1 for what the chain's ballots or the result do not pass.
+fn tally_fail(x: TallyError) -> Fail {
+    match x {
+        TallyError::KeyFile(_) | TallyError::ResultFile(_) | TallyError::NotTheElection(_) => {
+            usage(x.to_string())
+        }
+        TallyError::Election { .. }
+        | TallyError::Ballot { .. }
+        | TallyError::Mismatch(_)
+        | TallyError::Vote(_) => Fail(1, x.to_string()),
+    }
 }
 
 fn print_counts(r: &TallyResult) {
@@ -576,7 +831,7 @@ fn tally_cmd(node: &VoteNodeOpts, election: &str, dir: &Path, out: Option<PathBu
             ),
         ));
     }
-    let r = tally::tally(&e, kind, &stored, &keys, &mut rng()?).map_err(|x| Fail(1, x.to_string()))?;
+    let r = tally::tally(&e, kind, &stored, &keys, &mut rng()?).map_err(tally_fail)?;
     let path = out.unwrap_or_else(|| dir.join(format!("result-{id}.json")));
     let text = r.to_json().map_err(|x| Fail(2, x.to_string()))?;
     std::fs::write(&path, format!("{text}\n"))
@@ -589,8 +844,9 @@ fn tally_cmd(node: &VoteNodeOpts, election: &str, dir: &Path, out: Option<PathBu
 
 fn verify_cmd(node: &VoteNodeOpts, election: &str, result: &Path) -> Result<(), Fail> {
     let id = parse_id(election)?;
-    let r = TallyResult::from_json(&read_small(result)?)
-        .map_err(|x| Fail(1, format!("{}: {x}", result.display())))?;
+    let r = TallyResult::from_json(&read_small(result)?).map_err(|x| match tally_fail(x) {
+        Fail(code, why) => Fail(code, format!("{}: {why}", result.display())),
+    })?;
     let api = Api::connect(node, "--token")?;
     let kind = api.kind;
     let e = api.election(&id)?;
@@ -656,6 +912,151 @@ mod tests {
         let mut cli = crate::Cli::command();
         let vote = cli.find_subcommand_mut("vote").unwrap();
         vote.find_subcommand_mut(sub).unwrap().render_long_help().to_string()
+    }
+
+    /// `r`'s failure: its exit code and message (`Fail` has no `Debug` to unwrap with).
+    fn failure<T>(r: Result<T, Fail>) -> (u8, String) {
+        match r {
+            Ok(_) => panic!("expected a failure"),
+            Err(Fail(code, msg)) => (code, msg),
+        }
+    }
+
+    fn succeeds<T>(r: Result<T, Fail>) -> T {
+        r.unwrap_or_else(|Fail(code, msg)| panic!("exit {code}: {msg}"))
+    }
+
+    #[test]
+    fn register_lists_voters_up_to_the_elections_maximum() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(REGISTRY_FILE);
+        let (a, b, c) = ([1u8; 32], [2u8; 32], [3u8; 32]);
+        succeeds(enrol(&path, &a, 2));
+        succeeds(enrol(&path, &b, 2));
+        succeeds(enrol(&path, &a, 2)); // registered again: listed once
+        let (code, msg) = failure(enrol(&path, &c, 2));
+        assert_eq!(code, 1, "a refusal: {msg}");
+        assert!(msg.contains("at most 2 voters") && msg.contains("vote-election-full"), "{msg}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap().lines().count(), 2);
+        // A damaged registry is named, line and all.
+        std::fs::write(&path, format!("{}\nnot a key\n", hex::encode(a))).unwrap();
+        let (code, msg) = failure(enrol(&path, &c, 5));
+        assert!(code == 2 && msg.contains("line 2"), "{code}: {msg}");
+    }
+
+    fn refusal(reason: &str, detail: &str) -> Refusal {
+        Refusal { reason: reason.into(), detail: detail.into() }
+    }
+
+    #[test]
+    fn a_refusal_names_its_rule_once() {
+        let (id, vk, key) = (Hash([7; 32]), [9u8; 32], Path::new("alice.key"));
+        // A consensus rule: the node's detail starts with the rule.
+        let r = refusal(
+            "vote-outside-window",
+            "vote-outside-window: height 30 is outside the voting window 2..=20",
+        );
+        assert_eq!(r.describe(), "vote-outside-window: height 30 is outside the voting window 2..=20");
+        let Fail(code, msg) = r.of_ballot(&id, &vk, key);
+        assert_eq!((code, msg.matches("vote-outside-window").count()), (1, 1), "{msg}");
+        // A policy: the detail does not.
+        let r = refusal("fee-less-group-full", "1 bytes of fee-less application transaction would …");
+        assert_eq!(r.describe(), "fee-less-group-full: 1 bytes of fee-less application transaction would …");
+        assert_eq!(refusal("lost", "").describe(), "lost");
+    }
+
+    #[test]
+    fn a_second_ballot_is_told_whose_ballot_waits_and_where() {
+        let (id, vk, key) = (Hash([7; 32]), [9u8; 32], Path::new("alice.key"));
+        let pooled = Hash([4; 32]);
+        // As the node words it (MempoolError::AppConflict): the key is a hash of the voter's.
+        let r = refusal(
+            "app-conflict",
+            &format!(
+                "application key {} of kind 2 is already held by pooled transaction {pooled}",
+                Hash([5; 32])
+            ),
+        );
+        let Fail(code, msg) = r.of_ballot(&id, &vk, key);
+        assert_eq!(code, 1);
+        assert!(msg.contains(&format!("voter {} (key file alice.key)", hex::encode(vk))), "{msg}");
+        assert!(msg.contains(&format!("waiting for a block (txid {pooled})")), "{msg}");
+        assert!(!msg.contains(&Hash([5; 32]).to_string()), "not the key's hash: {msg}");
+        // Once a block holds the first: the rule, once, and the voter by their key.
+        let voter_id = Hash([6; 32]);
+        let r = refusal("vote-double-vote", &format!("vote-double-vote: voter {voter_id} has already voted"));
+        let Fail(_, msg) = r.of_ballot(&id, &vk, key);
+        assert_eq!(msg.matches("vote-double-vote").count(), 1, "{msg}");
+        assert!(msg.contains(&hex::encode(vk)) && !msg.contains(&voter_id.to_string()), "{msg}");
+    }
+
+    #[test]
+    fn a_key_file_that_is_not_a_key_is_named_but_never_echoed() {
+        let dir = tempfile::tempdir().unwrap();
+        let seed = "3f".repeat(32);
+        let cases = [
+            ("notes.txt", "my secret diary: the safe opens with 4711\n".to_string(), "character 1 of 41"),
+            ("stray.key", format!("{}z{}\n", &seed[..20], &seed[21..]), "character 21 of 64"),
+            ("long.key", format!("{seed}ab\n"), "66 hex digits, not 64"),
+        ];
+        for (name, text, says) in cases {
+            let path = dir.path().join(name);
+            std::fs::write(&path, &text).unwrap();
+            let (code, msg) = failure(voter_secret(&path));
+            assert_eq!(code, 2, "{msg}");
+            assert!(msg.contains(&path.display().to_string()) && msg.contains(says), "{msg}");
+            for word in text.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| w.len() >= 4) {
+                assert!(!msg.contains(word), "{name}: {word:?} echoed in {msg}");
+            }
+            assert!(!msg.contains(&seed[..8]), "{msg}");
+        }
+        assert_eq!(
+            succeeds(voter_secret(&{
+                let p = dir.path().join("good.key");
+                std::fs::write(&p, format!("{seed}\n")).unwrap();
+                p
+            }))
+            .public(),
+            SecretKey::from_seed(Scheme::Ed25519, [0x3f; 32]).public()
+        );
+        // The same for a token or a key given on the command line.
+        let (_, msg) = failure(hex_array::<64>("token", "deadbeef"));
+        assert!(msg.contains("8 hex digits, not 128") && !msg.contains("deadbeef"), "{msg}");
+    }
+
+    #[test]
+    fn an_election_the_node_refused_leaves_its_directory_usable_again() {
+        let tmp = tempfile::tempdir().unwrap();
+        // A directory this run made goes with the keys; one that was there stays, emptied.
+        for (dir, made) in [(tmp.path().join("new/ea"), true), (tmp.path().to_path_buf(), false)] {
+            let mut files = succeeds(Written::new(&dir));
+            succeeds(files.create(KEYS_FILE, "{}", true));
+            succeeds(files.create(ELECTION_FILE, "{}", false));
+            assert!(dir.join(KEYS_FILE).exists());
+            let said = files.take_back();
+            assert!(said.contains("publish again with the same --ea-dir"), "{said}");
+            assert!(!dir.join(KEYS_FILE).exists() && !dir.join(ELECTION_FILE).exists());
+            assert_eq!(dir.exists(), !made, "{}", dir.display());
+        }
+    }
+
+    #[test]
+    fn a_result_file_that_is_not_one_is_bad_input() {
+        let tmp = tempfile::tempdir().unwrap();
+        let id = "ab".repeat(32);
+        for (name, text) in [("notes.txt", "not JSON"), ("empty.json", "{}"), ("list.json", "[1, 2]")] {
+            let path = tmp.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            // Judged before the node is asked (nothing listens on port 1).
+            let args =
+                ["verify", "--api", "127.0.0.1:1", "--election", &id, "--result", path.to_str().unwrap()];
+            let (code, msg) = failure(run(parse(&args).unwrap()));
+            assert_eq!(code, 2, "{name}: {msg}");
+            assert!(msg.contains(name), "{msg}");
+        }
+        // What the chain's ballots or the result do not pass is a refusal.
+        assert_eq!(tally_fail(TallyError::Mismatch("3 ballots in the result, 2 on chain".into())).0, 1);
+        assert_eq!(tally_fail(TallyError::NotTheElection(Hash([1; 32]))).0, 2);
     }
 
     #[test]

@@ -6,6 +6,13 @@
 //! `vote tally` and anyone checks the result with `vote verify`; a tampered result fails
 //! verification, and bad ids get JSON 4xx. The chain's hash function is the node's: a `--hash`
 //! naming another is refused.
+//!
+//! A new user's first steps, on a node that mines no block: an election the node refuses
+//! leaves its directory usable again, an election waiting for its block is pending, and
+//! neither a key file nor a result file that is not one is echoed or taken for a refusal. An
+//! election's maximum: `register` gives no token past it, and the chain refuses the ballot
+//! past it even with a token minted from a copy of the keys; a voter's second ballot is told
+//! whose ballot waits in the mempool, then that the voter has voted.
 #![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
@@ -220,14 +227,14 @@ fn setup(secs: u64) -> Setup {
     Setup { deadline, tmp, _net: net, api, node, start: h0 + 1, end: h0 + 14, wallet, pass }
 }
 
-/// The arguments of `vote election` of `scheme` with `candidates` for heights `start..=end`,
-/// paid from `payer` (wallet, passphrase file), its keys written to `ea`.
+/// The arguments of `vote election` of `scheme` with `candidates` and at most `voters` ballots
+/// for heights `start..=end`, paid from `payer` (wallet, passphrase file), its keys written to
+/// `ea`.
 fn election_args(
     api: &str,
     payer: (&Path, &Path),
     ea: &str,
-    scheme: &str,
-    candidates: usize,
+    (scheme, candidates, voters): (&str, usize, u64),
     (start, end): (u64, u64),
 ) -> Vec<String> {
     let args = [
@@ -245,7 +252,7 @@ fn election_args(
         "--scheme",
         scheme,
         "--voters-max",
-        "10",
+        &voters.to_string(),
         "--start",
         &start.to_string(),
         "--end",
@@ -264,17 +271,18 @@ fn publish(
     start: u64,
     end: u64,
 ) -> String {
-    let args = election_args(api, payer, ea_s, scheme, candidates, (start, end));
+    let args = election_args(api, payer, ea_s, (scheme, candidates, 10), (start, end));
     vote_ok(&args.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
-/// A voter's key file (`vote keygen`) and the EA's token for it (`vote register`).
-fn register(dir: &Path, ea_s: &str, name: &str) -> (PathBuf, String) {
+/// A voter's key file (`vote keygen`), the EA's token for it (`vote register`), and the
+/// voter's public key.
+fn register(dir: &Path, ea_s: &str, name: &str) -> (PathBuf, String, String) {
     let key = dir.join(format!("{name}.key"));
     let pk = vote_ok(&["keygen", "--out", key.to_str().unwrap()]);
     let token = vote_ok(&["register", "--ea-dir", ea_s, "--voter-pubkey", &pk]);
     assert_eq!(token.len(), 128, "{token}");
-    (key, token)
+    (key, token, pk)
 }
 
 /// `vote cast` of `choice` in election `id` with `key` and `token`.
@@ -327,8 +335,13 @@ fn an_elgamal_election_over_a_node_tallies_and_verifies() {
     // A wallet without coins cannot pay for an election: nothing is published or written.
     let (empty, empty_pass) = new_wallet(tmp.path(), "empty", None);
     let unpaid = tmp.path().join("unpaid");
-    let args =
-        election_args(&api, (&empty, &empty_pass), unpaid.to_str().unwrap(), "elgamal", 3, (start, end));
+    let args = election_args(
+        &api,
+        (&empty, &empty_pass),
+        unpaid.to_str().unwrap(),
+        ("elgamal", 3, 10),
+        (start, end),
+    );
     let out = vote(&args.iter().map(String::as_str).collect::<Vec<_>>());
     let err = String::from_utf8_lossy(&out.stderr).to_string();
     assert_eq!(out.status.code(), Some(1), "{err}");
@@ -344,7 +357,7 @@ fn an_elgamal_election_over_a_node_tallies_and_verifies() {
         assert_eq!(mode & 0o777, 0o600, "the EA's secret key file is private");
     }
     // Not over the same directory twice.
-    let again = election_args(&api, (&wallet, &pass), ea_s, "elgamal", 3, (1, 999));
+    let again = election_args(&api, (&wallet, &pass), ea_s, ("elgamal", 3, 10), (1, 999));
     assert_eq!(vote(&again.iter().map(String::as_str).collect::<Vec<_>>()).status.code(), Some(2));
     wait_until("the election in a block", deadline, || app_value(&node, &format!("65{id}")).is_ok());
 
@@ -353,7 +366,7 @@ fn an_elgamal_election_over_a_node_tallies_and_verifies() {
     let mut txids = Vec::new();
     let mut first = None;
     for (i, c) in choices.iter().enumerate() {
-        let (key, token) = register(tmp.path(), ea_s, &format!("voter{i}"));
+        let (key, token, _) = register(tmp.path(), ea_s, &format!("voter{i}"));
         let out = cast(&api, &id, *c, &key, &token);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         txids.push(String::from_utf8_lossy(&out.stdout).trim().to_string());
@@ -441,7 +454,7 @@ fn a_paillier_election_over_a_node_tallies_and_verifies() {
     let choices = [2usize, 0, 2];
     let mut txids = Vec::new();
     for (i, c) in choices.iter().enumerate() {
-        let (key, token) = register(tmp.path(), &ea_s, &format!("voter{i}"));
+        let (key, token, _) = register(tmp.path(), &ea_s, &format!("voter{i}"));
         let out = cast(&api, &id, *c, &key, &token);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         txids.push(String::from_utf8_lossy(&out.stdout).trim().to_string());
@@ -455,10 +468,11 @@ fn a_paillier_election_over_a_node_tallies_and_verifies() {
     wait_until("every ballot confirmed", deadline, || txids.iter().all(|t| confirmed(&node, t)));
     wait_until("the window to close", deadline, || height() >= end);
     // A ballot after the window: refused by the node, naming the rule.
-    let (key, token) = register(tmp.path(), &ea_s, "late");
+    let (key, token, _) = register(tmp.path(), &ea_s, "late");
     let late = cast(&api, &id, 0, &key, &token);
-    assert_eq!(late.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&late.stderr).contains("vote-outside-window"));
+    let err = String::from_utf8_lossy(&late.stderr).to_string();
+    assert_eq!(late.status.code(), Some(1), "{err}");
+    assert_eq!(err.matches("vote-outside-window").count(), 1, "the rule named once: {err}");
 
     let (v, stdout) = tally_and_verify(&api, &id, &ea_s, &tmp.path().join("result.json"));
     assert!(stdout.contains("3 ballots"), "{stdout}");
@@ -467,4 +481,151 @@ fn a_paillier_election_over_a_node_tallies_and_verifies() {
     let ballots = v["ballots"].as_u64().unwrap() as usize;
     explorer_verifies(&api, &id, &v, "paillier", ballots, serde_json::json!([0, 1, 2]));
     assert!(Instant::now() < deadline, "the election took more than 120 s");
+}
+
+/// `vote ARGS` (strings); exit code and standard error.
+fn vote_err(args: &[&str]) -> (Option<i32>, String) {
+    let out = vote(args);
+    (out.status.code(), String::from_utf8_lossy(&out.stderr).to_string())
+}
+
+/// A new user's first steps on a node that mines no block (deterministic: nothing leaves its
+/// mempool): an election the node refuses (`low-fee`) leaves no keys, and the same directory
+/// publishes it; casting, tallying and verifying before a block holds it say it is pending
+/// and name its transaction; a file that is not a key is named but not echoed, and one that
+/// is not a result is bad input (exit 2).
+#[test]
+fn an_election_before_its_block_is_pending_and_a_refused_one_leaves_no_keys() {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let tmp = tempfile::tempdir().unwrap();
+    let mut net = Launcher::new(EXE).unwrap();
+    let peer = net.start(NodeSpec::new("peer", Role::Peer)).unwrap();
+    let (api, node) = (peer.api_addr().to_string(), peer.blocking_client().unwrap());
+    let (wallet, pass) = new_wallet(tmp.path(), "ea-wallet", Some(1023));
+    let ea = tmp.path().join("ea");
+    let ea_s = ea.to_str().unwrap();
+
+    // Below the node's minimum fee rate: refused, rule named once, nothing left behind.
+    let mut args = election_args(&api, (&wallet, &pass), ea_s, ("elgamal", 3, 10), (2, 50));
+    args.extend(["--fee-rate".to_string(), "0".to_string()]);
+    let (code, err) = vote_err(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(err.matches("low-fee").count(), 1, "{err}");
+    assert!(
+        err.contains("raise --fee-rate") && err.contains("publish again with the same --ea-dir"),
+        "{err}"
+    );
+    assert!(!ea.exists(), "the directory this run made goes with the keys");
+    // The same directory, at the default fee: published, and pooled only.
+    let id = publish(&api, (&wallet, &pass), ea_s, "elgamal", 3, 2, 50);
+    let pooled = node.mempool(None).unwrap().txids;
+    assert_eq!(pooled.len(), 1, "the election waits in the mempool: {pooled:?}");
+    let txid = pooled[0].to_string();
+
+    // Before a block holds it: pending, its transaction named, retry after the next block.
+    let (key, token, _) = register(tmp.path(), ea_s, "voter0");
+    let out = cast(&api, &id, 0, &key, &token);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("is pending") && err.contains(&txid) && err.contains("next block"), "{err}");
+    let (code, err) = vote_err(&["tally", "--api", &api, "--election", &id, "--ea-dir", ea_s]);
+    assert!(code == Some(1) && err.contains("is pending"), "{err}");
+    // An id the node knows nothing of is not pending.
+    let (code, err) = vote_err(&["tally", "--api", &api, "--election", &"cd".repeat(32), "--ea-dir", ea_s]);
+    assert!(code == Some(1) && err.contains("not published") && !err.contains("pending"), "{err}");
+
+    // A key file that is not a key: named, what is wrong said, its contents never echoed.
+    let notes = tmp.path().join("notes.txt");
+    std::fs::write(&notes, "my secret diary: the safe opens with 4711\n").unwrap();
+    let out = cast(&api, &id, 0, &notes, &token);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("notes.txt") && err.contains("not a hex digit"), "{err}");
+    assert!(!err.contains("secret") && !err.contains("4711"), "{err}");
+    // A result file that is not one: bad input.
+    let (code, err) =
+        vote_err(&["verify", "--api", &api, "--election", &id, "--result", notes.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(Instant::now() < deadline, "the test took more than 90 s");
+}
+
+/// An election's maximum (`paillier`, `--voters-max 1`, as the user who found the tally failing
+/// for ever): `register` gives one token; a second minted from a copy of the EA's keys casts a
+/// ballot the chain refuses (`vote-election-full`), so the tally counts one. A voter's second
+/// ballot while the first waits in the mempool of a node that mines nothing is told whose
+/// ballot waits (its txid), and once a block holds the first that the voter has voted.
+#[test]
+fn the_ballot_past_an_elections_maximum_is_refused_and_the_tally_holds() {
+    let deadline = Instant::now() + Duration::from_secs(180);
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("chain");
+    let mut net = Launcher::new(EXE).unwrap();
+    let miner = NodeSpec::new("miner", Role::Miner).config("role = \"miner\"\n").data_dir(&data);
+    let node = net.start(miner).unwrap().blocking_client().unwrap();
+    wait_until("height 1", deadline, || node.status().unwrap().height >= 1);
+    let h0 = node.status().unwrap().height;
+    let (start, end) = (h0 + 2, h0 + 30);
+    let api = net.node("miner").unwrap().api_addr().to_string();
+    let (wallet, pass) = new_wallet(tmp.path(), "ea-wallet", Some(1023));
+    let ea = tmp.path().join("ea");
+    let ea_s = ea.to_str().unwrap();
+    let args = election_args(&api, (&wallet, &pass), ea_s, ("paillier", 2, 1), (start, end));
+    let id = vote_ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    wait_until("the election in a block", deadline, || app_value(&node, &format!("65{id}")).is_ok());
+
+    // One token, not two; the same voter again gets the same one.
+    let (alice, token, alice_pk) = register(tmp.path(), ea_s, "alice");
+    assert_eq!(vote_ok(&["register", "--ea-dir", ea_s, "--voter-pubkey", &alice_pk]), token);
+    let bob = tmp.path().join("bob.key");
+    let bob_pk = vote_ok(&["keygen", "--out", bob.to_str().unwrap()]);
+    let (code, err) = vote_err(&["register", "--ea-dir", ea_s, "--voter-pubkey", &bob_pk]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("at most 1 voters"), "{err}");
+    // An EA minting from a copy of its keys is not stopped there: the chain stops it.
+    let copy = tmp.path().join("ea-copy");
+    std::fs::create_dir(&copy).unwrap();
+    for f in ["ea-keys.json", "election.json"] {
+        std::fs::copy(ea.join(f), copy.join(f)).unwrap();
+    }
+    let bob_token = vote_ok(&["register", "--ea-dir", copy.to_str().unwrap(), "--voter-pubkey", &bob_pk]);
+
+    // On a node that mines nothing (the miner's chain, its mempool empty), a second ballot
+    // while the first waits: told whose ballot waits, and its txid.
+    net.stop_node("miner").unwrap();
+    let peer = net.start(NodeSpec::new("peer", Role::Peer).data_dir(&data)).unwrap();
+    let peer_api = peer.api_addr().to_string();
+    let out = cast(&peer_api, &id, 0, &alice, &token);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let waiting = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let again = cast(&peer_api, &id, 1, &alice, &token);
+    let err = String::from_utf8_lossy(&again.stderr).to_string();
+    assert_eq!(again.status.code(), Some(1), "{err}");
+    assert!(err.contains(&format!("voter {alice_pk}")) && err.contains("alice.key"), "{err}");
+    assert!(err.contains(&format!("waiting for a block (txid {waiting})")), "{err}");
+    assert!(!err.contains("application key"), "{err}");
+    net.stop_node("peer").unwrap();
+
+    // Mining again (the pool starts empty): Alice's ballot in a block, Bob's refused.
+    let node = net.restart_node("miner").unwrap().blocking_client().unwrap();
+    let api = net.node("miner").unwrap().api_addr().to_string();
+    let out = cast(&api, &id, 0, &alice, &token);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let txid = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    wait_until("Alice's ballot confirmed", deadline, || confirmed(&node, &txid));
+    let out = cast(&api, &id, 1, &bob, &bob_token);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.matches("vote-election-full").count(), 1, "{err}");
+    let again = cast(&api, &id, 1, &alice, &token);
+    let err = String::from_utf8_lossy(&again.stderr).to_string();
+    assert_eq!(again.status.code(), Some(1), "{err}");
+    assert_eq!(err.matches("vote-double-vote").count(), 1, "{err}");
+    assert!(err.contains(&format!("voter {alice_pk}")), "{err}");
+
+    // The tally counts the one ballot, and verifies.
+    wait_until("the window to close", deadline, || node.status().unwrap().height >= end);
+    let (v, stdout) = tally_and_verify(&api, &id, ea_s, &tmp.path().join("result.json"));
+    assert!(stdout.contains("1 ballots"), "{stdout}");
+    assert_eq!(v["counts"], serde_json::json!([1, 0]), "{v}");
+    assert!(Instant::now() < deadline, "the test took more than 180 s");
 }

@@ -17,6 +17,11 @@
 //!   pooled, so the mempool keeps at most one pooled transaction per key (as it does for spent
 //!   outputs) instead of pooling two that no block could hold together.
 //!
+//! A miner replays its template's application transactions through [`AppSequence`] (state
+//! rules only, in block order) and leaves out those the tip's state refuses, so that a rule
+//! the mempool cannot see — one that counts pooled transactions together — never makes it
+//! build a block consensus refuses.
+//!
 //! Keys are namespaced by the kind byte, so modules cannot touch each other's state. Writes of a
 //! failed transaction are discarded; writes of a connected block are undone on a reorg.
 
@@ -28,6 +33,7 @@ use rayon::prelude::*;
 
 use scalechain_types::{Hash, HashKind, Tx, TxKind};
 
+use crate::error::TxRule;
 use crate::params::Params;
 use crate::verify::{parallel_chunk, VerifyConfig, VerifyMode};
 
@@ -295,6 +301,81 @@ pub fn precheck_txs(
     out
 }
 
+/// Committed state overlaid with the writes kept so far ([`AppSequence`]).
+struct Layered<'a> {
+    base: &'a dyn AppStateView,
+    writes: &'a BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+}
+
+impl AppStateView for Layered<'_> {
+    fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        match self.writes.get(key) {
+            Some(v) => v.clone(),
+            None => self.base.get(key),
+        }
+    }
+}
+
+/// Application transactions applied one after another on committed state, as a block applies
+/// them, keeping the writes of each transaction its module accepts and none of one it refuses:
+/// how a miner leaves out of its block template a pooled transaction that the tip's state no
+/// longer admits (a ballot past its election's maximum when two ballots were pooled for the
+/// last place, say), so that its block is one consensus accepts.
+///
+/// The work a batch pre-check covers is taken as done ([`Precheck::Passed`]): a pooled
+/// transaction passed it at admission, and it depends on no state. Only `apply`'s state rules
+/// are judged here; the ledger's (inputs, amounts, signatures) are not.
+pub struct AppSequence<'a> {
+    apps: &'a Apps,
+    params: &'a Params,
+    chain_id: Hash,
+    height: u64,
+    time: u64,
+    base: &'a dyn AppStateView,
+    writes: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+}
+
+impl<'a> AppSequence<'a> {
+    /// An empty sequence for the block at `height` and `time` on `state` (the parent's
+    /// committed application state) of the chain `chain_id`.
+    pub fn new(
+        apps: &'a Apps,
+        params: &'a Params,
+        chain_id: Hash,
+        state: &'a dyn AppStateView,
+        height: u64,
+        time: u64,
+    ) -> AppSequence<'a> {
+        AppSequence { apps, params, chain_id, height, time, base: state, writes: BTreeMap::new() }
+    }
+
+    /// Applies `tx` (whose txid is `txid`, at index `tx_index` of the block) after the
+    /// transactions kept so far: its writes are kept if its module accepts it, dropped if not.
+    /// Coinbase and transfer transactions pass untouched.
+    pub fn apply(&mut self, tx: &Tx, txid: Hash, tx_index: usize) -> Result<(), TxRule> {
+        if tx.kind == TxKind::COINBASE || tx.kind == TxKind::TRANSFER {
+            return Ok(());
+        }
+        let module = self.apps.get(tx.kind).ok_or(TxRule::UnknownKind(tx.kind.0))?;
+        let actx = AppContext {
+            params: self.params,
+            chain_id: self.chain_id,
+            height: self.height,
+            time: self.time,
+            tx_index,
+            txid,
+            precheck: Precheck::Passed,
+        };
+        let kept = Layered { base: self.base, writes: &self.writes };
+        let mut overlay = AppOverlay::new(&kept);
+        overlay.set_namespace(tx.kind);
+        module.apply(tx, &actx, &mut overlay).map_err(TxRule::App)?;
+        let writes = overlay.writes;
+        self.writes.extend(writes);
+        Ok(())
+    }
+}
+
 /// The registered application modules.
 #[derive(Clone, Default)]
 pub struct Apps(Vec<Arc<dyn AppModule>>);
@@ -324,5 +405,59 @@ impl Apps {
 impl fmt::Debug for Apps {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_list().entries(self.0.iter().map(|m| (m.kind().0, m.name().to_string()))).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::SigMode;
+
+    /// Kind 5: `data = [key, fail]`. A key is taken once; the write comes before a `fail` byte
+    /// of 1 refuses the transaction, so a refused transaction has written something.
+    struct Keys;
+
+    impl AppModule for Keys {
+        fn kind(&self) -> TxKind {
+            TxKind(5)
+        }
+        fn name(&self) -> &str {
+            "keys"
+        }
+        fn check_stateless(&self, _: &Tx, _: &Params) -> Result<(), AppError> {
+            Ok(())
+        }
+        fn apply(&self, tx: &Tx, ctx: &AppContext<'_>, state: &mut AppOverlay<'_>) -> Result<(), AppError> {
+            assert_eq!(ctx.precheck, Precheck::Passed, "the pool verified the deferred work");
+            if state.get(&tx.data[..1]).is_some() {
+                return Err(AppError { rule: "key-taken", detail: String::new() });
+            }
+            state.put(&tx.data[..1], vec![1]);
+            if tx.data[1] == 1 {
+                return Err(AppError { rule: "late-failure", detail: String::new() });
+            }
+            Ok(())
+        }
+    }
+
+    fn tx(kind: u8, key: u8, fail: u8) -> Tx {
+        Tx { version: 1, kind: TxKind(kind), inputs: vec![], outputs: vec![], data: vec![key, fail] }
+    }
+
+    #[test]
+    fn a_sequence_keeps_the_writes_of_accepted_transactions_only() {
+        let p = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
+        let mut apps = Apps::none();
+        apps.register(Arc::new(Keys));
+        let mut committed = BTreeMap::new();
+        committed.insert(vec![5, 9], vec![1]);
+        let mut seq = AppSequence::new(&apps, &p, Hash::ZERO, &committed, 7, 0);
+        let rule = |r: Result<(), TxRule>| r.map_err(|e| e.rule());
+        assert_eq!(rule(seq.apply(&tx(5, 9, 0), Hash::ZERO, 1)), Err("key-taken"), "committed state");
+        assert_eq!(rule(seq.apply(&tx(5, 1, 1), Hash::ZERO, 1)), Err("late-failure"));
+        assert_eq!(rule(seq.apply(&tx(5, 1, 0), Hash::ZERO, 1)), Ok(()), "the refused one wrote nothing");
+        assert_eq!(rule(seq.apply(&tx(5, 1, 0), Hash::ZERO, 2)), Err("key-taken"), "an earlier one did");
+        assert_eq!(rule(seq.apply(&tx(1, 1, 1), Hash::ZERO, 2)), Ok(()), "transfers pass");
+        assert_eq!(rule(seq.apply(&tx(6, 1, 0), Hash::ZERO, 2)), Err("unknown-kind"));
     }
 }

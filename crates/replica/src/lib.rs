@@ -37,12 +37,13 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 use scalechain_chain::{Chain, ChainStore};
+use scalechain_consensus::app::AppSequence;
 use scalechain_consensus::{Params, TxRule};
 use scalechain_mempool::{
     Admitted, Mempool, MempoolConfig, MempoolError, OrphanSource, SignatureCache, TxVerdict,
 };
 use scalechain_types::merkle::root_of_txs;
-use scalechain_types::{Block, Hash, HashKind, Header, Lock, Tx, TxOut};
+use scalechain_types::{Amount, Block, Hash, HashKind, Header, Lock, Tx, TxOut};
 
 pub use accept::BlockOutcome;
 pub use round::TxsRound;
@@ -240,24 +241,46 @@ impl<S: ChainStore> Replica<S> {
     /// `max_block_txs` transactions), a coinbase paying the subsidy plus their fees to
     /// `reward`, the next target, and a time at `now_ms` but past the median time past and the
     /// parent. Tip and template are read under one read lock, so they agree.
+    ///
+    /// The template's application transactions are replayed on the tip's state in block order
+    /// ([`AppSequence`]): one its module refuses there is left out, with its pooled descendants
+    /// and its fee, so the block is one consensus accepts even when a rule counts pooled
+    /// transactions together (two ballots pooled for an election's last place: the first
+    /// goes in, the second stays out; it stays pooled, left out of every template, until its
+    /// window ends).
     pub fn block_template(&self, reward: Lock, max_block_txs: usize, now_ms: u64) -> Block {
         let c = self.chain.read();
         let (parent, target, mtp) = (c.tip_header(), c.next_target(), c.median_time_past());
         let p = &self.params;
         let max_txs = max_block_txs.min(p.max_block_txs.saturating_sub(1) as usize);
-        let tpl = self.mempool.template(p.max_block_bytes.saturating_sub(TEMPLATE_HEADROOM), max_txs);
-        drop(c);
+        let pool = self.mempool.snapshot();
+        let tpl = pool.template(p.max_block_bytes.saturating_sub(TEMPLATE_HEADROOM), max_txs);
         let height = parent.height + 1;
-        let value = p.subsidy(height).checked_add(tpl.fees).unwrap_or(p.subsidy(height));
+        let time = now_ms.max(mtp + 1).max(parent.time + 1);
         let mut txs = Vec::with_capacity(tpl.txs.len() + 1);
-        txs.push(Tx::coinbase(height, vec![TxOut { value, lock: reward }]));
-        txs.extend(tpl.txs.iter().map(|t| (**t).clone()));
+        txs.push(Tx::coinbase(height, vec![]));
+        let mut fees = tpl.fees;
+        let mut seq = AppSequence::new(c.apps(), p, self.chain_id, c.app_state(), height, time);
+        let mut left_out: HashSet<Hash> = HashSet::new();
+        for (tx, txid) in tpl.txs.iter().zip(&tpl.txids) {
+            let orphaned = tx.inputs.iter().any(|i| left_out.contains(&i.prev.txid));
+            if orphaned || seq.apply(tx, *txid, txs.len()).is_err() {
+                left_out.insert(*txid);
+                let fee = pool.get(txid).map_or(Amount::ZERO, |e| e.fee);
+                fees = fees.checked_sub(fee).unwrap_or(Amount::ZERO);
+                continue;
+            }
+            txs.push((**tx).clone());
+        }
+        drop(c);
+        let value = p.subsidy(height).checked_add(fees).unwrap_or(p.subsidy(height));
+        txs[0] = Tx::coinbase(height, vec![TxOut { value, lock: reward }]);
         let header = Header {
             version: 1,
             height,
             prev_hash: parent.hash(p.hash),
             merkle_root: root_of_txs(p.hash, &txs),
-            time: now_ms.max(mtp + 1).max(parent.time + 1),
+            time,
             target,
             nonce: 0,
         };

@@ -4,7 +4,8 @@
 //!
 //! - **Election** (tag 0), published by the election authority (EA): candidates `L`, the voting
 //!   window `[start, end]` in block heights, the ballot scheme, the EA's Ed25519 token key, the
-//!   election key and a label. Its id is `H(encoding)` under the chain's hash function.
+//!   election key — the most ballots the election counts ([`Election::voters`]) followed by the
+//!   scheme's public key — and a label. Its id is `H(encoding)` under the chain's hash function.
 //! - **Ballot** (tag 1): the full election descriptor, the voter's Ed25519 key, the registration
 //!   token `t = Sign(Sk_ea, H("scalechain/vote/token" ‖ election id ‖ H(Pk_voter)))`, the encrypted
 //!   ballot with its proofs (bound to the election id and `H(Pk_voter)`), and the voter's signature
@@ -18,13 +19,17 @@
 //! ballot, since its batch equation cannot be trusted to agree with the single check; consensus
 //! spreads the chunks over rayon) before [`AppModule::apply`] runs. `apply` does the ordered part — the election
 //! exists with the same descriptor, the block is in the window, the voter has not voted (the
-//! ballot is stored under `H(Pk_voter)`: one ballot per voter, inside a block or across blocks) —
+//! ballot is stored under `H(Pk_voter)`: one ballot per voter, inside a block or across blocks),
+//! the election holds fewer ballots than its maximum (counted under [`ballot_count_key`]) —
 //! and then takes the proofs' verdict from the batch, or checks them itself when no batch ran
 //! (`sequential` mode). The verdicts are the same either way.
 //!
 //! [`AppModule::conflict_keys`] gives the mempool the same one-ballot-per-voter rule before any
 //! block: a pooled ballot holds [`ballot_conflict_key`] (election id and voter), a pooled
 //! election [`election_conflict_key`], and a second pooled transaction claiming either is refused.
+//! The maximum is judged at admission against the chain's count only: two ballots pooled for
+//! an election's last place are both admitted, and the miner's template replays them on the
+//! tip's state (`scalechain_consensus::app::AppSequence`), so its block holds the first only.
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
@@ -57,12 +62,16 @@ pub const MAX_LABEL: usize = 64;
 /// Longest election key (a Paillier key: voter count and a 4096-bit modulus).
 pub const MAX_ELECTION_KEY: usize = paillier::ElectionKey::MAX_ENCODED;
 
+/// Bytes of the voter count that opens an election key (both schemes): a u64, little-endian.
+pub const VOTERS_BYTES: usize = 8;
+
 /// The most candidates an election may have (both schemes).
 pub const MAX_CANDIDATES: usize = elgamal::MAX_CANDIDATES;
 
 /// State key prefixes (inside the module's namespace).
 const ELECTION_PREFIX: u8 = b'e';
 const BALLOT_PREFIX: u8 = b'b';
+const BALLOT_COUNT_PREFIX: u8 = b'n';
 
 /// An election as the EA publishes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -77,8 +86,10 @@ pub struct Election {
     pub scheme: u8,
     /// The EA's Ed25519 key that signs registration tokens.
     pub token_key: [u8; 32],
-    /// The election key: for `elgamal` a compressed ristretto255 point (32 bytes); for
-    /// `paillier` [`paillier::ElectionKey::encode`] (voter count, then `N`).
+    /// The election key: the most ballots the election counts ([`VOTERS_BYTES`], see
+    /// [`Election::voters`]), then the scheme's key: for `elgamal` a compressed ristretto255
+    /// point (32 bytes, [`elgamal_election_key`]); for `paillier` `N`
+    /// ([`paillier::ElectionKey::encode`]).
     pub election_key: Vec<u8>,
     /// A label for people.
     pub label: Vec<u8>,
@@ -191,9 +202,26 @@ impl Election {
         kind.hash(&self.encode())
     }
 
-    /// The descriptor's own rules — candidates, window, scheme, key — and its key. A Paillier
-    /// key needs a modulus of at least [`paillier::ELECTION_MIN_MODULUS_BITS`] bits holding the
-    /// candidates' encoding.
+    /// The most ballots the election counts: the voter count that opens its election key
+    /// (both schemes; for `paillier` it also fixes the encoding, so that no tally of at most
+    /// that many ballots overflows a candidate's slot). The chain refuses the ballot past it
+    /// (`vote-election-full`), and `vote register` mints no more tokens. `vote-bad-election` if
+    /// the key is too short to hold it.
+    pub fn voters(&self) -> Result<u64, AppError> {
+        self.election_key.first_chunk::<VOTERS_BYTES>().map(|b| u64::from_le_bytes(*b)).ok_or_else(|| {
+            err(
+                "vote-bad-election",
+                format!(
+                    "an election key of {} bytes has no voter count ({VOTERS_BYTES} bytes)",
+                    self.election_key.len()
+                ),
+            )
+        })
+    }
+
+    /// The descriptor's own rules — candidates, window, scheme, key — and its key. Every
+    /// election counts at least one voter. A Paillier key needs a modulus of at least
+    /// [`paillier::ELECTION_MIN_MODULUS_BITS`] bits holding the candidates' encoding.
     pub fn check(&self) -> Result<SchemeKey, AppError> {
         if self.candidates == 0 || usize::from(self.candidates) > MAX_CANDIDATES {
             return Err(err(
@@ -204,12 +232,20 @@ impl Election {
         if self.start > self.end {
             return Err(err("vote-bad-election", format!("window {}..{} is empty", self.start, self.end)));
         }
+        if self.voters()? == 0 {
+            return Err(err("vote-bad-election", "an election counts at least one voter, not 0"));
+        }
         match self.scheme {
             SCHEME_ELGAMAL => {
-                let bytes: [u8; 32] = self.election_key.as_slice().try_into().map_err(|_| {
+                let point = self.election_key.get(VOTERS_BYTES..).unwrap_or_default();
+                let bytes: [u8; 32] = point.try_into().map_err(|_| {
                     err(
                         "vote-bad-election",
-                        format!("an elgamal key has 32 bytes, not {}", self.election_key.len()),
+                        format!(
+                            "an elgamal key has {} bytes (voter count and point), not {}",
+                            VOTERS_BYTES + 32,
+                            self.election_key.len()
+                        ),
                     )
                 })?;
                 curve25519_dalek::ristretto::CompressedRistretto(bytes)
@@ -237,6 +273,14 @@ impl Election {
             s => Err(err("vote-bad-election", format!("unknown ballot scheme {s}"))),
         }
     }
+}
+
+/// The election key of an `elgamal` election counting at most `voters` ballots: `voters`
+/// (u64 little-endian), then `K` compressed.
+pub fn elgamal_election_key(voters: u64, k: &elgamal::PublicKey) -> Vec<u8> {
+    let mut out = voters.to_le_bytes().to_vec();
+    out.extend_from_slice(&k.0.compress().to_bytes());
+    out
 }
 
 /// The message a registration token signs.
@@ -408,6 +452,14 @@ pub fn ballot_key(id: &Hash, voter: &Hash) -> Vec<u8> {
     k
 }
 
+/// The state key of the number of ballots an election holds (module namespace excluded): a u64,
+/// little-endian; absent before its first ballot.
+pub fn ballot_count_key(id: &Hash) -> Vec<u8> {
+    let mut k = vec![BALLOT_COUNT_PREFIX];
+    k.extend_from_slice(&id.0);
+    k
+}
+
 /// The full state-key prefix (namespace byte included) under which an election's ballots lie.
 pub fn ballots_prefix(id: &Hash) -> Vec<u8> {
     let mut k = vec![VOTE_KIND.0, BALLOT_PREFIX];
@@ -500,6 +552,23 @@ impl AppModule for VotingModule {
                         format!("voter {} has already voted", b.voter_id(kind)),
                     ));
                 }
+                let count_key = ballot_count_key(&id);
+                let counted = match state.get(&count_key) {
+                    None => 0,
+                    Some(v) => v.as_slice().try_into().map(u64::from_le_bytes).map_err(|_| {
+                        err(
+                            "vote-bad-state",
+                            format!("election {id}: the ballot count is {} bytes, not 8", v.len()),
+                        )
+                    })?,
+                };
+                let max = b.election.voters()?;
+                if counted >= max {
+                    return Err(err(
+                        "vote-election-full",
+                        format!("election {id} holds {counted} ballots, its maximum"),
+                    ));
+                }
                 // The proofs: the batch's verdict, or checked here.
                 match ctx.precheck {
                     Precheck::Passed => {}
@@ -512,6 +581,7 @@ impl AppModule for VotingModule {
                     }
                 }
                 state.put(&key, b.ballot);
+                state.put(&count_key, (counted + 1).to_le_bytes().to_vec());
                 Ok(())
             }
         }
@@ -623,7 +693,10 @@ mod tests {
             end: 20,
             scheme: SCHEME_ELGAMAL,
             token_key: [3; 32],
-            election_key: curve25519_dalek::constants::RISTRETTO_BASEPOINT_COMPRESSED.to_bytes().to_vec(),
+            election_key: elgamal_election_key(
+                100,
+                &elgamal::PublicKey(curve25519_dalek::constants::RISTRETTO_BASEPOINT_POINT),
+            ),
             label: b"mayor".to_vec(),
         }
     }
@@ -667,6 +740,28 @@ mod tests {
         let mut short = election();
         short.election_key.pop();
         assert_eq!(short.check().unwrap_err().rule, "vote-bad-election");
+    }
+
+    #[test]
+    fn every_election_key_opens_with_its_voter_count() {
+        let e = election();
+        assert_eq!(e.voters(), Ok(100));
+        assert_eq!(e.election_key.len(), VOTERS_BYTES + 32);
+        let mut none = election();
+        none.election_key[..VOTERS_BYTES].copy_from_slice(&0u64.to_le_bytes());
+        assert_eq!(none.check().unwrap_err().rule, "vote-bad-election");
+        let mut bare_point = election();
+        bare_point.election_key.drain(..VOTERS_BYTES);
+        assert_eq!(bare_point.check().unwrap_err().rule, "vote-bad-election", "the point alone");
+        let mut short = election();
+        short.election_key.truncate(5);
+        assert_eq!(short.voters().unwrap_err().rule, "vote-bad-election");
+        assert_eq!(short.check().unwrap_err().rule, "vote-bad-election");
+        let mut p = election();
+        p.scheme = SCHEME_PAILLIER;
+        let k = paillier::keygen(2048, &mut rand_chacha::ChaCha20Rng::seed_from_u64(2)).unwrap();
+        p.election_key = paillier::ElectionKey { public: k.public().clone(), voters: 7 }.encode();
+        assert_eq!((p.voters(), p.check().map(|_| ())), (Ok(7), Ok(())), "paillier's own layout");
     }
 
     #[test]

@@ -21,7 +21,9 @@ use scalechain_consensus::{verify_txs, Apps, Params, TxEnv, VerifyConfig};
 use scalechain_types::{Hash, HashKind, Scheme, SecretKey, Tx};
 use scalechain_workload::fixed::block_paying;
 
-use crate::app::{ballots_prefix, token_message, CastBallot, Election, Message, VotingModule};
+use crate::app::{
+    ballots_prefix, elgamal_election_key, token_message, CastBallot, Election, Message, VotingModule,
+};
 use crate::elgamal::{self, Dlog};
 use crate::paillier;
 use crate::{BallotScheme, Statement};
@@ -344,17 +346,18 @@ pub fn run(o: &DemoOpts) -> Result<DemoReport, DemoError> {
     let mut rng = ChaCha20Rng::seed_from_u64(o.seed);
     let ea_token =
         SecretKey::from_seed(Scheme::Ed25519, HashKind::Sha256.hash_parts(&[b"ea", &o.seed.to_le_bytes()]).0);
+    // Every registered voter (the invalid ballots' voters too) counts, and fits in the
+    // paillier encoding.
+    let voters = (o.voters + o.invalid).max(1) as u64;
     let (keys, election_key) = match o.scheme {
         BallotScheme::Elgamal => {
             let (secret, public) = elgamal::keygen(&mut rng);
-            let bytes = public.0.compress().to_bytes().to_vec();
+            let bytes = elgamal_election_key(voters, &public);
             (Keys::Elgamal { secret, public }, bytes)
         }
         BallotScheme::Paillier => {
             let secret = paillier::keygen(paillier::ELECTION_MODULUS_BITS, &mut rng)
                 .map_err(|e| fail("keygen", &e))?;
-            // Every registered voter (the invalid ballots' voters too) fits in the encoding.
-            let voters = (o.voters + o.invalid).max(1) as u64;
             let key = paillier::ElectionKey { public: secret.public().clone(), voters };
             let bytes = key.encode();
             (Keys::Paillier { secret, key }, bytes)

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 
 use scalechain_types::{Hash, HashKind, Scheme, SecretKey, Signature};
 
-use crate::app::{token_message, Election, SchemeKey, MAX_CANDIDATES, MAX_LABEL};
+use crate::app::{elgamal_election_key, token_message, Election, SchemeKey, MAX_CANDIDATES, MAX_LABEL};
 use crate::elgamal::{self, Dlog, WireBallot};
 use crate::paillier;
 use crate::{BallotScheme, Statement, VoteError};
@@ -144,8 +144,8 @@ impl EaKeys {
     }
 
     /// The election these keys run: `candidates`, window `[start, end]`, at most `voters`
-    /// ballots (fixes the `paillier` encoding; `elgamal` ignores it), a label. Checked as
-    /// consensus checks it.
+    /// ballots (both schemes: the chain refuses the ballot past it; it also fixes the `paillier`
+    /// encoding), a label. Checked as consensus checks it.
     pub fn election(
         &self,
         candidates: usize,
@@ -162,14 +162,12 @@ impl EaKeys {
         if label.len() > MAX_LABEL {
             return Err(bad(format!("label of {} bytes (at most {MAX_LABEL})", label.len())));
         }
+        if voters == 0 {
+            return Err(bad("an election counts at least one voter, not 0".into()));
+        }
         let election_key = match &self.secret {
-            EaSecret::Elgamal(x) => x.public().0.compress().to_bytes().to_vec(),
-            EaSecret::Paillier(sk) => {
-                if voters == 0 {
-                    return Err(bad("a paillier election needs at least one voter".into()));
-                }
-                paillier::ElectionKey { public: sk.public().clone(), voters }.encode()
-            }
+            EaSecret::Elgamal(x) => elgamal_election_key(voters, &x.public()),
+            EaSecret::Paillier(sk) => paillier::ElectionKey { public: sk.public().clone(), voters }.encode(),
         };
         let e = Election {
             candidates: c,
@@ -227,28 +225,26 @@ impl EaKeys {
         let v: Value = serde_json::from_str(text).map_err(|e| TallyError::KeyFile(e.to_string()))?;
         let token_seed = hex32(&v, "token_seed").map_err(TallyError::KeyFile)?;
         let scheme = v.get("scheme").and_then(Value::as_str).unwrap_or_default();
-        let secret = match scheme {
-            "elgamal" => {
-                let b = hex32(&v, "elgamal_secret").map_err(TallyError::KeyFile)?;
-                EaSecret::Elgamal(
-                    elgamal::SecretKey::from_bytes(b).ok_or_else(|| {
+        let secret =
+            match scheme {
+                "elgamal" => {
+                    let b = hex32(&v, "elgamal_secret").map_err(TallyError::KeyFile)?;
+                    EaSecret::Elgamal(elgamal::SecretKey::from_bytes(b).ok_or_else(|| {
                         TallyError::KeyFile("elgamal_secret: not a canonical scalar".into())
-                    })?,
-                )
-            }
-            "paillier" => {
-                let max = paillier::MAX_MODULUS_BITS / 8;
-                let p = big(&v, "paillier_p", max).map_err(TallyError::KeyFile)?;
-                let q = big(&v, "paillier_q", max).map_err(TallyError::KeyFile)?;
-                EaSecret::Paillier(
-                    paillier::SecretKey::from_primes(p, q)
-                        .map_err(|e| TallyError::KeyFile(format!("paillier primes: {e}")))?,
-                )
-            }
-            other => {
-                return Err(TallyError::KeyFile(format!("scheme {other:?} (expected elgamal or paillier)")))
-            }
-        };
+                    })?)
+                }
+                "paillier" => {
+                    let max = paillier::MAX_MODULUS_BITS / 8;
+                    let p = big(&v, "paillier_p", max).map_err(TallyError::KeyFile)?;
+                    let q = big(&v, "paillier_q", max).map_err(TallyError::KeyFile)?;
+                    EaSecret::Paillier(
+                        paillier::SecretKey::from_primes(p, q)
+                            .map_err(|e| TallyError::KeyFile(format!("paillier primes: {e}")))?,
+                    )
+                }
+                // Not repeated: nothing of a key file is.
+                _ => return Err(TallyError::KeyFile("scheme: missing, or not elgamal or paillier".into())),
+            };
         Ok(EaKeys { token_seed, secret })
     }
 }
@@ -579,6 +575,9 @@ mod tests {
             let again = EaKeys::from_json(&keys.to_json().unwrap()).unwrap();
             let e = keys.election(3, 2, 50, 10, "test").unwrap();
             assert!(again.runs(&e) && again.token_seed == keys.token_seed);
+            // The maximum is the election's, whatever the scheme.
+            assert_eq!(e.voters(), Ok(10), "{scheme}");
+            assert!(matches!(keys.election(3, 2, 50, 0, "test"), Err(TallyError::Election { .. })));
             let ballots = stored(&e, kind, &keys, &[0, 2, 2, 1, 2], &mut rng);
             let r = tally(&e, kind, &ballots, &again, &mut rng).unwrap();
             assert_eq!(r.counts, [1, 1, 3], "{scheme}");
@@ -607,6 +606,17 @@ mod tests {
             EaKeys::from_json("{\"scheme\":\"rsa\",\"token_seed\":\"00\"}"),
             Err(TallyError::KeyFile(_))
         ));
+        // A damaged key file is described, never repeated.
+        let seed = "5a".repeat(32);
+        for text in [
+            format!("{{\"scheme\":\"secret-{seed}\",\"token_seed\":\"{seed}\"}}"),
+            format!("{{\"scheme\":\"elgamal\",\"token_seed\":\"{seed}\",\"elgamal_secret\":\"{seed}x\"}}"),
+            format!("{{\"scheme\":\"paillier\",\"token_seed\":\"{seed}\",\"paillier_p\":\"{seed}\"}}"),
+            format!("{{\"scheme\":\"elgamal\",\"token_seed\":\"{seed}\" \"{seed}\"}}"),
+        ] {
+            let e = EaKeys::from_json(&text).unwrap_err().to_string();
+            assert!(!e.contains("5a5a"), "{e}");
+        }
         assert!(matches!(TallyResult::from_json("{}"), Err(TallyError::ResultFile(_))));
     }
 }

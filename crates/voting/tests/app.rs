@@ -13,8 +13,8 @@ use scalechain_consensus::params::{devnet_premine_key, SigMode};
 use scalechain_consensus::{Apps, Params, VerifyConfig};
 use scalechain_types::{Amount, Hash, HashKind, OutPoint, Scheme, SecretKey, Tx, TxIn, TxOut, Witness};
 use scalechain_voting::app::{
-    ballots_prefix, token_message, CastBallot, Election, Message, SchemeKey, VotingModule, SCHEME_ELGAMAL,
-    VOTE_KIND,
+    ballots_prefix, elgamal_election_key, token_message, CastBallot, Election, Message, SchemeKey,
+    VotingModule, SCHEME_ELGAMAL, VOTE_KIND,
 };
 use scalechain_voting::elgamal::{self, Ballot, Dlog, Statement};
 use scalechain_workload::fixed::block_paying;
@@ -44,6 +44,11 @@ fn pk32(k: &SecretKey) -> [u8; 32] {
 
 impl Vote {
     fn new(start: u64, end: u64) -> Vote {
+        Vote::counting(start, end, 1000)
+    }
+
+    /// An election of window `start..=end` counting at most `voters` ballots.
+    fn counting(start: u64, end: u64, voters: u64) -> Vote {
         let p = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
         let mut apps = Apps::none();
         apps.register(Arc::new(VotingModule));
@@ -57,7 +62,7 @@ impl Vote {
             end,
             scheme: SCHEME_ELGAMAL,
             token_key: pk32(&ea_token),
-            election_key: k.0.compress().to_bytes().to_vec(),
+            election_key: elgamal_election_key(voters, &k),
             label: b"test election".to_vec(),
         };
         let id = election.id(p.hash);
@@ -321,6 +326,61 @@ fn a_voters_second_ballot_is_refused_at_admission_while_the_first_is_pooled() {
     assert_eq!((r.confirmed, r.conflicted.clone()), (0, vec![mine.txid(kind)]));
     assert!(pool.is_empty());
     pool.audit().unwrap();
+}
+
+#[test]
+fn the_ballot_past_an_elections_maximum_is_refused_in_blocks_and_at_admission() {
+    use scalechain_mempool::{Mempool, MempoolConfig};
+    let mut v = Vote::counting(2, 100, 2);
+    v.mine(&[Message::Election(v.election.clone()).into_tx()]);
+    v.mine(&[]);
+    // Inside one block: the third ballot.
+    let three: Vec<Tx> = (1..=3).map(|i| tx(v.ballot(i, 0, |_| {}))).collect();
+    v.refuse(&three, "vote-election-full");
+    // Across blocks: one, then two more.
+    v.mine(&three[..1]);
+    v.refuse(&three[1..], "vote-election-full");
+    v.mine(&three[1..2]);
+    // Full: a voter who voted is still told so; a new voter is refused the place.
+    v.refuse(&[tx(v.ballot(1, 2, |_| {}))], "vote-double-vote");
+    v.refuse(&three[2..], "vote-election-full");
+    // The pool judges against the chain's count: refused at admission too.
+    let pool = Mempool::new(v.p.hash, MempoolConfig::default());
+    assert_eq!(reasons(&admit(&v, &pool, three[2..].to_vec())), ["vote-election-full"]);
+    let prefix = ballots_prefix(&v.id);
+    let state = v.chain.app_state();
+    assert_eq!(state.range(prefix.clone()..).take_while(|(k, _)| k.starts_with(&prefix)).count(), 2);
+}
+
+/// Two ballots pooled for an election's last place: the pool admits both (it judges each against
+/// the chain's count); the miner's template holds the first only, so its block connects, and
+/// leaves the second out of every later template.
+#[test]
+fn a_template_holds_no_ballot_past_the_maximum_when_two_were_pooled_for_the_last_place() {
+    use scalechain_mempool::MempoolConfig;
+    use scalechain_replica::{solve, BlockVerdict, Replica};
+    use scalechain_types::{Lock, TxKind};
+    let mut v = Vote::counting(2, 100, 1);
+    v.mine(&[Message::Election(v.election.clone()).into_tx()]);
+    v.mine(&[]);
+    let (first, second) = (tx(v.ballot(1, 0, |_| {})), tx(v.ballot(2, 1, |_| {})));
+    // A block holding both is refused: the pool's raw selection would make one.
+    v.refuse(&[first.clone(), second.clone()], "vote-election-full");
+    let kind = v.p.hash;
+    let reward = Lock { scheme: Scheme::Ed25519, pubkey_hash: kind.hash(b"miner") };
+    let r = Replica::new(v.chain, MempoolConfig::default());
+    let now = r.chain.read().tip_header().time + 1000;
+    assert_eq!(reasons(&r.admit(vec![first.clone(), second.clone()], now)), ["ok", "ok"]);
+    assert_eq!(r.mempool.template(u64::MAX, usize::MAX).txs.len(), 2);
+    let mut b = r.block_template(reward, 1000, now);
+    let ballots: Vec<Hash> = b.txs.iter().filter(|t| t.kind == VOTE_KIND).map(|t| t.txid(kind)).collect();
+    assert_eq!(ballots, [first.txid(kind)]);
+    assert!(solve(&mut b.header, kind, 1, &std::sync::atomic::AtomicBool::new(false)));
+    assert_eq!(r.accept_block(b, NOW).verdict(), BlockVerdict::Connected);
+    // The second stays pooled (until its window ends) and out of the templates.
+    assert!(r.mempool.contains(&second.txid(kind)));
+    let next = r.block_template(reward, 1000, now + 1000);
+    assert!(next.txs.iter().all(|t| t.kind == TxKind::COINBASE), "{:?}", next.txs.len());
 }
 
 fn owned(txs: &[Arc<Tx>]) -> Vec<Tx> {

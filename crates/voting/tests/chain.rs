@@ -15,8 +15,8 @@ use scalechain_consensus::params::SigMode;
 use scalechain_consensus::{verify_txs, Apps, BlockError, Params, TxEnv, VerifyConfig, VerifyMode};
 use scalechain_types::{Block, Hash, HashKind, Scheme, SecretKey, Tx};
 use scalechain_voting::app::{
-    ballots_prefix, token_message, CastBallot, Election, Message, VotingModule, SCHEME_ELGAMAL,
-    SCHEME_PAILLIER,
+    ballots_prefix, elgamal_election_key, token_message, CastBallot, Election, Message, VotingModule,
+    SCHEME_ELGAMAL, SCHEME_PAILLIER,
 };
 use scalechain_voting::{elgamal, paillier, Statement};
 use scalechain_workload::fixed::block_paying;
@@ -77,7 +77,7 @@ impl Vote {
             (Keys::Paillier(key), bytes)
         } else {
             let (_, k) = elgamal::keygen(&mut ChaCha20Rng::seed_from_u64(5));
-            (Keys::Elgamal(k), k.0.compress().to_bytes().to_vec())
+            (Keys::Elgamal(k), elgamal_election_key(1000, &k))
         };
         let election = Election {
             candidates: l as u8,
