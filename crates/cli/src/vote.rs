@@ -490,21 +490,10 @@ struct Refusal {
 }
 
 impl Refusal {
-    /// What was wrong, without the rule name the node puts before a consensus rule's detail
-    /// (`vote-double-vote: voter … has already voted`), so that a message names the rule once.
-    fn what(&self) -> &str {
-        self.detail
-            .strip_prefix(self.reason.as_str())
-            .and_then(|d| d.strip_prefix(": "))
-            .unwrap_or(&self.detail)
-    }
-
-    /// `reason: what`, the rule named once.
+    /// `reason: what`, the rule named once (the node puts the rule name before a consensus
+    /// rule's detail: `vote-double-vote: voter … has already voted`).
     fn describe(&self) -> String {
-        match self.what() {
-            "" => self.reason.clone(),
-            what => format!("{}: {what}", self.reason),
-        }
+        crate::wallet::rule_detail(&self.reason, &self.detail)
     }
 
     /// The pooled transaction an `app-conflict` refusal names (its detail ends with the txid).
@@ -656,7 +645,7 @@ fn election(node: &VoteNodeOpts, dir: &Path, p: &Published, pay: &Payer) -> Resu
     }
     eprintln!(
         "election published in transaction {} (fee {} for {} bytes); keys in {}; ballots can be \
-         cast once a block holds it (the chain is at height {tip}, its window {}..={})",
+         cast once a block holds it (the chain is at height {tip}, its window heights {} to {})",
         built.txid,
         built.fee,
         built.size,

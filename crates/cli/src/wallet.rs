@@ -246,12 +246,9 @@ pub enum WalletError {
 /// A refusal's rule and detail as one text, the rule said once: `rule: detail`, or the detail
 /// alone when it already starts with the rule (as the node's do).
 pub(crate) fn rule_detail(rule: &str, detail: &str) -> String {
-    if detail.is_empty() {
-        rule.to_string()
-    } else if detail.strip_prefix(rule).is_some_and(|rest| rest.starts_with(':')) {
-        detail.to_string()
-    } else {
-        format!("{rule}: {detail}")
+    match detail.strip_prefix(rule).and_then(|d| d.strip_prefix(": ")).unwrap_or(detail) {
+        "" => rule.to_string(),
+        what => format!("{rule}: {what}"),
     }
 }
 
@@ -896,4 +893,25 @@ pub fn run(a: WalletArgs) -> Result<(), Fail> {
     eprint!("{}", out.info);
     print!("{}", out.out);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_names_its_rule_once() {
+        let twice = "output-scheme-not-allowed: output 0 is locked to secp256k1";
+        assert_eq!(rule_detail("output-scheme-not-allowed", twice), twice);
+        assert_eq!(rule_detail("low-fee", "pays 0 per 1,000 bytes"), "low-fee: pays 0 per 1,000 bytes");
+        assert_eq!(rule_detail("low-fee", ""), "low-fee");
+        // A detail that merely starts with the rule's letters keeps the rule.
+        assert_eq!(rule_detail("dust", "dusty output"), "dust: dusty output");
+        let e = WalletError::Refused {
+            txid: Hash([1; 32]),
+            reason: "vote-double-vote".into(),
+            detail: "vote-double-vote: voter x has already voted".into(),
+        };
+        assert_eq!(e.to_string().matches("vote-double-vote").count(), 1, "{e}");
+    }
 }

@@ -33,7 +33,6 @@ use rayon::prelude::*;
 
 use scalechain_types::{Hash, HashKind, Tx, TxKind};
 
-use crate::error::TxRule;
 use crate::params::Params;
 use crate::verify::{parallel_chunk, VerifyConfig, VerifyMode};
 
@@ -352,11 +351,14 @@ impl<'a> AppSequence<'a> {
     /// Applies `tx` (whose txid is `txid`, at index `tx_index` of the block) after the
     /// transactions kept so far: its writes are kept if its module accepts it, dropped if not.
     /// Coinbase and transfer transactions pass untouched.
-    pub fn apply(&mut self, tx: &Tx, txid: Hash, tx_index: usize) -> Result<(), TxRule> {
+    pub fn apply(&mut self, tx: &Tx, txid: Hash, tx_index: usize) -> Result<(), AppError> {
         if tx.kind == TxKind::COINBASE || tx.kind == TxKind::TRANSFER {
             return Ok(());
         }
-        let module = self.apps.get(tx.kind).ok_or(TxRule::UnknownKind(tx.kind.0))?;
+        let module = self.apps.get(tx.kind).ok_or_else(|| AppError {
+            rule: "unknown-kind",
+            detail: format!("no application module handles kind {}", tx.kind.0),
+        })?;
         let actx = AppContext {
             params: self.params,
             chain_id: self.chain_id,
@@ -369,7 +371,7 @@ impl<'a> AppSequence<'a> {
         let kept = Layered { base: self.base, writes: &self.writes };
         let mut overlay = AppOverlay::new(&kept);
         overlay.set_namespace(tx.kind);
-        module.apply(tx, &actx, &mut overlay).map_err(TxRule::App)?;
+        module.apply(tx, &actx, &mut overlay)?;
         let writes = overlay.writes;
         self.writes.extend(writes);
         Ok(())
@@ -452,7 +454,7 @@ mod tests {
         let mut committed = BTreeMap::new();
         committed.insert(vec![5, 9], vec![1]);
         let mut seq = AppSequence::new(&apps, &p, Hash::ZERO, &committed, 7, 0);
-        let rule = |r: Result<(), TxRule>| r.map_err(|e| e.rule());
+        let rule = |r: Result<(), AppError>| r.map_err(|e| e.rule);
         assert_eq!(rule(seq.apply(&tx(5, 9, 0), Hash::ZERO, 1)), Err("key-taken"), "committed state");
         assert_eq!(rule(seq.apply(&tx(5, 1, 1), Hash::ZERO, 1)), Err("late-failure"));
         assert_eq!(rule(seq.apply(&tx(5, 1, 0), Hash::ZERO, 1)), Ok(()), "the refused one wrote nothing");

@@ -230,7 +230,13 @@ impl Election {
             ));
         }
         if self.start > self.end {
-            return Err(err("vote-bad-election", format!("window {}..{} is empty", self.start, self.end)));
+            return Err(err(
+                "vote-bad-election",
+                format!(
+                    "the window from height {} to height {} is empty (its start is after its end)",
+                    self.start, self.end
+                ),
+            ));
         }
         if self.voters()? == 0 {
             return Err(err("vote-bad-election", "an election counts at least one voter, not 0"));
@@ -540,7 +546,7 @@ impl AppModule for VotingModule {
                     return Err(err(
                         "vote-outside-window",
                         format!(
-                            "height {} is outside the voting window {}..={}",
+                            "height {} is outside the voting window, heights {} to {}",
                             ctx.height, b.election.start, b.election.end
                         ),
                     ));
