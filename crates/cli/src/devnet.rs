@@ -129,8 +129,8 @@ fn api_lines(nodes: &[(String, Client)]) -> String {
     for (name, c) in nodes {
         s.push_str(&format!("devnet:   {name:<8} {}\n", c.base()));
     }
-    if let Some((_, c)) = nodes.first() {
-        s.push_str(&format!("devnet: to use {} for every command of this shell:\n", nodes[0].0));
+    if let Some((name, c)) = nodes.first() {
+        s.push_str(&format!("devnet: to use {name} for every command of this shell:\n"));
         s.push_str(&format!("export SCALECHAIN_API={}\n", c.base()));
         s.push_str(&format!(
             "devnet: premine keys {WALLET_KEYS_FROM} to {} (10 SC each) are left for wallets: \

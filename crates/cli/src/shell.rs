@@ -27,10 +27,10 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use rustyline::completion::Completer;
@@ -166,13 +166,12 @@ enum Flow {
     Quit,
 }
 
-/// The load thread's counters, and whether (and after how long) it has finished.
+/// The load thread's counters, and how long it ran once it has finished.
 #[derive(Default)]
 struct LoadStats {
     rounds: RoundStats,
-    finished: AtomicBool,
-    /// How long the load ran, in milliseconds, once it has finished.
-    took_ms: AtomicU64,
+    /// Set once, by the load thread as it ends.
+    took: OnceLock<Duration>,
 }
 
 impl LoadStats {
@@ -183,16 +182,12 @@ impl LoadStats {
     fn text(&self, tps: u64, started: Instant) -> String {
         let note = self.rounds.note();
         let (offered, accepted, refused) = self.rounds.live();
-        let finished = self.finished.load(Ordering::Relaxed);
         // The clock stops with the load.
-        let took = if finished {
-            self.took_ms.load(Ordering::Relaxed) as f64 / 1e3
-        } else {
-            started.elapsed().as_secs_f64()
-        };
+        let took = self.took.get();
         format!(
-            "load at {tps} tx/s for {took:.1} s{}: {} offered, {} accepted, {} refused, {} confirmed, {} rounds{}{}\n",
-            if finished { " (finished)" } else { "" },
+            "load at {tps} tx/s for {:.1} s{}: {} offered, {} accepted, {} refused, {} confirmed, {} rounds{}{}\n",
+            took.copied().unwrap_or_else(|| started.elapsed()).as_secs_f64(),
+            if took.is_some() { " (finished)" } else { "" },
             offered,
             accepted,
             refused,
@@ -493,7 +488,7 @@ impl Shell {
                     return Err(ShellError::Usage("load start: seconds must be at least 1".into()));
                 }
                 if let Some(l) = &self.load {
-                    if !l.stats.finished.load(Ordering::Relaxed) {
+                    if l.stats.took.get().is_none() {
                         return Err(ShellError::Load(
                             "a load is already running (`load stop` ends it)".into(),
                         ));
@@ -512,9 +507,7 @@ impl Shell {
                         if let Err(e) = drive_load(&builder, tps, seconds, &sp, &st) {
                             st.set_note(format!("stopped: {e}"));
                         }
-                        let took = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-                        st.took_ms.store(took, Ordering::Relaxed);
-                        st.finished.store(true, Ordering::Relaxed);
+                        let _ = st.took.set(started.elapsed());
                     })
                     .map_err(|e| ShellError::Load(format!("starting the load thread: {e}")))?;
                 self.load = Some(Load { stop, stats, handle: Some(handle), tps, started });

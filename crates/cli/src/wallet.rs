@@ -46,7 +46,7 @@ use scalechain_wallet::{
     Wallet,
 };
 
-use crate::remote::{node_chain, Api, NodeError, NodeOpts};
+use crate::remote::{node_chain, Api, ChainInfo, NodeError, NodeOpts};
 use crate::Fail;
 
 /// The environment variable holding the passphrase.
@@ -329,8 +329,7 @@ pub(crate) struct Pending {
     pub incoming: Amount,
     /// The value of confirmed coins that unconfirmed transactions spend.
     pub outgoing: Amount,
-    /// The coins, confirmed or the wallet's own unconfirmed change, that pooled transactions
-    /// spend.
+    /// The confirmed coins that pooled transactions spend.
     pub spent: HashSet<OutPoint>,
     /// The wallet's own unconfirmed change: outputs paying its locks of pooled transactions
     /// that spend its coins (confirmed, or such change in turn), that no pooled transaction
@@ -389,19 +388,19 @@ pub(crate) fn pending(
             }
         }
     }
-    p.change = own_change(&pooled, locks, coins, &mut p.spent);
+    p.change = own_change(&pooled, locks, coins, &spent_in_pool);
     p.scanned = true;
     Ok(p)
 }
 
 /// The wallet's own unconfirmed change among `pooled` transactions: the outputs paying `locks`
 /// of those spending `coins` or such change in turn (found until nothing more is), that no
-/// pooled transaction spends. Adds the spent change to `spent`.
+/// pooled transaction spends (`spent_in_pool`: every pooled input).
 fn own_change(
     pooled: &[(Hash, Tx)],
     locks: &HashSet<Lock>,
     coins: &HashMap<OutPoint, Amount>,
-    spent: &mut HashSet<OutPoint>,
+    spent_in_pool: &HashSet<OutPoint>,
 ) -> Vec<(OutPoint, TxOut)> {
     let mut own = vec![false; pooled.len()];
     let mut change: HashMap<OutPoint, TxOut> = HashMap::new();
@@ -426,14 +425,8 @@ fn own_change(
             break;
         }
     }
-    for (_, tx) in pooled {
-        for i in &tx.inputs {
-            if change.remove(&i.prev).is_some() {
-                spent.insert(i.prev);
-            }
-        }
-    }
-    let mut out: Vec<(OutPoint, TxOut)> = change.into_iter().collect();
+    let mut out: Vec<(OutPoint, TxOut)> =
+        change.into_iter().filter(|(op, _)| !spent_in_pool.contains(op)).collect();
     out.sort_by_key(|(op, _)| *op);
     out
 }
@@ -481,7 +474,7 @@ pub(crate) fn plural(n: usize, noun: &str) -> String {
 fn receiving_key(wallet: &Wallet) -> Result<KeyInfo, WalletError> {
     let keys = wallet.keys();
     keys.iter()
-        .find(|k| matches!(k.id, KeyId::Derived { .. }))
+        .find(|k| k.receives())
         .or_else(|| keys.first())
         .copied()
         .ok_or_else(|| WalletError::NoKeys(wallet.path().to_path_buf()))
@@ -632,16 +625,17 @@ pub(crate) fn send(
     wallet: &Wallet,
     args: &SendArgs,
 ) -> Result<BuiltTransfer, WalletError> {
-    // The address must be one of this chain's hash function: coins sent elsewhere are lost.
-    let kind = node_chain(api, opts.hash)?.params.hash;
-    let to = parse_address(&args.to, &hrp(), kind).map_err(|source| WalletError::Address {
+    // The node's chain, checked against `--hash`. The address must be one of its hash
+    // function: coins sent elsewhere are lost.
+    let chain = node_chain(api, opts.hash)?;
+    let to = parse_address(&args.to, &hrp(), chain.params.hash).map_err(|source| WalletError::Address {
         what: "--to",
         input: args.to.clone(),
         source,
     })?;
     let value = amount("--amount", args.amount)?;
     let rate = FeeRate::per_kb(amount("--fee-rate", args.fee_rate)?);
-    let built = fund(api, opts, wallet, |signer, ctx, coins, change| {
+    let built = fund(api, &chain, wallet, |signer, ctx, coins, change| {
         let req = TransferRequest { coins, to, amount: value, change, options: BuildOptions::new(rate) };
         build_transfer(signer, ctx, &req)
     })?;
@@ -660,17 +654,18 @@ pub(crate) fn fund_app_tx(
     fee_rate: u64,
 ) -> Result<BuiltTransfer, WalletError> {
     let rate = FeeRate::per_kb(amount("--fee-rate", fee_rate)?);
-    fund(api, opts, wallet, |signer, ctx, coins, change| {
+    fund(api, &node_chain(api, opts.hash)?, wallet, |signer, ctx, coins, change| {
         let req = AppTxRequest { coins, kind, data, change, options: BuildOptions::new(rate) };
         build_app_tx(signer, ctx, &req)
     })
 }
 
 /// Builds a transaction with `build` from the wallet's spendable coins (mature, and not spent
-/// by a pooled transaction) and its own unconfirmed change, change to its first derived key.
+/// by a pooled transaction) and its own unconfirmed change, change to its first derived key, on
+/// the node's `chain`.
 fn fund(
     api: &Api,
-    opts: &WalletOpts,
+    chain: &ChainInfo,
     wallet: &Wallet,
     build: impl FnOnce(
         &Keyring<'_>,
@@ -679,8 +674,6 @@ fn fund(
         Lock,
     ) -> Result<BuiltTransfer, BuildError>,
 ) -> Result<BuiltTransfer, WalletError> {
-    // The node's chain, checked against `--hash`.
-    let chain = node_chain(api, opts.hash)?;
     let kind = chain.params.hash;
     let change = receiving_key(wallet)?.lock(kind);
     let (locks, ordered) = wallet_locks(wallet, kind);
@@ -772,12 +765,8 @@ fn run_cmd(a: &WalletArgs) -> Result<Output, WalletError> {
         WalletCmd::Address { new, scheme } => {
             let mut w = open(o)?;
             // Receiving addresses are derived keys: an imported key's secret may be known.
-            let newest = w
-                .keys()
-                .iter()
-                .rev()
-                .find(|k| k.pubkey.scheme() == *scheme && matches!(k.id, KeyId::Derived { .. }))
-                .copied();
+            let newest =
+                w.keys().iter().rev().find(|k| k.pubkey.scheme() == *scheme && k.receives()).copied();
             let k = match newest {
                 Some(k) if !new => k,
                 _ => {
@@ -805,7 +794,7 @@ fn run_cmd(a: &WalletArgs) -> Result<Output, WalletError> {
                             "scheme": k.pubkey.scheme().to_string(),
                             "origin": origin,
                             "index": index,
-                            "receiving": matches!(k.id, KeyId::Derived { .. }),
+                            "receiving": k.receives(),
                         })
                     })
                     .collect();

@@ -123,10 +123,10 @@ impl ClientBuilder {
     }
 }
 
-/// The media type of an answer, without parameters ("no media type" when it has none).
-fn media_of(resp: &reqwest::Response) -> String {
-    resp.headers()
-        .get(reqwest::header::CONTENT_TYPE)
+/// The media type of an answer's `Content-Type`, without parameters ("no media type" when it
+/// has none); read only for an answer that failed, off the path of those that succeed.
+fn media_of(content_type: Option<&reqwest::header::HeaderValue>) -> String {
+    content_type
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.split(';').next())
         .map(|v| v.trim().to_ascii_lowercase())
@@ -236,11 +236,13 @@ impl Client {
         body: Option<(Vec<u8>, &'static str)>,
     ) -> Result<Resp::Output, ClientError> {
         let (resp, url) = self.send(op, args, query, body, None).await?;
-        let (status, media) = (resp.status().as_u16(), media_of(&resp));
+        let (status, content_type) =
+            (resp.status().as_u16(), resp.headers().get(reqwest::header::CONTENT_TYPE).cloned());
         let bytes = resp.bytes().await.map_err(|e| self.transport(op.method, &url, &e))?;
         Resp::decode(&bytes).map_err(|detail| {
             // The API never answers with a web page: a page that does not decode is another
             // server's.
+            let media = media_of(content_type.as_ref());
             if media.starts_with("text/html") {
                 ClientError::NotANode { method: op.method, url, status, media }
             } else {
@@ -294,7 +296,7 @@ impl Client {
         };
         let status = resp.status();
         if !status.is_success() {
-            let media = media_of(&resp);
+            let media = media_of(resp.headers().get(reqwest::header::CONTENT_TYPE));
             let bytes = resp.bytes().await.map_err(|e| self.transport(method, &url, &e))?;
             return Err(match decode_json::<ApiError>(&bytes) {
                 Ok(b) => ClientError::Api {

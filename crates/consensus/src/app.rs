@@ -169,6 +169,14 @@ impl<'a> AppOverlay<'a> {
     }
 }
 
+/// An overlay read as state (full, namespaced keys): the writes over the base, so that one
+/// overlay can be layered over another ([`AppSequence`]).
+impl AppStateView for AppOverlay<'_> {
+    fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        self.lookup(key)
+    }
+}
+
 /// A key written by a block: `(key, new value, previous value)`, `None` meaning absent.
 pub(crate) type AppChange = (Vec<u8>, Option<Vec<u8>>, Option<Vec<u8>>);
 
@@ -300,21 +308,6 @@ pub fn precheck_txs(
     out
 }
 
-/// Committed state overlaid with the writes kept so far ([`AppSequence`]).
-struct Layered<'a> {
-    base: &'a dyn AppStateView,
-    writes: &'a BTreeMap<Vec<u8>, Option<Vec<u8>>>,
-}
-
-impl AppStateView for Layered<'_> {
-    fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
-        match self.writes.get(key) {
-            Some(v) => v.clone(),
-            None => self.base.get(key),
-        }
-    }
-}
-
 /// Application transactions applied one after another on committed state, as a block applies
 /// them, keeping the writes of each transaction its module accepts and none of one it refuses:
 /// how a miner leaves out of its block template a pooled transaction that the tip's state no
@@ -330,8 +323,8 @@ pub struct AppSequence<'a> {
     chain_id: Hash,
     height: u64,
     time: u64,
-    base: &'a dyn AppStateView,
-    writes: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    /// Committed state with the writes of the transactions kept so far.
+    kept: AppOverlay<'a>,
 }
 
 impl<'a> AppSequence<'a> {
@@ -345,7 +338,7 @@ impl<'a> AppSequence<'a> {
         height: u64,
         time: u64,
     ) -> AppSequence<'a> {
-        AppSequence { apps, params, chain_id, height, time, base: state, writes: BTreeMap::new() }
+        AppSequence { apps, params, chain_id, height, time, kept: AppOverlay::new(state) }
     }
 
     /// Applies `tx` (whose txid is `txid`, at index `tx_index` of the block) after the
@@ -368,12 +361,11 @@ impl<'a> AppSequence<'a> {
             txid,
             precheck: Precheck::Passed,
         };
-        let kept = Layered { base: self.base, writes: &self.writes };
-        let mut overlay = AppOverlay::new(&kept);
+        let mut overlay = AppOverlay::new(&self.kept);
         overlay.set_namespace(tx.kind);
         module.apply(tx, &actx, &mut overlay)?;
         let writes = overlay.writes;
-        self.writes.extend(writes);
+        self.kept.writes.extend(writes);
         Ok(())
     }
 }

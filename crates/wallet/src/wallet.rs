@@ -27,6 +27,13 @@ impl KeyInfo {
         Lock { scheme: self.pubkey.scheme(), pubkey_hash: self.pubkey.hash(hash) }
     }
 
+    /// Does the wallet hand this key out to receive (and as change)? Keys derived from its seed
+    /// do; imported ones (a devnet premine key, say) are spent from only: others may know
+    /// their secret.
+    pub fn receives(&self) -> bool {
+        matches!(self.id, KeyId::Derived { .. })
+    }
+
     /// The address of this key on a chain hashing with `hash`, on the network of `hrp`.
     pub fn address(&self, hash: HashKind, hrp: &AddressHrp) -> Address {
         Address::new(*hrp, hash, self.lock(hash))

@@ -140,17 +140,16 @@ pub async fn run(
         };
         let prepared = prepare(&bench, &env, &funds)?;
         *stats.current.lock().unwrap_or_else(|e| e.into_inner()) = Some(live);
-        let outcome = match bench_run(&bench, &env, prepared, stop, &|_| {}).await {
+        let outcome = bench_run(&bench, &env, prepared, stop, &|_| {}).await;
+        if outcome.is_err() {
+            stats.end_round(None);
+        }
+        let outcome = match outcome {
             Err(LoadError::FundingRefused(why)) => {
-                stats.end_round(None);
                 stats.set_note(format!("a funding transaction was refused: {why}"));
                 return Err(LoadError::FundingRefused(why));
             }
-            Err(e) => {
-                stats.end_round(None);
-                return Err(e);
-            }
-            Ok(o) => o,
+            o => o?,
         };
         let mut figures = (0, 0, 0, 0);
         for r in &outcome.rounds {
