@@ -73,6 +73,20 @@ impl CostModel {
         to_us(serial + self.parallel_ns(w) / f64::from(cores.max(1)))
     }
 
+    /// An admission round as phases of a job on a machine other nodes share
+    /// ([`crate::WorkModel::SharedHost`]): its parallel part on `threads` threads, then its
+    /// serial part on one; core-nanoseconds.
+    pub fn admission_phases(&self, w: Work, threads: u32) -> [(u64, u32); 2] {
+        let serial = self.round_ns + w.txs as f64 * self.tx_ns;
+        [(to_ns(self.parallel_ns(w)), threads.max(1)), (to_ns(serial), 1)]
+    }
+
+    /// A block's acceptance as phases, as [`CostModel::admission_phases`].
+    pub fn block_phases(&self, w: Work, threads: u32) -> [(u64, u32); 2] {
+        let serial = self.block_ns + w.txs as f64 * self.block_tx_ns;
+        [(to_ns(self.parallel_ns(w)), threads.max(1)), (to_ns(serial), 1)]
+    }
+
     fn parallel_ns(&self, w: Work) -> f64 {
         w.sigs as f64 * self.sig_ns + w.bytes as f64 * self.byte_ns
     }
@@ -137,6 +151,11 @@ impl CostModel {
 
 fn to_us(ns: f64) -> u64 {
     ((ns / 1_000.0).ceil() as u64).max(1)
+}
+
+/// Whole nanoseconds (a cost is finite and at least 0: `from_toml` says so).
+fn to_ns(ns: f64) -> u64 {
+    ns.ceil().clamp(0.0, u64::MAX as f64) as u64
 }
 
 #[cfg(test)]

@@ -48,6 +48,7 @@
 
 mod calibrate;
 mod cost;
+mod cpu;
 mod event;
 mod load;
 mod mesh;
@@ -205,7 +206,10 @@ impl Sim {
     /// An empty network whose clock starts at the genesis time plus one second.
     pub fn new(cfg: SimConfig) -> Sim {
         let start = cfg.params.genesis_time + 1_000;
-        let w = World::new(cfg.seed, cfg.model.clone(), cfg.gossip, start, cfg.keep_events);
+        let mut w = World::new(cfg.seed, cfg.model.clone(), cfg.gossip, start, cfg.keep_events);
+        if let WorkModel::SharedHost { host_cores, .. } = &cfg.work {
+            w.cpu = Some(cpu::SharedCpu::new(*host_cores));
+        }
         let sig_cache = cfg
             .share_signatures
             .then(|| Arc::new(SignatureCache::new(cfg.mempool.sig_cache_capacity.max(1 << 20))));
@@ -402,6 +406,11 @@ impl Sim {
         }
         self.w.up[id.0 as usize] = None;
         self.w.subscribers[id.0 as usize] = false;
+        if let Some(cpu) = self.w.cpu.as_mut() {
+            let ended = cpu.forget(self.w.now_us, id);
+            self.w.cpu_ended.extend(ended);
+            self.w.cpu_reschedule();
+        }
         let (role, incarnation, mining) = (n.role, n.incarnation, n.mining);
         let store = Box::new(n.replica.into_chain().store().clone());
         self.w.record(Event::Down { node: id });
@@ -515,6 +524,23 @@ impl Sim {
         n.submit(txs, TxOrigin::Local, &mut self.w);
     }
 
+    /// Submits transactions at a node like [`Sim::submit`], each followed as the tracking says
+    /// from now (as the load's are): [`Arrivals::tx_reach_us`] counts from this moment.
+    pub fn submit_tracked(&mut self, id: NodeId, txs: Vec<Tx>) {
+        let h = self.cfg.params.hash;
+        let now = self.w.now_us;
+        for t in &txs {
+            self.w.arrivals.submitted(t.txid(h), now);
+        }
+        self.submit(id, txs);
+    }
+
+    /// Core-milliseconds of work node `id` ran on the shared machine so far
+    /// ([`WorkModel::SharedHost`]; 0 under other work models).
+    pub fn cpu_ms(&self, id: NodeId) -> f64 {
+        self.w.cpu.as_ref().and_then(|c| c.cpu_ns.get(&id)).map_or(0.0, |ns| *ns as f64 / 1e6)
+    }
+
     /// Starts offering a load: transactions from `accounts` at the plan's rate until its end.
     pub fn start_load(&mut self, plan: LoadPlan, accounts: Accounts) {
         let at = self.w.now_us.max(plan.start_ms * 1_000);
@@ -533,12 +559,7 @@ impl Sim {
         let target = plan.target();
         let gap = plan.gap_us(&mut self.w.rng);
         if !txs.is_empty() {
-            let h = self.cfg.params.hash;
-            let now = self.w.now_us;
-            for t in &txs {
-                self.w.arrivals.submitted(t.txid(h), now);
-            }
-            self.submit(target, txs);
+            self.submit_tracked(target, txs);
         }
         let at = self.w.now_us + gap;
         self.w.schedule_us(at, Ev::Load);
@@ -637,6 +658,15 @@ impl Sim {
                     (current(&self.w, node, incarnation), self.nodes.get_mut(node.0 as usize))
                 {
                     n.accept_blocks(&mut self.w);
+                }
+            }
+            Ev::CpuTick { epoch } => {
+                for e in self.w.cpu_tick(epoch) {
+                    if let (true, Some(Slot::Honest(n))) =
+                        (current(&self.w, e.node, e.incarnation), self.nodes.get_mut(e.node.0 as usize))
+                    {
+                        n.work_done(&mut self.w);
+                    }
                 }
             }
             Ev::Cut { a, b, epoch } => {

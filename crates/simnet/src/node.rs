@@ -46,6 +46,26 @@ pub enum WorkModel {
         /// Cores per node.
         cores: u32,
     },
+    /// Every node runs on one machine of `host_cores` cores, shared as the kernel shares
+    /// them between processes ([`crate::cpu`]); a node's verification runs `node_threads`
+    /// threads. A node does one piece of work at a time; what it learns of the work comes
+    /// when the shared machine has run it.
+    SharedHost {
+        /// The per-operation costs.
+        costs: Arc<CostModel>,
+        /// Cores of the machine.
+        host_cores: u32,
+        /// Threads of a node's parallel work (the node's verification threads).
+        node_threads: u32,
+    },
+}
+
+/// What a node's work on a shared machine reports when it ends.
+enum Held {
+    /// A tracked transaction was admitted.
+    Tx(scalechain_types::Hash),
+    /// A block was accepted.
+    Block(scalechain_types::Hash),
 }
 
 /// An honest node: production logic plus the reactor's duties.
@@ -73,6 +93,11 @@ pub(crate) struct Honest {
     verify_due: bool,
     blocks: Vec<(Block, BlockOrigin<NodeId>)>,
     blocks_due: bool,
+    /// Shared machine only: a piece of this node's work is running.
+    busy: bool,
+    /// Shared machine only: what the running work reports when it ends, in order.
+    held_inputs: Vec<Input<NodeId>>,
+    held_arrivals: Vec<Held>,
 }
 
 impl Honest {
@@ -102,6 +127,57 @@ impl Honest {
             verify_due: false,
             blocks: Vec::new(),
             blocks_due: false,
+            busy: false,
+            held_inputs: Vec::new(),
+            held_arrivals: Vec::new(),
+        }
+    }
+
+    /// The costs and threads of a node on a shared machine, if it is on one.
+    fn shared(&self) -> Option<(Arc<CostModel>, u32)> {
+        match &self.work {
+            WorkModel::SharedHost { costs, node_threads, .. } => Some((costs.clone(), *node_threads)),
+            _ => None,
+        }
+    }
+
+    /// Starts work of `phases` on the shared machine; `inputs` and `arrivals` are reported
+    /// when it ends ([`Honest::work_done`]).
+    fn run_shared(
+        &mut self,
+        phases: [(u64, u32); 2],
+        inputs: Vec<Input<NodeId>>,
+        arrivals: Vec<Held>,
+        w: &mut World,
+    ) {
+        self.busy = true;
+        self.held_inputs = inputs;
+        self.held_arrivals = arrivals;
+        w.run_on_cpu(self.id, self.incarnation, &phases);
+    }
+
+    /// The shared machine ran this node's work: its arrivals are noted now, its verdicts go to
+    /// the machine, and the next work waiting starts (blocks first).
+    pub fn work_done(&mut self, w: &mut World) {
+        self.busy = false;
+        let now = w.now_us;
+        for h in std::mem::take(&mut self.held_arrivals) {
+            match h {
+                Held::Tx(txid) => w.arrivals.admitted(self.id, &txid, now),
+                Held::Block(hash) => w.arrivals.block(self.id, hash, now),
+            }
+        }
+        for input in std::mem::take(&mut self.held_inputs) {
+            self.step(input, w);
+        }
+        if self.busy {
+            return;
+        }
+        if self.blocks_due {
+            w.schedule_us(now, Ev::Blocks { node: self.id, incarnation: self.incarnation });
+        }
+        if self.verify_due {
+            w.schedule_us(now, Ev::Verify { node: self.id, incarnation: self.incarnation });
         }
     }
 
@@ -246,6 +322,7 @@ impl Honest {
         match self.work {
             WorkModel::Fixed { ms } => w.now_us + ms * 1_000,
             WorkModel::Modelled { .. } => w.now_us.max(self.cpu_free_us),
+            WorkModel::SharedHost { .. } => w.now_us,
         }
     }
 
@@ -281,11 +358,18 @@ impl Honest {
     /// machine as the node's pipeline gives them (`TxsRound`: gossip per batch, what local
     /// submissions brought as one relay, the released orphans as another).
     pub fn verify(&mut self, w: &mut World) {
+        let shared = self.shared();
+        if shared.is_some() && (self.busy || self.pipeline.is_empty()) {
+            // Its turn comes when the running work ends (or there is nothing to do).
+            self.verify_due &= !self.pipeline.is_empty();
+            return;
+        }
         self.verify_due = false;
         let items = std::mem::take(&mut self.pipeline);
         let (batches, origins): (Vec<Vec<Tx>>, Vec<TxOrigin<NodeId>>) = items.into_iter().unzip();
         let n: usize = batches.iter().map(Vec::len).sum();
-        let cost = self.cost(|c, cores| c.admission_us(work_of(batches.iter().flatten(), |_| true), cores));
+        let work = work_of(batches.iter().flatten(), |_| true);
+        let cost = self.cost(|c, cores| c.admission_us(work, cores));
         let tagged = batches.into_iter().zip(origins.iter().map(orphan_source)).collect();
         let admission = self.replica.admit_batches(tagged, w.now());
         let mut round = TxsRound::with_capacity(origins.len());
@@ -295,6 +379,7 @@ impl Honest {
         let h = self.replica.params.hash;
         let following = w.arrivals.following();
         let done_at = w.now_us.max(self.cpu_free_us) + cost.unwrap_or(0);
+        let mut held = Vec::new();
         for (origin, o) in origins.into_iter().zip(admission.batches) {
             admitted += o.admitted.len();
             let local = origin == TxOrigin::Local;
@@ -305,19 +390,29 @@ impl Honest {
                         if local {
                             w.accepted.insert(*txid);
                         }
-                        w.arrivals.admitted(self.id, txid, done_at);
+                        match shared {
+                            Some(_) => held.push(Held::Tx(*txid)),
+                            None => w.arrivals.admitted(self.id, txid, done_at),
+                        }
                     }
                 }
             }
         }
         if following {
             for t in &admission.released {
-                w.arrivals.admitted(self.id, &t.txid(h), done_at);
+                match shared {
+                    Some(_) => held.push(Held::Tx(t.txid(h))),
+                    None => w.arrivals.admitted(self.id, &t.txid(h), done_at),
+                }
             }
         }
         let round = round.finish(admission.released);
         w.record(Event::Verified { node: self.id, offered: n, admitted, orphans });
-        if !round.is_empty() {
+        if let Some((costs, threads)) = shared {
+            let phases = costs.admission_phases(work, threads);
+            let inputs = if round.is_empty() { Vec::new() } else { vec![Input::TxsDone(round)] };
+            self.run_shared(phases, inputs, held, w);
+        } else if !round.is_empty() {
             self.finish(Input::TxsDone(round), cost, w);
         } else if let Some(us) = cost {
             self.charge(us, w);
@@ -327,13 +422,16 @@ impl Honest {
     /// What work costs on this node, µs, if its work is modelled.
     fn cost(&self, f: impl FnOnce(&CostModel, u32) -> u64) -> Option<u64> {
         match &self.work {
-            WorkModel::Fixed { .. } => None,
+            WorkModel::Fixed { .. } | WorkModel::SharedHost { .. } => None,
             WorkModel::Modelled { costs, cores } => Some(f(costs, *cores)),
         }
     }
 
     /// The block worker: every queued block, in order, each verdict to the machine.
     pub fn accept_blocks(&mut self, w: &mut World) {
+        if self.shared().is_some() {
+            return self.accept_one_block(w);
+        }
         self.blocks_due = false;
         for (block, origin) in std::mem::take(&mut self.blocks) {
             // Signatures of transactions this node admitted are in its cache: not paid again.
@@ -367,6 +465,47 @@ impl Honest {
                 self.finish(Input::TxsDone(vec![done]), cost.map(|_| 0), w);
             }
         }
+    }
+
+    /// The block worker on a shared machine: the first queued block, its verdict to the
+    /// machine when the shared machine has run its work; the rest wait their turn.
+    fn accept_one_block(&mut self, w: &mut World) {
+        let Some((costs, threads)) = self.shared() else { return };
+        if self.busy || self.blocks.is_empty() {
+            self.blocks_due &= !self.blocks.is_empty();
+            return;
+        }
+        let (block, origin) = self.blocks.remove(0);
+        self.blocks_due = !self.blocks.is_empty();
+        let work = {
+            let pool = self.replica.mempool.snapshot();
+            let h = self.replica.params.hash;
+            let mut work = work_of(block.txs.iter().skip(1), |t: &Tx| pool.get(&t.txid(h)).is_none());
+            work.bytes = block.encoded_len() as u64;
+            work
+        };
+        let mut o = self.replica.accept_block(block, w.now());
+        w.disconnected_blocks += o.disconnected as u64;
+        w.readmitted += o.reorg.returned.iter().filter(|v| v.is_ok()).count() as u64;
+        let verdict = o.verdict();
+        let released = std::mem::take(&mut o.released);
+        w.record(Event::Block {
+            node: self.id,
+            height: o.height,
+            hash: o.hash,
+            verdict: verdict.clone(),
+            new_tip: o.new_tip.map(|t| t.0),
+        });
+        let mut held = Vec::new();
+        if matches!(verdict, BlockVerdict::Connected | BlockVerdict::SideBranch) {
+            held.push(Held::Block(o.hash));
+        }
+        let mut inputs = vec![Input::BlockDone { hash: o.hash, height: o.height, origin, verdict }];
+        if !released.is_empty() {
+            w.record(Event::Released { node: self.id, orphans: released.len() });
+            inputs.push(Input::TxsDone(vec![TxsDone::relay(TxOrigin::Released, released)]));
+        }
+        self.run_shared(costs.block_phases(work, threads), inputs, held, w);
     }
 
     /// The miner: a block on the tip, solved on this thread, to the block worker.

@@ -26,6 +26,7 @@ use scalechain_p2p::protocol::Input;
 use scalechain_p2p::score::Offence;
 use scalechain_types::Hash;
 
+use crate::cpu::{Ended, SharedCpu};
 use crate::event::{Cause, Counters, Event, Msg, Record};
 use crate::mesh::{GossipParams, Mesh};
 use crate::net::NetModel;
@@ -56,6 +57,9 @@ pub(crate) enum Ev {
     Cut { a: NodeId, b: NodeId, epoch: u64 },
     /// The load's next submission is due.
     Load,
+    /// The shared CPU's next job may have ended ([`crate::WorkModel::SharedHost`]); stale if
+    /// its epoch is not the CPU's.
+    CpuTick { epoch: u64 },
 }
 
 /// An event's place in the queue: its time (µs), its sequence number and the slot that holds
@@ -190,6 +194,10 @@ pub(crate) struct World {
     pub disconnected_blocks: u64,
     /// Transactions of such blocks the mempools took back, summed over nodes.
     pub readmitted: u64,
+    /// The one machine every node's work shares, if the work model says so.
+    pub cpu: Option<SharedCpu>,
+    /// Jobs of the shared CPU that ended and wait for the next tick to be handled.
+    pub cpu_ended: Vec<Ended>,
 }
 
 pub(crate) fn pair(a: NodeId, b: NodeId) -> (NodeId, NodeId) {
@@ -229,7 +237,44 @@ impl World {
             penalties: Vec::new(),
             disconnected_blocks: 0,
             readmitted: 0,
+            cpu: None,
+            cpu_ended: Vec::new(),
         }
+    }
+
+    /// Runs a job of `phases` (core-ns, threads) for `node` on the shared CPU from now; its
+    /// end comes as a [`Ev::CpuTick`]. Without a shared CPU, nothing.
+    pub fn run_on_cpu(&mut self, node: NodeId, incarnation: u64, phases: &[(u64, u32)]) {
+        let Some(cpu) = self.cpu.as_mut() else { return };
+        let ended = cpu.add(self.now_us, Ended { node, incarnation }, phases);
+        self.cpu_ended.extend(ended);
+        self.cpu_reschedule();
+    }
+
+    /// Schedules the shared CPU's next tick: now if ended jobs wait, else at its next end.
+    pub fn cpu_reschedule(&mut self) {
+        let Some(cpu) = self.cpu.as_ref() else { return };
+        let epoch = cpu.epoch;
+        let at = if self.cpu_ended.is_empty() { cpu.next_end() } else { Some(self.now_us) };
+        if let Some(at) = at {
+            self.schedule_us(at.max(self.now_us), Ev::CpuTick { epoch });
+        }
+    }
+
+    /// A shared-CPU tick: the jobs that ended by now (none if the tick is stale but for those
+    /// that waited), the next tick scheduled.
+    pub fn cpu_tick(&mut self, epoch: u64) -> Vec<Ended> {
+        let mut ended = std::mem::take(&mut self.cpu_ended);
+        let Some(cpu) = self.cpu.as_mut() else { return ended };
+        if cpu.epoch == epoch {
+            ended.extend(cpu.advance(self.now_us));
+            // The phases running now may differ: shares change.
+            cpu.epoch += 1;
+            self.cpu_reschedule();
+        } else if !ended.is_empty() {
+            self.cpu_reschedule();
+        }
+        ended
     }
 
     /// The clock in ms, as machines and events see it.

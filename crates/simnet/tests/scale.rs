@@ -198,3 +198,59 @@ fn the_bootstrap_node_keeps_no_mesh_and_is_sent_no_gossip() {
         sim.events().iter().filter_map(|r| r.event.message()).filter(|(_, _, m)| m.gossip_id().is_some());
     assert!(gossip.count() > 100, "the others gossiped");
 }
+
+/// Nodes on one shared machine: a node's work waits for the others', and work that starts
+/// together and costs the same ends together (processor sharing), as processes on one
+/// computer do.
+#[test]
+fn nodes_on_a_shared_machine_share_its_cores() {
+    let costs = CostModel {
+        round_ns: 0.0,
+        tx_ns: 0.0,
+        sig_ns: 1_000_000.0,
+        byte_ns: 0.0,
+        block_ns: 0.0,
+        block_tx_ns: 0.0,
+        source: "test".into(),
+    };
+    let run = |work: WorkModel| {
+        let mut cfg = SimConfig::devnet(3);
+        cfg.work = work;
+        // 1 ms one way, no jitter: the batch reaches the three at once.
+        cfg.model = NetModel::uniform(1, 0, 0.0);
+        let accounts_cfg = cfg.clone();
+        let mut sim = Sim::new(cfg);
+        let a = sim.add_node(Role::Peer);
+        let others: Vec<NodeId> = (0..3).map(|_| sim.add_node(Role::Peer)).collect();
+        for &o in &others {
+            sim.connect(a, o);
+        }
+        sim.run_for(1_000);
+        sim.track(Tracking::All);
+        let mut accounts = Accounts::new(&accounts_cfg.params, accounts_cfg.sig, 1, 16);
+        let txs = accounts.next(10);
+        let id = txs[0].txid(accounts_cfg.params.hash);
+        let start = sim.now_us();
+        sim.submit_tracked(a, txs);
+        sim.run_for(2_000);
+        let at = |n: NodeId| sim.arrivals().txs[&id].iter().find(|(m, _)| *m == n).unwrap().1 - start;
+        assert_eq!(sim.arrivals().tx_reach_us(&id, 0.25, 4), Some(at(a)));
+        let cpu: Vec<f64> = (0..4).map(|i| sim.cpu_ms(NodeId(i))).collect();
+        (at(a), others.iter().map(|&o| at(o)).collect::<Vec<u64>>(), cpu)
+    };
+    let costs = Arc::new(costs);
+    // One core: 10 ms at the submit node alone; then three nodes each with 10 ms of work at
+    // once, a third of the core each: all end 30 ms after the batch reached them.
+    let (a, others, cpu) =
+        run(WorkModel::SharedHost { costs: costs.clone(), host_cores: 1, node_threads: 2 });
+    assert_eq!(a, 10_000);
+    assert!(others.iter().all(|&t| t == others[0]), "{others:?}");
+    let hop = others[0] - a - 30_000;
+    assert!((1_000..2_000).contains(&hop), "{others:?}");
+    assert_eq!(cpu, vec![10.0; 4]);
+    // Each node a machine of its own (2 cores): 5 ms everywhere.
+    let (a, others, cpu) = run(WorkModel::Modelled { costs, cores: 2 });
+    assert_eq!(a, 5_000);
+    assert!(others.iter().all(|&t| t - a - 5_000 == hop), "{others:?}");
+    assert_eq!(cpu, vec![0.0; 4]);
+}
