@@ -294,6 +294,7 @@ fn study_quick_smoke() {
         ("load", "workload,controller,offered_tps,trial,send_tps,throughput_tps,lat_avg_ms"),
         ("sync", "series,t_s,height,txs,tx_per_s,build,commit"),
         ("scale", "series,nodes,interval_s,compact,blocks,stale_pct,block_p50_ms,block_p90_ms"),
+        ("sim-check", "series,placement,nodes,model,sim_p50_ms,real_p50_ms,sim_p90_ms,real_p90_ms"),
     ] {
         let csv = std::fs::read_to_string(out.join(format!("{exp}.csv"))).unwrap();
         assert!(csv.starts_with(header), "{exp}: {}", csv.lines().next().unwrap_or(""));
@@ -337,6 +338,20 @@ fn study_quick_smoke() {
     }
     assert_eq!(csv.lines().filter(|l| l.starts_with("stale,32,")).count(), 4, "{csv}");
     assert!(out.join("scale-costs.toml").exists());
+    // sim-check: 4 nodes on loopback and across seed 001's sites, measured and simulated with
+    // both CPU models, transactions and blocks; every time present and positive.
+    let csv = std::fs::read_to_string(out.join("sim-check.csv")).unwrap();
+    for place in ["loopback", "wan-seed001"] {
+        for model in ["own-cores", "shared-host"] {
+            let row = csv.lines().find(|l| l.starts_with(&format!("tx,{place},4,{model},"))).unwrap();
+            let f: Vec<&str> = row.split(',').collect();
+            for i in 4..10 {
+                assert!(f[i].parse::<f64>().is_ok_and(|ms| ms > 0.0), "column {i} of {row}");
+            }
+            assert!(csv.lines().any(|l| l.starts_with(&format!("block,{place},4,{model},"))), "{csv}");
+        }
+    }
+    assert!(out.join("sim-check-costs.toml").exists());
     // voting: both schemes in every mode, with positive rates.
     let csv = std::fs::read_to_string(out.join("voting.csv")).unwrap();
     for scheme in ["elgamal", "paillier"] {

@@ -83,11 +83,13 @@ pub enum Experiment {
     /// Seed 000's question at scale, on the simulator: propagation and stale blocks against
     /// the number of nodes and the block interval.
     Scale,
+    /// How far to trust the simulator: the same scenario on real processes and simulated.
+    SimCheck,
 }
 
 impl Experiment {
     /// Every experiment, in the order `all` runs them.
-    pub const ALL: [Experiment; 15] = [
+    pub const ALL: [Experiment; 16] = [
         Experiment::TxThroughput,
         Experiment::BlockValidation,
         Experiment::Speedup,
@@ -103,6 +105,7 @@ impl Experiment {
         Experiment::Contention,
         Experiment::Sync,
         Experiment::Scale,
+        Experiment::SimCheck,
     ];
 
     /// The command-line name (also the file stem of its outputs).
@@ -123,6 +126,7 @@ impl Experiment {
             Experiment::Contention => "contention",
             Experiment::Sync => "sync",
             Experiment::Scale => "scale",
+            Experiment::SimCheck => "sim-check",
         }
     }
 }
@@ -270,6 +274,7 @@ pub fn run(exp: Experiment, opts: Opts) -> Result<Table, StudyError> {
         Experiment::Contention => exp::optimise::run_contention(&ctx),
         Experiment::Sync => exp::sync::run(&ctx),
         Experiment::Scale => exp::scale::run(&ctx),
+        Experiment::SimCheck => exp::sim_check::run(&ctx),
     }
 }
 
@@ -300,6 +305,7 @@ pub fn replot(exp: Experiment, dir: &std::path::Path) -> Result<bool, StudyError
         Experiment::Contention => exp::optimise::contention_charts(&table),
         Experiment::Sync => exp::sync::charts(&table),
         Experiment::Scale => exp::scale::charts(&table),
+        Experiment::SimCheck => exp::sim_check::charts(&table),
     };
     plot::write_svg(&dir.join(format!("{}.svg", exp.name())), &charts)?;
     Ok(true)

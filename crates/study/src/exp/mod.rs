@@ -9,6 +9,7 @@ pub mod optimise;
 pub mod pipeline;
 pub mod propagation;
 pub mod scale;
+pub mod sim_check;
 pub mod speedup;
 pub mod sync;
 pub mod tx_throughput;

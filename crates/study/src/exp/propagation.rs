@@ -170,9 +170,10 @@ pub enum Placement {
     /// Each node (and the bootstrap node) in a network namespace of its own: another IP stack
     /// and address, on a bridge, each link limited to the `tc` rate if one is given. Needs root.
     Namespaces(Option<String>),
-    /// [`Placement::Wan`] on emulated hosts: each node in its namespace (1 Gbit/s links), every
-    /// pair linked through a relay on the bridge's host address. Needs root.
-    HostsWan(Regions),
+    /// [`Placement::Wan`] on emulated hosts: each node in its namespace, its link limited to the
+    /// `tc` rate given, every pair linked through a relay on the bridge's host address. Needs
+    /// root.
+    HostsWan(Regions, String),
 }
 
 impl Placement {
@@ -182,8 +183,58 @@ impl Placement {
             Placement::Loopback => "loopback",
             Placement::Wan(_) => "wan-seed001",
             Placement::Namespaces(_) => "namespaces",
-            Placement::HostsWan(_) => "namespaces-wan-seed001",
+            Placement::HostsWan(..) => "namespaces-wan-seed001",
         }
+    }
+}
+
+/// How a run waits and measures.
+#[derive(Clone, Debug)]
+pub struct RunOpts {
+    /// Wait until every node is linked to every other (and to the bootstrap node) before the
+    /// submission, not only to one other.
+    pub all_linked: bool,
+    /// Blocks to wait for after the 1,001 are confirmed everywhere (more block samples).
+    pub extra_blocks: u64,
+    /// Interval of the arrival logs' polling.
+    pub poll: Duration,
+}
+
+impl RunOpts {
+    /// This experiment's: one peer linked is enough, no extra blocks, 50 ms polls.
+    pub fn propagation() -> RunOpts {
+        RunOpts { all_linked: false, extra_blocks: 0, poll: POLL }
+    }
+}
+
+/// What one run logged: every node's arrival log (peers in start order, the submit node
+/// first; the miner last), the submitted txids, and the moment of the submission.
+#[derive(Clone, Debug, Default)]
+pub struct RawRun {
+    /// Each node's arrival log.
+    pub logs: Vec<Vec<ArrivalJson>>,
+    /// The submitted transactions' ids, in order.
+    pub ids: Vec<Hash>,
+    /// The submission, µs of the wall clock.
+    pub t0: u64,
+    /// CPU the node processes used, from the submission until the 1,001 had reached every
+    /// node, ms per node.
+    pub cpu_ms_node: f64,
+}
+
+impl RawRun {
+    /// Blocks the miner (the last node) mined from the submission on: (hash, when it logged
+    /// its own block, µs).
+    pub fn mined(&self) -> Vec<(String, u64)> {
+        self.logs
+            .last()
+            .map(|l| {
+                l.iter()
+                    .filter(|e| e.kind == "block" && e.source == "mined" && e.at_us >= self.t0)
+                    .map(|e| (e.id.to_string(), e.at_us))
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 }
 
@@ -195,6 +246,19 @@ pub fn run_once(
     kind: HashKind,
     place: &Placement,
 ) -> Result<RunResult, StudyError> {
+    let raw = run_raw(exe, nodes, txs, kind, place, &RunOpts::propagation())?;
+    Ok(summarise(&raw.logs, &raw.ids, raw.t0, &raw.mined()))
+}
+
+/// One run as [`run_once`], the logs kept as they are.
+pub fn run_raw(
+    exe: &Path,
+    nodes: usize,
+    txs: &[Tx],
+    kind: HashKind,
+    place: &Placement,
+    opts: &RunOpts,
+) -> Result<RawRun, StudyError> {
     let launch = |e: LaunchError| StudyError::Wrong(format!("starting the network: {e}"));
     let mut net = Launcher::new(exe).map_err(launch)?;
     // tx0 has 1,000 pooled children: the nodes hold that many descendants (the default 25
@@ -212,7 +276,11 @@ pub fn run_once(
             net = net.placement(Arc::new(hosts));
             let plan = NetworkPlan { peers: nodes - 1, miners: 1, miner_threads: 1, config: Some(config) };
             net.start_network(&plan).map_err(launch)?;
-            2.min(nodes)
+            if opts.all_linked {
+                nodes
+            } else {
+                2.min(nodes)
+            }
         }
         Placement::Loopback => {
             net.start_network(&NetworkPlan {
@@ -222,19 +290,23 @@ pub fn run_once(
                 config: Some(config),
             })
             .map_err(launch)?;
-            // The bootstrap node and at least one other.
-            2.min(nodes)
+            // The bootstrap node and at least one other (or every other).
+            if opts.all_linked {
+                nodes
+            } else {
+                2.min(nodes)
+            }
         }
-        Placement::Wan(regions) | Placement::HostsWan(regions) => {
+        Placement::Wan(regions) | Placement::HostsWan(regions, _) => {
             let config = format!("{config}[p2p]\ndiscover = false\n");
             // On emulated hosts the relays listen on the bridge's host address, which every
             // namespace reaches; on loopback, on loopback.
             let mut gateway = std::net::IpAddr::from([127, 0, 0, 1]);
-            if matches!(place, Placement::HostsWan(_)) {
+            if let Placement::HostsWan(_, rate) = place {
                 let mut names: Vec<String> = (0..nodes - 1).map(|i| format!("peer{i}")).collect();
                 names.push("miner0".into());
                 let names: Vec<&str> = names.iter().map(String::as_str).collect();
-                let hosts = Namespaces::create(&names, Some("1gbit"))
+                let hosts = Namespaces::create(&names, Some(rate))
                     .map_err(|e| StudyError::Wrong(format!("namespaces: {e}")))?;
                 gateway = hosts.gateway();
                 net = net.placement(Arc::new(hosts));
@@ -275,11 +347,17 @@ pub fn run_once(
     };
     // Peers first, the miner last; the submit node is peer 0.
     let clients: Vec<(String, Client)> = net.clients(|r| r != Role::Bootstrap);
+    let pids: Vec<String> = net
+        .pids()
+        .into_iter()
+        .filter(|(name, _)| clients.iter().any(|(c, _)| c == name))
+        .map(|(_, pid)| pid.to_string())
+        .collect();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| StudyError::Wrong(format!("runtime: {e}")))?;
-    let r = rt.block_on(measure(&clients, txs, kind, want_peers));
+    let r = rt.block_on(measure(&clients, &pids, txs, kind, want_peers, opts));
     drop(rt);
     let _ = net.stop();
     drop(relays);
@@ -288,16 +366,20 @@ pub fn run_once(
 
 async fn measure(
     clients: &[(String, Client)],
+    pids: &[String],
     txs: &[Tx],
     kind: HashKind,
     want_peers: usize,
-) -> Result<RunResult, StudyError> {
+    opts: &RunOpts,
+) -> Result<RawRun, StudyError> {
     let clock = SystemClock::start();
     let stop: &AtomicBool = scalechain_lab::interrupt::flag();
     wait_connected(clients, want_peers, WAIT, POLL, &clock, stop).await.map_err(api)?;
     // The premine is spendable from block 1.
     wait_height(clients, 1, WAIT, POLL, &clock, stop).await.map_err(api)?;
+    let cpu = || pids.iter().map(|p| scalechain_procfs::threads_cpu_seconds(p)).sum::<f64>();
     let submit = &clients[0].1;
+    let cpu0 = cpu();
     let t0 = wall_us();
     // One request holding the 1,001 in order, as seed 001 made one `sendBulkRawTransactions`
     // call (its Table 4: 1 call, which ran `sendOneRawTransaction` 1,001 times inside the node).
@@ -330,15 +412,10 @@ async fn measure(
                 WAIT.as_secs()
             )));
         }
-        tokio::time::sleep(POLL).await;
+        tokio::time::sleep(opts.poll).await;
     }
+    let cpu_ms_node = (cpu() - cpu0) * 1e3 / pids.len().max(1) as f64;
     // Blocks mined after the first submission, until the 1,001 are confirmed everywhere.
-    let mined = |l: &[ArrivalJson]| -> Vec<(String, u64)> {
-        l.iter()
-            .filter(|e| e.kind == "block" && e.source == "mined" && e.at_us >= t0)
-            .map(|e| (e.id.to_string(), e.at_us))
-            .collect()
-    };
     let until = std::time::Instant::now() + WAIT;
     loop {
         let mut all = true;
@@ -350,12 +427,25 @@ async fn measure(
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+    // More blocks, if asked for, at the miner (the last node).
+    if opts.extra_blocks > 0 {
+        if let Some((_, miner)) = clients.last() {
+            let from = miner.status().await.map_err(api)?.height;
+            let until = std::time::Instant::now() + WAIT;
+            while std::time::Instant::now() < until && !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                if miner.status().await.is_ok_and(|s| s.height >= from + opts.extra_blocks) {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    }
     // Blocks may still be on their way to a node: one more read after a pause.
     tokio::time::sleep(Duration::from_millis(500)).await;
     for ((_, c), log) in clients.iter().zip(&mut logs) {
         read_new(c, log).await?;
     }
-    Ok(summarise(&logs, &ids, t0, &mined(logs.last().map_or(&[][..], |l| &l[..]))))
+    Ok(RawRun { logs, ids, t0, cpu_ms_node })
 }
 
 /// The run's figures from the nodes' logs (the submit node first, the miner last).
@@ -428,7 +518,7 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
     // And on emulated hosts, where this process may make network namespaces.
     if netns::is_root() {
         plan.push((Placement::Namespaces(Some("1gbit".into())), main));
-        plan.push((Placement::HostsWan(Regions::seed_001()), main));
+        plan.push((Placement::HostsWan(Regions::seed_001(), "1gbit".into()), main));
     } else {
         ctx.progress.println("propagation: not root, so no run on emulated hosts (network namespaces)");
     }
