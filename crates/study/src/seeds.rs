@@ -277,6 +277,61 @@ pub const SPEEDUP: &[SpeedupPoint] = &[];
 /// F ≈ 0.6 — an inference, not a published value.
 pub const SEED_000_PARALLEL_FRACTION: Option<f64> = None;
 
+/// Seed 000 Appendix C: one figure of the thread-count study on the team's machines (a graph
+/// only: no point of it is printed).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ThreadStudyFigure {
+    /// The figure, as the seed numbers it.
+    pub figure: &'static str,
+    /// Cores of the machine ("two", "four", "eight" in the caption).
+    pub cores: u32,
+    /// Transactions per task (printed "2^{16}").
+    pub transactions: u64,
+    /// The caption, as printed.
+    pub caption: &'static str,
+}
+
+/// Source of [`APPENDIX_C`] and [`THREADS_EQUAL_CORES`].
+pub const APPENDIX_C_SOURCE: &str =
+    "seed 000_2fd7bc2a54c4fdfa.txt, Appendix C (Figures 5.2-5.4, captions only) \
+     and section 2.3 (\"Where was Parallelization Utilized?\")";
+
+/// Seed 000 Appendix C: the two-, four- and eight-core figures, captions as printed. The
+/// two-core Figure 5.2 is the seed's setting closest to a two-core machine at 2^16 transactions.
+pub const APPENDIX_C: &[ThreadStudyFigure] = &[
+    ThreadStudyFigure {
+        figure: "Figure 5.2",
+        cores: 2,
+        transactions: 65536,
+        caption:
+            "Graph representing speedup of parallelized transaction verification using a machine with two \
+                  cores. Each task processed 2^{16} transactions. The theoretical speedup calculated using \
+                  Amdahl's law is compared to the actual results.",
+    },
+    ThreadStudyFigure {
+        figure: "Figure 5.3",
+        cores: 4,
+        transactions: 65536,
+        caption:
+            "Graph representing speedup of parallelized transaction verification using a machine with four \
+                  cores. Each task processed 2^{16} transactions. The theoretical speedup calculated using \
+                  Amdahl's law is compared to the actual results.",
+    },
+    ThreadStudyFigure {
+        figure: "Figure 5.4",
+        cores: 8,
+        transactions: 65536,
+        caption:
+            "Graph representing speedup of parallelized transaction verification using a machine with eight \
+                  cores. Each task processed 2^{16} transactions. The theoretical speedup calculated using \
+                  Amdahl's law is compared to the actual results.",
+    },
+];
+
+/// Seed 000 section 2.3, what the Appendix C figures show, as printed.
+pub const THREADS_EQUAL_CORES: &str = "for each machine to maximize its individual performance for parallelized \
+     transaction verification, it needed to spawn the same number of threads for which its processor has cores";
+
 // ---------------------------------------------------------------------------------------------
 // Prose claims
 // ---------------------------------------------------------------------------------------------
