@@ -577,6 +577,19 @@ pub const HASH_BASE_TIME: &[HashTimeRow] = &[
     HashTimeRow { algorithm: "blake3", input_bytes: 25, total_s: 0.423996 },
 ];
 
+/// Seed 002 Fig. 4 ("Snippet shows the SHA256 generic hash function"): the line that turns the
+/// two `gettimeofday` readings into seconds, as printed. It subtracts only the microsecond fields
+/// (`tv_usec`, 0 to 999999) and drops the seconds (`tv_sec`), so any run longer than a second is
+/// timed modulo one second.
+pub const HASH_TIMER_LINE: &str = "total_time = ((end_time.tv_usec - start_time.tv_usec)) / 1000000.0;";
+
+/// Source of [`HASH_TIMER_LINE`].
+pub const HASH_TIMER_SOURCE: &str =
+    "seed 002_1f8d50100ded282b.txt, section IV, Fig. 4: \"Snippet shows the SHA256 \
+     generic hash function\" (the SHA-512 worker of Fig. 3 prints `total_time = ((end_time.tv_sec - \
+     start_time.tv_sec) * 1000000.0;`, seconds only; the BLAKE3 worker of Fig. 5 feeds one hasher \
+     NUM_ITERATIONS times and finalizes once)";
+
 // ---------------------------------------------------------------------------------------------
 // Seed 004, component costs
 // ---------------------------------------------------------------------------------------------
