@@ -267,8 +267,8 @@ fn section(t: &Table, cores: usize) -> String {
     let tmax = t.rows.iter().filter_map(|r| t.num(r, "threads")).fold(1.0, f64::max);
     s.push_str(&format!(
         "\n**The two \"Amdahl\" curves are different bounds.** Ours caps the processors at the \
-         cores: with the measured f{} it rises to about the core count and is flat past it, so \
-         every oversubscribed point sits under a flat bound. The seed's is its equation 1.1 with \
+         cores: with the measured f{} it cannot exceed the core count and is flat from the cores \
+         on, so oversubscribed points are judged against the bound at the cores. The seed's is its equation 1.1 with \
          n the number of threads and no cap, and an F it never states: a plateau of ≈2.5 means \
          F ≈ 0.6 (1 / (1 − F) = 2.5), a limit set by its serial fraction, not by its 8 cores. \
          With our f and no cap, the seed's form would promise {} at {} threads — a bound no \
