@@ -277,6 +277,61 @@ pub const SPEEDUP: &[SpeedupPoint] = &[];
 /// F ≈ 0.6 — an inference, not a published value.
 pub const SEED_000_PARALLEL_FRACTION: Option<f64> = None;
 
+/// Seed 000 Appendix C: one figure of the thread-count study on the team's machines (a graph
+/// only: no point of it is printed).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ThreadStudyFigure {
+    /// The figure, as the seed numbers it.
+    pub figure: &'static str,
+    /// Cores of the machine ("two", "four", "eight" in the caption).
+    pub cores: u32,
+    /// Transactions per task (printed "2^{16}").
+    pub transactions: u64,
+    /// The caption, as printed.
+    pub caption: &'static str,
+}
+
+/// Source of [`APPENDIX_C`] and [`THREADS_EQUAL_CORES`].
+pub const APPENDIX_C_SOURCE: &str =
+    "seed 000_2fd7bc2a54c4fdfa.txt, Appendix C (Figures 5.2-5.4, captions only) \
+     and section 2.3 (\"Where was Parallelization Utilized?\")";
+
+/// Seed 000 Appendix C: the two-, four- and eight-core figures, captions as printed. The
+/// two-core Figure 5.2 is the seed's setting closest to a two-core machine at 2^16 transactions.
+pub const APPENDIX_C: &[ThreadStudyFigure] = &[
+    ThreadStudyFigure {
+        figure: "Figure 5.2",
+        cores: 2,
+        transactions: 65536,
+        caption:
+            "Graph representing speedup of parallelized transaction verification using a machine with two \
+                  cores. Each task processed 2^{16} transactions. The theoretical speedup calculated using \
+                  Amdahl's law is compared to the actual results.",
+    },
+    ThreadStudyFigure {
+        figure: "Figure 5.3",
+        cores: 4,
+        transactions: 65536,
+        caption:
+            "Graph representing speedup of parallelized transaction verification using a machine with four \
+                  cores. Each task processed 2^{16} transactions. The theoretical speedup calculated using \
+                  Amdahl's law is compared to the actual results.",
+    },
+    ThreadStudyFigure {
+        figure: "Figure 5.4",
+        cores: 8,
+        transactions: 65536,
+        caption:
+            "Graph representing speedup of parallelized transaction verification using a machine with eight \
+                  cores. Each task processed 2^{16} transactions. The theoretical speedup calculated using \
+                  Amdahl's law is compared to the actual results.",
+    },
+];
+
+/// Seed 000 section 2.3, what the Appendix C figures show, as printed.
+pub const THREADS_EQUAL_CORES: &str = "for each machine to maximize its individual performance for parallelized \
+     transaction verification, it needed to spawn the same number of threads for which its processor has cores";
+
 // ---------------------------------------------------------------------------------------------
 // Prose claims
 // ---------------------------------------------------------------------------------------------
@@ -521,6 +576,19 @@ pub const HASH_BASE_TIME: &[HashTimeRow] = &[
     HashTimeRow { algorithm: "sha512", input_bytes: 25, total_s: 0.85019 },
     HashTimeRow { algorithm: "blake3", input_bytes: 25, total_s: 0.423996 },
 ];
+
+/// Seed 002 Fig. 4 ("Snippet shows the SHA256 generic hash function"): the line that turns the
+/// two `gettimeofday` readings into seconds, as printed. It subtracts only the microsecond fields
+/// (`tv_usec`, 0 to 999999) and drops the seconds (`tv_sec`), so any run longer than a second is
+/// timed modulo one second.
+pub const HASH_TIMER_LINE: &str = "total_time = ((end_time.tv_usec - start_time.tv_usec)) / 1000000.0;";
+
+/// Source of [`HASH_TIMER_LINE`].
+pub const HASH_TIMER_SOURCE: &str =
+    "seed 002_1f8d50100ded282b.txt, section IV, Fig. 4: \"Snippet shows the SHA256 \
+     generic hash function\" (the SHA-512 worker of Fig. 3 prints `total_time = ((end_time.tv_sec - \
+     start_time.tv_sec) * 1000000.0;`, seconds only; the BLAKE3 worker of Fig. 5 feeds one hasher \
+     NUM_ITERATIONS times and finalizes once)";
 
 // ---------------------------------------------------------------------------------------------
 // Seed 004, component costs
