@@ -34,6 +34,22 @@ fn main() {
                 .unwrap_or_else(|e| panic!("{name}: {e}"))
         }),
     };
+    // Refuse a run this machine cannot hold before building it.
+    let plan = scalechain_simnet::budget::Plan {
+        nodes: n,
+        virtual_ms: (secs + 10) * 1_000,
+        block_interval_ms: SimConfig::devnet(1).block_interval_ms,
+        tps: tps * secs as f64 / (secs + 10) as f64,
+        tx_bytes: 190,
+    };
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    if let Some(available) = scalechain_simnet::budget::available_bytes(&meminfo) {
+        if let Err(e) = plan.check(available) {
+            eprintln!("{e}");
+            std::process::exit(2);
+        }
+    }
+    eprintln!("estimated peak memory: {} MiB", plan.estimate() >> 20);
     let t0 = Instant::now();
     let mut cfg = SimConfig::devnet(1);
     cfg.mining = MiningClock::Network;

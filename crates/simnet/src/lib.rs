@@ -46,6 +46,7 @@
 //! seeds, the load) derives from the seed, and every map that is walked is ordered, so a
 //! scenario run twice with the same seed gives the same events and the same final state.
 
+pub mod budget;
 mod calibrate;
 mod cost;
 mod cpu;

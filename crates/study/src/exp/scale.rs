@@ -23,7 +23,7 @@ use scalechain_lab::plot::{Chart, Series};
 use scalechain_lab::Table;
 use scalechain_p2p::msg::Role;
 use scalechain_simnet::{
-    Accounts, CostModel, LoadPlan, MiningClock, NetModel, NodeId, Sim, SimConfig, Tracking, WorkModel,
+    budget, Accounts, CostModel, LoadPlan, MiningClock, NetModel, NodeId, Sim, SimConfig, Tracking, WorkModel,
 };
 
 use crate::{median, Ctx, Experiment, StudyError};
@@ -129,6 +129,19 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
 }
 
 fn simulate(ctx: &Ctx, p: Point, costs: &Arc<CostModel>) -> Result<Vec<String>, StudyError> {
+    // A run too large for this machine says so before it starts.
+    let plan = budget::Plan {
+        nodes: p.nodes,
+        virtual_ms: p.virtual_ms + TAIL_MS,
+        block_interval_ms: p.interval_ms,
+        tps: TPS,
+        tx_bytes: 190,
+    };
+    if let Some(available) =
+        std::fs::read_to_string("/proc/meminfo").ok().as_deref().and_then(budget::available_bytes)
+    {
+        plan.check(available).map_err(|e| StudyError::Wrong(format!("scale: {e}")))?;
+    }
     let mut cfg = SimConfig::devnet(ctx.opts.seed);
     cfg.model = NetModel::simblock();
     cfg.mining = MiningClock::Network;
