@@ -6,7 +6,9 @@
 //!   system CPU time it reports, in clock ticks;
 //! - [`threads_cpu_seconds`]: for spans shorter than a clock tick, the sum of the threads'
 //!   `schedstat` instead, to the nanosecond;
-//! - [`resident_bytes`]: the resident set in a `/proc/<pid>/status` text (its `VmRSS` line).
+//! - [`resident_bytes`]: the resident set in a `/proc/<pid>/status` text (its `VmRSS` line);
+//! - [`machine_ticks`]: the whole machine's busy and total clock ticks in a `/proc/stat` text,
+//!   so a measurement can say how busy the machine was besides what it measured.
 //!
 //! The parsers take the file's text and never read it themselves, so tests hand them any text;
 //! only [`threads_cpu_seconds`] reads `/proc`. Nothing here depends on another crate of the
@@ -51,10 +53,31 @@ pub fn resident_bytes(status: &str) -> Option<u64> {
     kb.checked_mul(1024)
 }
 
+/// The machine's (busy, total) clock ticks since boot, summed over its CPUs, from the text of
+/// `/proc/stat` (its `cpu ` line: busy is everything but `idle` and `iowait`); `None` if it
+/// has no such line or it does not parse.
+pub fn machine_ticks(stat: &str) -> Option<(u64, u64)> {
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let f: Vec<u64> = line.split_whitespace().skip(1).map(|v| v.parse().ok()).collect::<Option<_>>()?;
+    // user nice system idle iowait irq softirq steal [guest guest_nice: inside user and nice]
+    let all: u64 = f.iter().take(8).fold(0u64, |a, v| a.saturating_add(*v));
+    let idle = f.get(3)?.saturating_add(*f.get(4)?);
+    Some((all.saturating_sub(idle), all))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::time::{Duration, Instant};
+
+    #[test]
+    fn machine_ticks_leave_out_idle_and_iowait() {
+        let stat = "cpu  100 5 50 800 40 3 2 0 0 0\ncpu0 50 2 25 400 20 1 1 0 0 0\nintr 1\n";
+        assert_eq!(machine_ticks(stat), Some((160, 1_000)));
+        assert_eq!(machine_ticks("cpu0 1 2 3 4 5\n"), None);
+        assert_eq!(machine_ticks("cpu  1 x 3 4 5 6 7 8\n"), None);
+        assert_eq!(machine_ticks("cpu  1 2 3\n"), None);
+    }
 
     #[test]
     fn threads_cpu_time_counts_a_busy_thread() {

@@ -57,6 +57,7 @@ mod net;
 mod node;
 mod observe;
 mod seen;
+mod transport;
 mod wire;
 mod world;
 
@@ -80,6 +81,7 @@ pub use mesh::GossipParams;
 pub use net::{Jitter, ModelError, NetModel, Region};
 pub use node::WorkModel;
 pub use observe::{Arrivals, Mined, Tracking};
+pub use transport::calibrate_transport;
 pub use wire::{NodeId, Wire};
 pub use world::Penalty;
 

@@ -220,6 +220,9 @@ pub struct RawRun {
     /// CPU the node processes used, from the submission until the 1,001 had reached every
     /// node, ms per node.
     pub cpu_ms_node: f64,
+    /// Cores the rest of the machine kept busy over the same span (this process, the relays,
+    /// anything else running): how far the nodes had the machine to themselves.
+    pub other_cores: f64,
 }
 
 impl RawRun {
@@ -378,8 +381,10 @@ async fn measure(
     // The premine is spendable from block 1.
     wait_height(clients, 1, WAIT, POLL, &clock, stop).await.map_err(api)?;
     let cpu = || pids.iter().map(|p| scalechain_procfs::threads_cpu_seconds(p)).sum::<f64>();
+    let machine =
+        || std::fs::read_to_string("/proc/stat").ok().as_deref().and_then(scalechain_procfs::machine_ticks);
     let submit = &clients[0].1;
-    let cpu0 = cpu();
+    let (cpu0, machine0) = (cpu(), machine());
     let t0 = wall_us();
     // One request holding the 1,001 in order, as seed 001 made one `sendBulkRawTransactions`
     // call (its Table 4: 1 call, which ran `sendOneRawTransaction` 1,001 times inside the node).
@@ -414,7 +419,17 @@ async fn measure(
         }
         tokio::time::sleep(opts.poll).await;
     }
-    let cpu_ms_node = (cpu() - cpu0) * 1e3 / pids.len().max(1) as f64;
+    let (cpu1, machine1, t1) = (cpu(), machine(), wall_us());
+    let cpu_ms_node = (cpu1 - cpu0) * 1e3 / pids.len().max(1) as f64;
+    let other_cores = match (machine0, machine1) {
+        (Some((b0, a0)), Some((b1, a1))) if a1 > a0 && t1 > t0 => {
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+            let busy = (b1 - b0) as f64 / (a1 - a0) as f64 * cores;
+            let nodes = (cpu1 - cpu0) / ((t1 - t0) as f64 / 1e6);
+            (busy - nodes).max(0.0)
+        }
+        _ => f64::NAN,
+    };
     // Blocks mined after the first submission, until the 1,001 are confirmed everywhere.
     let until = std::time::Instant::now() + WAIT;
     loop {
@@ -445,7 +460,7 @@ async fn measure(
     for ((_, c), log) in clients.iter().zip(&mut logs) {
         read_new(c, log).await?;
     }
-    Ok(RawRun { logs, ids, t0, cpu_ms_node })
+    Ok(RawRun { logs, ids, t0, cpu_ms_node, other_cores })
 }
 
 /// The run's figures from the nodes' logs (the submit node first, the miner last).
