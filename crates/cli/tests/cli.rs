@@ -337,6 +337,17 @@ fn study_quick_smoke() {
         }
     }
     assert_eq!(csv.lines().filter(|l| l.starts_with("stale,32,")).count(), 4, "{csv}");
+    // The load swept at 16 nodes: confirmed throughput and whether every node kept up.
+    let load: Vec<Vec<&str>> =
+        csv.lines().filter(|l| l.starts_with("load,16,")).map(|l| l.split(',').collect()).collect();
+    assert_eq!(load.len(), 2, "{csv}");
+    assert!(load.iter().all(|f| f[15].parse::<f64>().is_ok_and(|c| c > 0.0) && !f[17].is_empty()), "{csv}");
+    // Seed 001 at scale: every watched node got all 1,001, with histograms of 50 buckets each.
+    let nodes: Vec<&str> = csv.lines().filter(|l| l.starts_with("seed001-node,")).collect();
+    assert!(nodes.len() >= 2, "{csv}");
+    assert!(nodes.iter().all(|l| l.split(',').nth(20) == Some("1001")), "{csv}");
+    let buckets = csv.lines().filter(|l| l.starts_with("seed001-histogram,")).count();
+    assert_eq!(buckets, 50 * nodes.len(), "{csv}");
     assert!(out.join("scale-costs.toml").exists());
     // sim-check: 4 nodes on loopback and across seed 001's sites, measured and simulated with
     // both CPU models, transactions and blocks; every time present and positive.
@@ -345,8 +356,8 @@ fn study_quick_smoke() {
         for model in ["own-cores", "shared-host"] {
             let row = csv.lines().find(|l| l.starts_with(&format!("tx,{place},4,{model},"))).unwrap();
             let f: Vec<&str> = row.split(',').collect();
-            for i in 4..10 {
-                assert!(f[i].parse::<f64>().is_ok_and(|ms| ms > 0.0), "column {i} of {row}");
+            for (i, v) in f.iter().enumerate().take(10).skip(4) {
+                assert!(v.parse::<f64>().is_ok_and(|ms| ms > 0.0), "column {i} of {row}");
             }
             assert!(csv.lines().any(|l| l.starts_with(&format!("block,{place},4,{model},"))), "{csv}");
         }
