@@ -95,6 +95,10 @@ enum Cmd {
         /// target/native/release/scalechain).
         #[arg(long)]
         compare: Vec<PathBuf>,
+        /// `scale`, `sim-check`: the simulator's cost model from this file (as `calibrate`
+        /// writes it, e.g. crates/simnet/calibration.toml) instead of measuring one first.
+        #[arg(long)]
+        costs: Option<PathBuf>,
     },
     /// Run a node (bootstrap, peer or miner) until SIGINT/SIGTERM.
     Node(netcmd::NodeArgs),
@@ -296,7 +300,7 @@ fn main() -> ExitCode {
             }
             ChainCmd::Import { data_dir, file } => import(&data_dir, &file),
         },
-        Cmd::Study { experiment, out, quick, threads, max_log2, runs, seed, nodes, compare } => {
+        Cmd::Study { experiment, out, quick, threads, max_log2, runs, seed, nodes, compare, costs } => {
             let nodes = nodes.map(|n| n as usize);
             let opts = scalechain_study::Opts {
                 out,
@@ -308,6 +312,7 @@ fn main() -> ExitCode {
                 worker: None,
                 nodes,
                 compare,
+                costs,
             };
             study(&experiment, opts)
         }

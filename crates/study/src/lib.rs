@@ -164,6 +164,9 @@ pub struct Opts {
     pub nodes: Option<usize>,
     /// Other `scalechain` binaries (other builds) `backend` compares with `worker`.
     pub compare: Vec<PathBuf>,
+    /// The simulator's cost model from this file instead of a calibration (`scale`,
+    /// `sim-check`).
+    pub costs: Option<PathBuf>,
 }
 
 impl Opts {
@@ -179,6 +182,7 @@ impl Opts {
             worker: None,
             nodes: None,
             compare: Vec::new(),
+            costs: None,
         }
     }
 }

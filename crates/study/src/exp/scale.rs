@@ -91,16 +91,7 @@ struct Point {
 /// Runs the experiment.
 pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
     let quick = ctx.opts.quick;
-    let costs = if quick {
-        CostModel::reference()
-    } else {
-        ctx.progress.set_message("calibrating the cost model");
-        let source = format!(
-            "{}; {} cores; {} build; commit {}",
-            ctx.machine.cpu, ctx.machine.cores, ctx.machine.build, ctx.machine.commit
-        );
-        scalechain_simnet::calibrate(1024, 7, &source).map_err(|e| StudyError::Wrong(e.to_string()))?
-    };
+    let costs = cost_model(ctx)?;
     let dir = &ctx.opts.out;
     std::fs::create_dir_all(dir).map_err(|e| StudyError::io(dir, e))?;
     let path = dir.join("scale-costs.toml");
@@ -165,6 +156,25 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
         ctx.progress.inc(1);
     }
     ctx.finish(Experiment::Scale, &table, charts, section)
+}
+
+/// The simulator's cost model for this run: the file `--costs` names, the repository's
+/// reference with `--quick`, else measured on this machine now.
+pub(crate) fn cost_model(ctx: &Ctx) -> Result<CostModel, StudyError> {
+    if let Some(path) = &ctx.opts.costs {
+        let text = std::fs::read_to_string(path).map_err(|e| StudyError::io(path, e))?;
+        return CostModel::from_toml(&text)
+            .map_err(|e| StudyError::Wrong(format!("{}: {e}", path.display())));
+    }
+    if ctx.opts.quick {
+        return Ok(CostModel::reference());
+    }
+    ctx.progress.set_message("calibrating the cost model");
+    let source = format!(
+        "{}; {} cores; {} build; commit {}",
+        ctx.machine.cpu, ctx.machine.cores, ctx.machine.build, ctx.machine.commit
+    );
+    scalechain_simnet::calibrate(1024, 7, &source).map_err(|e| StudyError::Wrong(e.to_string()))
 }
 
 /// What a row holds beyond the run's setting and speed.

@@ -318,16 +318,7 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
         StudyError::Wrong("sim-check runs node processes: it needs the scalechain binary".into())
     })?;
     let quick = ctx.opts.quick;
-    let costs = if quick {
-        CostModel::reference()
-    } else {
-        ctx.progress.set_message("calibrating the cost model");
-        let source = format!(
-            "{}; {} cores; {} build; commit {}",
-            ctx.machine.cpu, ctx.machine.cores, ctx.machine.build, ctx.machine.commit
-        );
-        scalechain_simnet::calibrate(1024, 7, &source).map_err(|e| StudyError::Wrong(e.to_string()))?
-    };
+    let costs = super::scale::cost_model(ctx)?;
     // What the transport costs a node per byte of a batch-sized gossip message: not in the
     // cost model (a batch's 190 KB cost a node about a millisecond to send or receive), measured
     // so the table can say how much of a gap it explains.
