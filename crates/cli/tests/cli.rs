@@ -419,7 +419,7 @@ fn study_quick_smoke() {
     let csv = std::fs::read_to_string(out.join("pipeline.csv")).unwrap();
     let mut sources = vec![("memory", 7), ("verify-bound", 7), ("same-machine", 5)];
     if scalechain_lab::launcher::netns::is_root() {
-        sources.push(("other-host", 5));
+        sources.push(("namespace-same-cores", 5));
     }
     for (source, sizes) in sources {
         let rows: Vec<&str> = csv.lines().filter(|l| l.starts_with(&format!("{source},"))).collect();
