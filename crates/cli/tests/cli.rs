@@ -382,8 +382,33 @@ fn study_quick_smoke() {
             2,
             "{series}"
         );
+        // Across the regions, once in one request (ours) and once one request each (seed 001's).
         let wan = format!("{series},wan-seed001,3,");
-        assert_eq!(csv.lines().filter(|l| l.starts_with(&wan)).count(), 1, "{series}");
+        for mode in ["batch-ours", "one-by-one-seed001"] {
+            let rows =
+                csv.lines().filter(|l| l.starts_with(&wan) && l.split(',').nth(11) == Some(mode)).count();
+            assert_eq!(rows, 1, "{series} {mode}");
+        }
+    }
+    // One by one, seed 001's histograms have a shape: every node the transactions were relayed
+    // to took them in more than one of the 50 buckets (in one request, each took them at one
+    // instant or a few), and in more than one packet.
+    let one_by_one = |l: &&str| l.split(',').nth(11) == Some("one-by-one-seed001");
+    for node in ["1", "2"] {
+        let hist = format!("histogram,wan-seed001,3,{node},");
+        let buckets: Vec<u64> = csv
+            .lines()
+            .filter(|l| l.starts_with(&hist))
+            .filter(one_by_one)
+            .map(|l| l.split(',').nth(5).unwrap().parse().unwrap())
+            .collect();
+        assert_eq!(buckets.len(), 50, "node {node}: {csv}");
+        assert_eq!(buckets.iter().sum::<u64>(), 1001, "node {node}: {buckets:?}");
+        assert!(buckets.iter().filter(|&&c| c > 0).count() > 1, "node {node}: one bar: {buckets:?}");
+        let arrival = format!("tx-arrival,wan-seed001,3,{node},");
+        let row = csv.lines().filter(|l| l.starts_with(&arrival)).find(one_by_one).unwrap();
+        let packets: f64 = row.split(',').nth(12).unwrap().parse().unwrap();
+        assert!(packets > 1.0, "{row}");
     }
     // Across the regions, a transaction takes at least the 60 + 100 ms of the fastest path from
     // Canada to India to reach every node.
@@ -405,7 +430,7 @@ fn study_quick_smoke() {
     let csv = std::fs::read_to_string(out.join("pipeline.csv")).unwrap();
     let mut sources = vec![("memory", 7), ("verify-bound", 7), ("same-machine", 5)];
     if scalechain_lab::launcher::netns::is_root() {
-        sources.push(("other-host", 5));
+        sources.push(("namespace-same-cores", 5));
     }
     for (source, sizes) in sources {
         let rows: Vec<&str> = csv.lines().filter(|l| l.starts_with(&format!("{source},"))).collect();

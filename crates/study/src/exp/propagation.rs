@@ -1,14 +1,18 @@
 //! `propagation` (seed 001 §1.1, §3.1): how fast transactions and blocks reach every node of a
 //! running network. On a network of node processes on this machine (a miner and peers, joined
 //! through a bootstrap node), one transaction `tx0` (1 input → 1,000 outputs) and then the
-//! 1,000 transactions spending its outputs are submitted to one peer in one request, as seed
-//! 001 did (one `sendBulkRawTransactions` call); every node's arrival log (`GET /arrivals`)
-//! says when each of the 1,001 reached it. Reported: each
-//! node's arrival times (seed 001's histograms, 50 buckets), the time until the last arrived,
-//! the local acceptance time of the 1,001 at the node they were sent to, the time a
-//! transaction takes to reach every node, and the time a mined block takes to reach every node;
-//! and a scaling series over network sizes (seed 000's question: does it scale as the network
-//! grows?).
+//! 1,000 transactions spending its outputs are submitted to one peer; every node's arrival log
+//! (`GET /arrivals`) says when each of the 1,001 reached it. Two ways of submitting them
+//! ([`Submission`]): in one request (ours: the node admits them as one batch and relays them as
+//! one gossip message), and one request per transaction, each after the answer to the one
+//! before (seed 001's: its `sendBulkRawTransactions` ran `sendOneRawTransaction` once per
+//! transaction, and its node announced them one by one). In the full run, also a sustained
+//! 1,000 tx/s for 60 s, one transaction per request. Reported: each node's arrival times (seed
+//! 001's histograms, 50 buckets), the time until the last arrived, the "packets" they came in
+//! (transactions a node logged at one instant), the local acceptance time at the node they
+//! were sent to, the time a transaction takes to reach every node, and the time a mined block
+//! takes to reach every node; and a scaling series over network sizes (seed 000's question:
+//! does it scale as the network grows?).
 //!
 //! Times are differences of the nodes' wall clocks, which processes on one machine share. The
 //! placement here is loopback; namespaces and emulated WAN delays are further placements.
@@ -28,6 +32,10 @@ use scalechain_lab::launcher::netns::{self, Namespaces};
 use scalechain_lab::launcher::wan::{Link, Regions, Relay};
 use scalechain_lab::launcher::{LaunchError, Launcher, NetworkPlan, NodeSpec, Role};
 use scalechain_lab::load::converge::{wait_connected, wait_height};
+use scalechain_lab::load::fund::fund;
+use scalechain_lab::load::prepare::{premine_funds, prepare};
+use scalechain_lab::load::schedule::{Bounded, Rate};
+use scalechain_lab::load::submit::{offer, Counters, OfferConfig};
 use scalechain_lab::load::SystemClock;
 use scalechain_lab::plot::{Chart, Series};
 use scalechain_lab::Table;
@@ -50,6 +58,10 @@ pub const COLUMNS: &[&str] = &[
     "p99_ms",
     "max_ms",
     "runs",
+    "mode",
+    "packets",
+    "packet_p50",
+    "packet_max",
     "build",
     "commit",
     "seed",
@@ -63,11 +75,26 @@ pub const BUCKETS: usize = 50;
 pub const SEED_LOCAL_ACCEPT_MS: f64 = 400.0;
 /// Seed 001: time for the 1,001 to reach the nodes 200–350 ms away (London, Mumbai), ms.
 pub const SEED_REMOTE_MS: (f64, f64) = (50_000.0, 60_000.0);
+/// Seed 001: the "packets" the arrivals came in, transactions (its buckets about 1 s wide).
+pub const SEED_PACKETS: (f64, f64) = (20.0, 60.0);
+/// Seed 001's words for the numbers above (§3.1), as printed.
+pub const SEED_QUOTES: &[&str] = &[
+    "the total run time of the routine AcceptToMemoryPool for the 1001 transactions given in (1) \
+     fluctuated around 400 milliseconds (397 milliseconds in our latest experiment)",
+    "split into 50 buckets of width about 1 second each",
+    "For both machines, it took between 50 and 60 seconds for all transactions to arrive.",
+    "The arrival times appear to be grouped into \"packets\" of size between 20 to about 60 \
+     transactions.",
+];
+/// The sustained offer of the full run: transactions per second, seconds.
+pub const SUSTAINED: (u32, u32) = (1_000, 60);
 
 /// Polling interval while waiting for arrivals.
 const POLL: Duration = Duration::from_millis(50);
 /// Longest wait for the 1,001 to reach every node, and for the network to come up.
 const WAIT: Duration = Duration::from_secs(120);
+/// After the submission of one by one or sustained, how long no new arrival ends the wait.
+const QUIET: Duration = Duration::from_secs(10);
 
 /// What one run measured, times in ms from the first submission.
 #[derive(Clone, Debug, Default)]
@@ -79,6 +106,9 @@ pub struct RunResult {
     pub spread: Vec<f64>,
     /// Per block mined during the run: the time from the miner to the last node.
     pub block_reach: Vec<f64>,
+    /// Per node: the "packets" the workload arrived in, each the number of its transactions
+    /// the node logged at one instant (one admitted batch), in order of arrival.
+    pub packets: Vec<Vec<usize>>,
 }
 
 impl RunResult {
@@ -188,6 +218,56 @@ impl Placement {
     }
 }
 
+/// How the workload goes to the submit node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Submission {
+    /// The 1,001 in one request: the node admits them as one batch and relays what it
+    /// admitted as one gossip message (ours).
+    Batch,
+    /// The 1,001 one request each (one transaction per `POST /txs`), each sent once the one
+    /// before was answered, as seed 001's `sendOneRawTransaction` loop did; each is relayed as
+    /// the node relays a single admitted transaction.
+    OneByOne,
+    /// Transactions spending premine coins split beforehand (funding confirmed before the
+    /// clock starts), offered at `tps` for `secs`, one transaction per request, open loop (a
+    /// slow answer does not hold back the next request).
+    Sustained {
+        /// Transactions per second.
+        tps: u32,
+        /// Seconds.
+        secs: u32,
+    },
+}
+
+impl Submission {
+    /// The name in the CSV's `mode` column.
+    pub fn name(&self) -> String {
+        match self {
+            Submission::Batch => "batch-ours".into(),
+            Submission::OneByOne => "one-by-one-seed001".into(),
+            Submission::Sustained { tps, secs } => format!("sustained-{tps}tps-{secs}s"),
+        }
+    }
+
+    /// The label in the figure and the report.
+    pub fn label(&self) -> String {
+        match self {
+            Submission::Batch => "batch (ours)".into(),
+            Submission::OneByOne => "one by one (seed 001's)".into(),
+            Submission::Sustained { tps, secs } => format!("{tps} tx/s for {secs} s, one per request"),
+        }
+    }
+
+    /// The label of a `mode` column's name.
+    pub fn label_of(name: &str) -> String {
+        match name {
+            "batch-ours" => Submission::Batch.label(),
+            "one-by-one-seed001" => Submission::OneByOne.label(),
+            other => other.replace('-', " "),
+        }
+    }
+}
+
 /// How a run waits and measures.
 #[derive(Clone, Debug)]
 pub struct RunOpts {
@@ -261,6 +341,21 @@ pub fn run_raw(
     kind: HashKind,
     place: &Placement,
     opts: &RunOpts,
+) -> Result<RawRun, StudyError> {
+    run_raw_with(exe, nodes, txs, kind, place, opts, Submission::Batch)
+}
+
+/// One run as [`run_raw`], the workload submitted as `submission` says (`txs` is the
+/// workload of [`Submission::Batch`] and [`Submission::OneByOne`]; a sustained offer makes
+/// its own).
+pub fn run_raw_with(
+    exe: &Path,
+    nodes: usize,
+    txs: &[Tx],
+    kind: HashKind,
+    place: &Placement,
+    opts: &RunOpts,
+    submission: Submission,
 ) -> Result<RawRun, StudyError> {
     let launch = |e: LaunchError| StudyError::Wrong(format!("starting the network: {e}"));
     let mut net = Launcher::new(exe).map_err(launch)?;
@@ -360,7 +455,7 @@ pub fn run_raw(
         .enable_all()
         .build()
         .map_err(|e| StudyError::Wrong(format!("runtime: {e}")))?;
-    let r = rt.block_on(measure(&clients, &pids, txs, kind, want_peers, opts));
+    let r = rt.block_on(measure(&clients, &pids, txs, kind, want_peers, opts, submission));
     drop(rt);
     let _ = net.stop();
     drop(relays);
@@ -374,6 +469,7 @@ async fn measure(
     kind: HashKind,
     want_peers: usize,
     opts: &RunOpts,
+    submission: Submission,
 ) -> Result<RawRun, StudyError> {
     let clock = SystemClock::start();
     let stop: &AtomicBool = scalechain_lab::interrupt::flag();
@@ -384,30 +480,108 @@ async fn measure(
     let machine =
         || std::fs::read_to_string("/proc/stat").ok().as_deref().and_then(scalechain_procfs::machine_ticks);
     let submit = &clients[0].1;
-    let (cpu0, machine0) = (cpu(), machine());
-    let t0 = wall_us();
-    // One request holding the 1,001 in order, as seed 001 made one `sendBulkRawTransactions`
-    // call (its Table 4: 1 call, which ran `sendOneRawTransaction` 1,001 times inside the node).
-    let r = submit.submit(txs).await.map_err(api)?;
-    if let Some((i, v)) = r.results.iter().enumerate().find(|(_, v)| !v.accepted) {
-        return Err(StudyError::Wrong(format!(
-            "transaction {i} of the workload refused: {:?} {:?}",
-            v.reason, v.detail
-        )));
-    }
-    let ids: Vec<Hash> = txs.iter().map(|t| t.txid(kind)).collect();
+    let refused = |i: usize, v: &scalechain_client::types::TxResult| {
+        StudyError::Wrong(format!("transaction {i} of the workload refused: {:?} {:?}", v.reason, v.detail))
+    };
+    let (ids, t0, cpu0, machine0) = match submission {
+        Submission::Batch => {
+            let (cpu0, machine0) = (cpu(), machine());
+            let t0 = wall_us();
+            // One request holding the 1,001 in order.
+            let r = submit.submit(txs).await.map_err(api)?;
+            if let Some((i, v)) = r.results.iter().enumerate().find(|(_, v)| !v.accepted) {
+                return Err(refused(i, v));
+            }
+            (txs.iter().map(|t| t.txid(kind)).collect::<Vec<Hash>>(), t0, cpu0, machine0)
+        }
+        Submission::OneByOne => {
+            let (cpu0, machine0) = (cpu(), machine());
+            let t0 = wall_us();
+            // One request per transaction, each once the one before was answered (seed 001's
+            // Table 4: 1 `sendBulkRawTransactions` call ran `sendOneRawTransaction` 1,001 times).
+            for (i, tx) in txs.iter().enumerate() {
+                let r = submit.submit(std::slice::from_ref(tx)).await.map_err(api)?;
+                if let Some(v) = r.results.iter().find(|v| !v.accepted) {
+                    return Err(refused(i, v));
+                }
+            }
+            (txs.iter().map(|t| t.txid(kind)).collect(), t0, cpu0, machine0)
+        }
+        Submission::Sustained { tps, secs } => {
+            // Coins split beforehand, one per transaction of the offer, the split confirmed.
+            let p = Params::devnet(kind, SigMode::Ed25519);
+            let chain_id = genesis_block(&p).hash(p.hash);
+            let total = tps as usize * secs as usize;
+            let prepared = prepare(kind, &chain_id, &premine_funds(&p, SigMode::Ed25519), total);
+            let from = submit.status().await.map_err(api)?.height;
+            let funded = fund(submit, &prepared.funding, kind, from, WAIT, POLL, &clock, stop)
+                .await
+                .map_err(|e| StudyError::Wrong(format!("funding the sustained offer: {e}")))?;
+            if let Some((txid, why)) = funded.refused.first() {
+                return Err(StudyError::Wrong(format!("funding refused: {txid}: {why}")));
+            }
+            let mut schedule = Bounded {
+                rate: Rate::Fixed { tps: f64::from(tps) },
+                total: total as u64,
+                end: Some(Duration::from_secs(u64::from(secs))),
+            };
+            // Every 10 ms the transactions due, each in a request of its own.
+            let cfg = OfferConfig { tick: Duration::from_millis(10), max_batch: 1, hash: kind };
+            let (cpu0, machine0) = (cpu(), machine());
+            let t0 = wall_us();
+            let done = offer(
+                &prepared.load,
+                &mut schedule,
+                std::slice::from_ref(submit),
+                &clock,
+                &cfg,
+                &Counters::default(),
+                stop,
+            )
+            .await
+            .map_err(|e| StudyError::Wrong(format!("the sustained offer: {e}")))?;
+            // The accepted ones, in the order offered (the refused are left out: `count`
+            // says how many of the offer were accepted).
+            let ids: Vec<Hash> = prepared
+                .load
+                .iter()
+                .map(|t| t.txid(kind))
+                .filter(|id| done.accepted_at.contains_key(id))
+                .collect();
+            if ids.is_empty() {
+                return Err(StudyError::Wrong(format!(
+                    "the sustained offer: none of {} accepted ({:?})",
+                    done.offered, done.refused
+                )));
+            }
+            (ids, t0, cpu0, machine0)
+        }
+    };
     let wanted: std::collections::HashSet<String> = ids.iter().map(|h| h.to_string()).collect();
-    // Until every node logged all of them (bounded).
+    // Until every node logged all of them (bounded). One by one, a transaction a block
+    // confirmed before it reached a node's pool is never logged there: once nothing new came
+    // for `QUIET`, the run ends with what arrived (the counts say how many).
     let deadline = std::time::Instant::now() + WAIT;
     let mut logs: Vec<Vec<ArrivalJson>> = vec![Vec::new(); clients.len()];
+    let mut seen = 0usize;
+    let mut last_new = std::time::Instant::now();
     loop {
         for ((_, c), log) in clients.iter().zip(&mut logs) {
             read_new(c, log).await?;
         }
-        let complete = logs
+        let counts: Vec<usize> = logs
             .iter()
-            .all(|l| l.iter().filter(|e| wanted.contains(e.id.to_string().as_str())).count() == ids.len());
-        if complete {
+            .map(|l| l.iter().filter(|e| wanted.contains(e.id.to_string().as_str())).count())
+            .collect();
+        if counts.iter().all(|c| *c == ids.len()) {
+            break;
+        }
+        let now: usize = counts.iter().sum();
+        if now > seen {
+            seen = now;
+            last_new = std::time::Instant::now();
+        }
+        if submission != Submission::Batch && last_new.elapsed() > QUIET {
             break;
         }
         if std::time::Instant::now() > deadline || stop.load(std::sync::atomic::Ordering::Relaxed) {
@@ -488,7 +662,18 @@ pub fn summarise(logs: &[Vec<ArrivalJson>], ids: &[Hash], t0: u64, mined: &[(Str
             Some(ms(last, *born))
         })
         .collect();
-    RunResult { arrivals, spread, block_reach }
+    let wanted: std::collections::HashSet<&str> = names.iter().map(String::as_str).collect();
+    let packets = logs
+        .iter()
+        .map(|l| {
+            let mut sizes: std::collections::BTreeMap<u64, usize> = std::collections::BTreeMap::new();
+            for e in l.iter().filter(|e| e.kind == "tx" && wanted.contains(e.id.to_string().as_str())) {
+                *sizes.entry(e.at_us).or_default() += 1;
+            }
+            sizes.into_values().collect()
+        })
+        .collect();
+    RunResult { arrivals, spread, block_reach, packets }
 }
 
 /// The `q` quantile of `v` (nearest rank), NaN if empty.
@@ -526,44 +711,66 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
     let runs = if ctx.opts.quick { 1 } else { ctx.opts.runs.unwrap_or(3).max(1) };
     let p = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
     let txs = workload(&p);
-    // The scaling series on loopback, then the main network across seed 001's regions.
+    // The scaling series on loopback, then the main network across seed 001's regions: the
+    // 1,001 in one request (ours) and one request each (seed 001's); in the full run also the
+    // sustained offer (one run: a minute of load and its funding).
     let wan = Placement::Wan(Regions::seed_001());
-    let mut plan: Vec<(Placement, usize)> = sizes.iter().map(|n| (Placement::Loopback, *n)).collect();
-    plan.push((wan, main));
+    let mut plan: Vec<(Placement, usize, Submission, usize)> =
+        sizes.iter().map(|n| (Placement::Loopback, *n, Submission::Batch, runs)).collect();
+    plan.push((wan.clone(), main, Submission::Batch, runs));
+    plan.push((wan.clone(), main, Submission::OneByOne, runs));
+    if !ctx.opts.quick {
+        let (tps, secs) = SUSTAINED;
+        plan.push((wan, main, Submission::Sustained { tps, secs }, 1));
+    }
     // And on emulated hosts, where this process may make network namespaces.
     if netns::is_root() {
-        plan.push((Placement::Namespaces(Some("1gbit".into())), main));
-        plan.push((Placement::HostsWan(Regions::seed_001(), "1gbit".into()), main));
+        plan.push((Placement::Namespaces(Some("1gbit".into())), main, Submission::Batch, runs));
+        plan.push((Placement::HostsWan(Regions::seed_001(), "1gbit".into()), main, Submission::Batch, runs));
     } else {
         ctx.progress.println("propagation: not root, so no run on emulated hosts (network namespaces)");
     }
-    ctx.start((plan.len() * runs) as u64, "propagation");
+    ctx.start(plan.iter().map(|e| e.3 as u64).sum(), "propagation");
     let mut table = Table::new(COLUMNS);
-    for (place, n) in &plan {
-        let n = *n;
-        let row = |t: &mut Table, series: &str, node: &str, x: f64, count: usize, q: [f64; 4]| {
-            let f = |v: f64| if v.is_nan() { String::new() } else { format!("{v:.1}") };
-            t.push(vec![
-                series.into(),
-                place.name().into(),
-                n.to_string(),
-                node.into(),
-                f(x),
-                count.to_string(),
-                f(q[0]),
-                f(q[1]),
-                f(q[2]),
-                f(q[3]),
-                runs.to_string(),
-                ctx.machine.build.into(),
-                ctx.machine.commit.into(),
-                ctx.opts.seed.to_string(),
-            ]);
-        };
+    for (place, n, submission, runs) in &plan {
+        let (n, runs) = (*n, *runs);
+        let mode = submission.name();
+        let row =
+            |t: &mut Table, series: &str, node: &str, x: f64, count: usize, q: [f64; 4], pk: [f64; 3]| {
+                let f = |v: f64| if v.is_nan() { String::new() } else { format!("{v:.1}") };
+                let g = |v: f64| if v.is_nan() { String::new() } else { format!("{v:.0}") };
+                t.push(vec![
+                    series.into(),
+                    place.name().into(),
+                    n.to_string(),
+                    node.into(),
+                    f(x),
+                    count.to_string(),
+                    f(q[0]),
+                    f(q[1]),
+                    f(q[2]),
+                    f(q[3]),
+                    runs.to_string(),
+                    mode.clone(),
+                    g(pk[0]),
+                    g(pk[1]),
+                    g(pk[2]),
+                    ctx.machine.build.into(),
+                    ctx.machine.commit.into(),
+                    ctx.opts.seed.to_string(),
+                ]);
+            };
+        let none = [f64::NAN; 3];
         let mut results = Vec::with_capacity(runs);
         for r in 0..runs {
-            ctx.progress.set_message(format!("{} {n} nodes, run {}/{runs}", place.name(), r + 1));
-            results.push(run_once(&exe, n, &txs, p.hash, place)?);
+            ctx.progress.set_message(format!(
+                "{} {n} nodes, {}, run {}/{runs}",
+                place.name(),
+                submission.label(),
+                r + 1
+            ));
+            let raw = run_raw_with(&exe, n, &txs, p.hash, place, &RunOpts::propagation(), *submission)?;
+            results.push(summarise(&raw.logs, &raw.ids, raw.t0, &raw.mined()));
             ctx.progress.inc(1);
         }
         let med = |f: &dyn Fn(&RunResult) -> f64| median(results.iter().map(f).collect());
@@ -575,11 +782,18 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
                 med(&|r| quantile(f(r), 1.0)),
             ]
         };
-        row(&mut table, "tx-propagation", "", f64::NAN, txs.len(), q4(&|r| &r.spread));
+        // The workload's size: the 1,001, or the sustained offer's accepted transactions.
+        let sent = results.iter().map(|r| r.arrivals.first().map_or(0, Vec::len)).min().unwrap_or(0);
+        let sent = if *submission == Submission::Batch || *submission == Submission::OneByOne {
+            txs.len()
+        } else {
+            sent
+        };
+        row(&mut table, "tx-propagation", "", f64::NAN, sent, q4(&|r| &r.spread), none);
         let la = med(&|r| r.local_accept_ms());
-        row(&mut table, "local-accept", "0", f64::NAN, txs.len(), [f64::NAN, f64::NAN, f64::NAN, la]);
+        row(&mut table, "local-accept", "0", f64::NAN, sent, [f64::NAN, f64::NAN, f64::NAN, la], none);
         let blocks = results.iter().map(|r| r.block_reach.len()).min().unwrap_or(0);
-        row(&mut table, "block-propagation", "", f64::NAN, blocks, q4(&|r| &r.block_reach));
+        row(&mut table, "block-propagation", "", f64::NAN, blocks, q4(&|r| &r.block_reach), none);
         if n != main {
             continue;
         }
@@ -592,27 +806,54 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
                 med(&|r| quantile(&of(r), 0.99)),
                 med(&|r| quantile(&of(r), 1.0)),
             ];
-            row(&mut table, "tx-arrival", &i.to_string(), f64::NAN, a.len(), q);
+            let packets = |r: &RunResult| -> Vec<f64> {
+                r.packets.get(i).map(|v| v.iter().map(|&k| k as f64).collect()).unwrap_or_default()
+            };
+            let pk = [
+                med(&|r| packets(r).len() as f64),
+                med(&|r| quantile(&packets(r), 0.5)),
+                med(&|r| quantile(&packets(r), 1.0)),
+            ];
+            row(&mut table, "tx-arrival", &i.to_string(), f64::NAN, a.len(), q, pk);
         }
-        // Seed 001's histograms of the last run: one width for every node.
+        // Seed 001's histograms of the last run: 50 buckets of one width for every node.
         let longest = last.arrivals.iter().flatten().copied().fold(0.0, f64::max);
         let width = (longest / BUCKETS as f64).max(0.1);
         for (i, a) in last.arrivals.iter().enumerate() {
             for (k, c) in histogram(a, width).into_iter().enumerate() {
-                row(&mut table, "histogram", &i.to_string(), k as f64 * width, c as usize, [f64::NAN; 4]);
+                row(
+                    &mut table,
+                    "histogram",
+                    &i.to_string(),
+                    k as f64 * width,
+                    c as usize,
+                    [f64::NAN; 4],
+                    none,
+                );
             }
         }
     }
     ctx.finish(Experiment::Propagation, &table, charts, section)
 }
 
+/// The value of `column` in row `r` of `t` (empty if absent).
+fn cell<'a>(t: &Table, r: &'a [String], column: &str) -> &'a str {
+    t.columns.iter().position(|c| c == column).and_then(|i| r.get(i)).map_or("", String::as_str)
+}
+
+/// The region of node `i` across seed 001's sites (round robin, node 0 in Canada).
+fn region(i: usize) -> String {
+    let r = Regions::seed_001();
+    r.names[i % r.names.len()].clone()
+}
+
 pub(crate) fn charts(t: &Table) -> Vec<Chart> {
-    let histograms = |placement: &str| -> Vec<Series> {
+    let histograms = |placement: &str, mode: &str| -> Vec<Series> {
         let mut hist = Vec::new();
         for node in t.distinct("node") {
             let points: Vec<(f64, f64)> = t
                 .select("series", "histogram")
-                .filter(|r| r[1] == placement && r[3] == node)
+                .filter(|r| r[1] == placement && r[3] == node && cell(t, r, "mode") == mode)
                 .filter_map(|r| Some((t.num(r, "x_ms")?, t.num(r, "count")?)))
                 .collect();
             if !points.is_empty() {
@@ -637,33 +878,50 @@ pub(crate) fn charts(t: &Table) -> Vec<Chart> {
         Series::line("local acceptance of the 1,001", by_nodes("local-accept", "max_ms")),
         Series::seed("seed 001: local acceptance ≈ 400 ms", vec![(2.0, SEED_LOCAL_ACCEPT_MS)]),
     ];
-    let panel = |title: &str, series: Vec<Series>| Chart {
-        title: title.into(),
+    let panel = |title: String, series: Vec<Series>| Chart {
+        title,
         x_label: "delay after the first submission (ms, bucket start)".into(),
         y_label: "transactions arrived in the bucket".into(),
         log_x: false,
         log_y: false,
         series,
     };
-    let mut charts = vec![panel(
-        "Arrival times of tx0 and its 1,000 spends at each node, loopback (seed 001 Tables 1–2)",
-        histograms("loopback"),
-    )];
-    let hosts = histograms("namespaces");
-    if !hosts.is_empty() {
-        charts
-            .push(panel("The same on emulated hosts (a network namespace per node, 1 Gbit/s links)", hosts));
+    let mut charts = Vec::new();
+    let batch = Submission::Batch.name();
+    let one = Submission::OneByOne.name();
+    let mut modes: Vec<String> = t.distinct("mode");
+    modes.sort_by_key(|m| (*m != one, *m != batch));
+    // Across seed 001's regions, each way of submitting first (seed 001's first), then the
+    // other placements.
+    for mode in &modes {
+        let wan = histograms("wan-seed001", mode);
+        if !wan.is_empty() {
+            charts.push(panel(
+                format!(
+                    "Arrivals at each node across seed 001's regions (Canada, UK, India; emulated delays), {} \
+                     (seed 001 Tables 1–2: 50 buckets of about 1 s, all arrived after 50–60 s)",
+                    Submission::label_of(mode)
+                ),
+                wan,
+            ));
+        }
     }
-    let wan = histograms("wan-seed001");
-    if !wan.is_empty() {
-        charts.push(panel("The same across seed 001's regions (Canada, UK, India; emulated delays)", wan));
-    }
-    let hosts_wan = histograms("namespaces-wan-seed001");
-    if !hosts_wan.is_empty() {
-        charts.push(panel("Across seed 001's regions, each node on an emulated host", hosts_wan));
+    charts.extend(wan_against_seed(t));
+    for (placement, title) in [
+        ("loopback", "Arrivals at each node, loopback, batch (ours)"),
+        (
+            "namespaces",
+            "The same on emulated hosts (a network namespace per node, 1 Gbit/s links), batch (ours)",
+        ),
+        ("namespaces-wan-seed001", "Across seed 001's regions, each node on an emulated host, batch (ours)"),
+    ] {
+        let h = histograms(placement, &batch);
+        if !h.is_empty() {
+            charts.push(panel(title.into(), h));
+        }
     }
     charts.push(Chart {
-        title: "Propagation against network size (loopback)".into(),
+        title: "Propagation against network size (loopback, batch (ours))".into(),
         x_label: "nodes".into(),
         y_label: "time (ms)".into(),
         log_x: true,
@@ -673,32 +931,121 @@ pub(crate) fn charts(t: &Table) -> Vec<Chart> {
     charts
 }
 
+/// The main network across seed 001's regions beside the seed, per node: the time until the
+/// last of the workload arrived, and the packets it arrived in, each way of submitting; the
+/// seed's 50–60 s and 20–60 at its UK and India nodes.
+fn wan_against_seed(t: &Table) -> Vec<Chart> {
+    let rows: Vec<&Vec<String>> =
+        t.select("series", "tx-arrival").filter(|r| r[1] == "wan-seed001").collect();
+    if rows.is_empty() {
+        return Vec::new();
+    }
+    let mut modes: Vec<String> = t.distinct("mode");
+    modes.sort_by_key(|m| (*m != Submission::OneByOne.name(), *m != Submission::Batch.name()));
+    let per_node = |mode: &str, col: &str| -> Vec<(f64, f64)> {
+        rows.iter()
+            .filter(|r| cell(t, r, "mode") == mode)
+            .filter_map(|r| Some((t.num(r, "node")?, t.num(r, col)?)))
+            .collect()
+    };
+    // The seed's nodes away from Canada: ours in the UK and India regions.
+    let remote: std::collections::BTreeSet<usize> = rows
+        .iter()
+        .filter_map(|r| r[3].parse::<usize>().ok())
+        .filter(|&i| !i.is_multiple_of(Regions::seed_001().names.len()))
+        .collect();
+    let at = |y: f64| remote.iter().map(|&x| (x as f64, y)).collect::<Vec<_>>();
+    let mut last = Vec::new();
+    let mut packets = Vec::new();
+    for mode in &modes {
+        let label = Submission::label_of(mode);
+        last.push(Series::line(format!("{label}: last arrival"), per_node(mode, "max_ms")));
+        packets.push(Series::line(format!("{label}: median packet"), per_node(mode, "packet_p50")));
+        packets.push(Series::line(format!("{label}: largest packet"), per_node(mode, "packet_max")));
+    }
+    last.push(Series::seed("seed 001: 50 s (UK, India)", at(SEED_REMOTE_MS.0)));
+    last.push(Series::seed("seed 001: 60 s (UK, India)", at(SEED_REMOTE_MS.1)));
+    packets.push(Series::seed("seed 001: \"packets\" of 20 (UK, India)", at(SEED_PACKETS.0)));
+    packets.push(Series::seed("seed 001: … to about 60 (UK, India)", at(SEED_PACKETS.1)));
+    vec![
+        Chart {
+            title:
+                "Time until the last transaction arrived, per node across seed 001's regions, beside seed \
+                    001's 50–60 s"
+                    .into(),
+            x_label: "node (0 submitted to; regions round robin: Canada, UK, India)".into(),
+            y_label: "time after the first submission (ms)".into(),
+            log_x: false,
+            log_y: true,
+            series: last,
+        },
+        Chart {
+            title:
+                "Packets: transactions a node logged at one instant, beside seed 001's \"packets\" of 20 to \
+                    about 60"
+                    .into(),
+            x_label: "node (0 submitted to; regions round robin: Canada, UK, India)".into(),
+            y_label: "transactions per packet".into(),
+            log_x: false,
+            log_y: true,
+            series: packets,
+        },
+    ]
+}
+
 fn section(t: &Table) -> String {
+    let quotes: Vec<String> = SEED_QUOTES.iter().map(|q| format!("> {q}\n")).collect();
     let mut s = format!(
-        "Seed 001 sent `tx0` (1 input, {FAN_OUT} outputs) and the {FAN_OUT} transactions spending it to one \
-         node and timed their arrival elsewhere: local acceptance took about {SEED_LOCAL_ACCEPT_MS:.0} ms, and \
-         the nodes 200–350 ms away (London, Mumbai) received the last of them after {:.0}–{:.0} s. Here \
-         the same workload goes to peer 0 of a network of node processes on this machine (one miner, \
-         the rest peers, joined through a bootstrap node), and every node's arrival log gives the times. \
-         `tx-propagation`: per transaction, from its arrival at peer 0 to its arrival at the last node \
-         (quantiles over the 1,001, median over runs); `local-accept`: from the first submission to the \
-         last of the 1,001 admitted at peer 0; `block-propagation`: per block mined during the run, \
-         from the miner to the last node; `tx-arrival`: per node, the delays after the first \
-         submission (the target for 8 nodes on loopback: the farthest node has the last of the 1,001 \
-         within 500 ms). The 1,001 go to peer 0 in one request, as seed 001 made one \
-         `sendBulkRawTransactions` call; peer 0 admits them as one batch and relays what it admitted \
-         as one gossip message, so each node takes all 1,001 at one instant (p50 = max, and each \
-         node's histogram is one bar), where seed 001's node relayed them one by one. `placement`: \
-         `loopback`, `wan-seed001` (seed 001's regions, delays emulated by relays), `namespaces` \
-         (emulated hosts), `namespaces-wan-seed001` (both).\n\n",
-        SEED_REMOTE_MS.0 / 1e3,
-        SEED_REMOTE_MS.1 / 1e3
+        "Seed 001 (§3.1), as printed:\n\n{}\n\
+         Its workload: `tx0` (1 input, {FAN_OUT} outputs) and the {FAN_OUT} transactions spending it, sent \
+         to its node in Canada by one `sendBulkRawTransactions` call that ran `sendOneRawTransaction` \
+         once per transaction (its Table 4: 1,001 calls), so its node admitted and announced them one by \
+         one; the arrival times are when each reached the pools in London and Mumbai. Here the same \
+         workload goes to peer 0 of a network of node processes on this machine, every node's arrival log \
+         giving the times, in two modes (`mode`):\n\n\
+         - `{}` — **{}**: one `POST /txs` holding the 1,001; the node admits them as one batch and relays \
+           what it admitted as one gossip message, so each node takes them at one instant or a few \
+           (each histogram one bar or a few);\n\
+         - `{}` — **{}**: one `POST /txs` per transaction, each sent once the one before was answered, as \
+           seed 001's loop did; each is relayed as the node relays a single admitted transaction \
+           (the node's relay is not changed for the experiment).\n\n\
+         Both run across seed 001's regions (`wan-seed001`: Canada, UK and India round robin, node 0 in \
+         Canada, every pair linked through a relay delaying each direction by 100, 175 or 60 ms one way), \
+         {} nodes in this run. The full run adds `{}`: {} tx/s to peer 0 for {} s, one transaction per \
+         request (open loop, requests every 10 ms), spending premine coins split and confirmed \
+         beforehand — the rate seed 001 concluded its network could not propagate. Its `count` is the \
+         transactions accepted; a transaction a block confirmed before it reached a node's pool is never \
+         logged there, so a node's `count` may be lower.\n\n\
+         Columns: `tx-propagation`: per transaction, from its arrival at peer 0 to its arrival at the last \
+         node (quantiles over the workload, median over runs); `local-accept`: from the first submission \
+         to the last admitted at peer 0 (seed 001: about {SEED_LOCAL_ACCEPT_MS:.0} ms, 397 ms in its latest \
+         run); `block-propagation`: per block mined during the run, from the miner to the last node; \
+         `tx-arrival`: per node, the delays after the first submission (`max_ms` against seed 001's 50–60 \
+         s), and the packets they came in: `packets` is how many instants the node logged them at (one \
+         admitted batch each), `packet_p50` and `packet_max` the transactions in the median and the \
+         largest (against seed 001's \"packets\" of 20 to about 60, which it read off 1 s buckets). The \
+         loopback scaling series and the emulated hosts (`namespaces`, `namespaces-wan-seed001`) run the \
+         batch only. The target for 8 nodes on loopback: the farthest node has the last of the 1,001 \
+         within 500 ms.\n\n",
+        quotes.concat(),
+        Submission::Batch.name(),
+        Submission::Batch.label(),
+        Submission::OneByOne.name(),
+        Submission::OneByOne.label(),
+        t.select("series", "tx-propagation")
+            .find(|r| r[1] == "wan-seed001")
+            .map_or_else(|| "no".to_string(), |r| r[2].clone()),
+        Submission::Sustained { tps: SUSTAINED.0, secs: SUSTAINED.1 }.name(),
+        SUSTAINED.0,
+        SUSTAINED.1,
     );
+    s.push_str(&against_seed(t));
     let mut shown = Table::new(&t.columns.iter().map(String::as_str).collect::<Vec<_>>());
     shown.rows = t.rows.iter().filter(|r| r[0] != "histogram").cloned().collect();
     s.push_str(&shown.markdown(&[
         "series",
         "placement",
+        "mode",
         "nodes",
         "node",
         "count",
@@ -706,11 +1053,70 @@ fn section(t: &Table) -> String {
         "p90_ms",
         "p99_ms",
         "max_ms",
+        "packets",
+        "packet_p50",
+        "packet_max",
         "runs",
     ]));
     s.push_str(
-        "\nThe histograms (the figure's first panel) are the `histogram` rows of the CSV: per node, \
-         the transactions that arrived in each of 50 buckets of one width.\n",
+        "\nThe histograms (the figure's first panels) are the `histogram` rows of the CSV: per node, \
+         the transactions that arrived in each of 50 buckets of one width (the run's longest delay / 50; \
+         seed 001's were about 1 s).\n",
+    );
+    s
+}
+
+/// Per node across seed 001's regions: the last arrival and the packets of each mode, beside
+/// the seed's numbers at its London and Mumbai nodes.
+fn against_seed(t: &Table) -> String {
+    let rows: Vec<&Vec<String>> =
+        t.select("series", "tx-arrival").filter(|r| r[1] == "wan-seed001").collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut modes: Vec<String> = t.distinct("mode");
+    modes.sort_by_key(|m| (*m != Submission::OneByOne.name(), *m != Submission::Batch.name()));
+    let modes: Vec<String> =
+        modes.into_iter().filter(|m| rows.iter().any(|r| cell(t, r, "mode") == m.as_str())).collect();
+    let mut s = String::from("| node | region |");
+    for m in &modes {
+        s.push_str(&format!(
+            " {}: last arrival, ms (of arrived) | arrived in packets (median / largest) |",
+            Submission::label_of(m)
+        ));
+    }
+    s.push_str(" seed 001 |\n|---|---|");
+    s.push_str(&"---|---|".repeat(modes.len()));
+    s.push_str("---|\n");
+    for node in t.distinct("node").iter().filter(|n| !n.is_empty()) {
+        let Ok(i) = node.parse::<usize>() else { continue };
+        let mut line = format!("| {node} | {} |", region(i));
+        for m in &modes {
+            let r = rows.iter().find(|r| r[3] == *node && cell(t, r, "mode") == m.as_str());
+            let v = |c: &str| r.map_or("", |r| cell(t, r, c));
+            line.push_str(&format!(
+                " {} of {} | {} in {} ({} / {}) |",
+                v("max_ms"),
+                v("count"),
+                v("count"),
+                v("packets"),
+                v("packet_p50"),
+                v("packet_max")
+            ));
+        }
+        let seed = if i == 0 {
+            "accepted in about 400 ms (397 ms)".to_string()
+        } else if i.is_multiple_of(Regions::seed_001().names.len()) {
+            "— (no other node in Canada)".to_string()
+        } else {
+            "all arrived after 50–60 s, in \"packets\" of 20 to about 60".to_string()
+        };
+        s.push_str(&format!("{line} {seed} |\n"));
+    }
+    s.push_str(
+        "\nSeed 001's column is the same at every node away from Canada: it reports its London and \
+         Mumbai machines together (\"For both machines\"), not per node; ours are emulated regions on \
+         one machine's two cores, so the delays are the relays' and the CPU is shared by every node.\n\n",
     );
     s
 }
@@ -780,9 +1186,94 @@ mod tests {
         assert_eq!(r.spread, vec![3.0, 1.0]);
         assert_eq!(r.block_reach, vec![0.5]);
         assert_eq!(r.local_accept_ms(), 2.0);
+        // Each node took the two at separate instants: two packets of one.
+        assert_eq!(r.packets, vec![vec![1, 1], vec![1, 1]]);
         // A transaction missing at a node has no spread.
         let partial = summarise(&logs[..1].iter().cloned().chain([vec![]]).collect::<Vec<_>>(), &[a], 0, &[]);
         assert!(partial.spread.is_empty());
+    }
+
+    #[test]
+    fn packets_are_the_transactions_a_node_logged_at_one_instant() {
+        let ids: Vec<Hash> = (0..5u8).map(|i| Hash([i; 32])).collect();
+        let other = Hash([7; 32]);
+        let log = vec![
+            arrival(&ids[0], "tx", 100),
+            arrival(&ids[1], "tx", 200),
+            arrival(&other, "tx", 200),
+            arrival(&ids[2], "tx", 200),
+            arrival(&ids[3], "tx", 200),
+            arrival(&ids[4], "tx", 300),
+        ];
+        let r = summarise(&[log], &ids, 0, &[]);
+        // Another transaction logged at the same instant is not the workload's.
+        assert_eq!(r.packets, vec![vec![1, 3, 1]]);
+    }
+
+    /// A table as `run` writes it: across the regions, 3 nodes, batch and one by one.
+    fn wan_table() -> Table {
+        let mut t = Table::new(COLUMNS);
+        for (mode, last, packets, p50, max) in
+            [("batch-ours", "400.0", "1", "1001", "1001"), ("one-by-one-seed001", "2500.0", "700", "1", "4")]
+        {
+            for node in ["0", "1", "2"] {
+                let mut r = vec![String::new(); COLUMNS.len()];
+                for (c, v) in [
+                    ("series", "tx-arrival"),
+                    ("placement", "wan-seed001"),
+                    ("nodes", "3"),
+                    ("node", node),
+                    ("count", "1001"),
+                    ("max_ms", last),
+                    ("runs", "1"),
+                    ("mode", mode),
+                    ("packets", packets),
+                    ("packet_p50", p50),
+                    ("packet_max", max),
+                ] {
+                    r[COLUMNS.iter().position(|x| *x == c).unwrap()] = v.to_string();
+                }
+                t.push(r.clone());
+                r[0] = "histogram".into();
+                r[COLUMNS.iter().position(|x| *x == "x_ms").unwrap()] = "0.0".into();
+                t.push(r);
+            }
+        }
+        t
+    }
+
+    #[test]
+    fn the_report_sets_both_modes_beside_the_seeds_printed_numbers() {
+        let t = wan_table();
+        let s = section(&t);
+        for q in SEED_QUOTES {
+            assert!(s.contains(q), "{q}: {s}");
+        }
+        assert!(s.contains("batch (ours)") && s.contains("one by one (seed 001's)"), "{s}");
+        // Per node: ours in each mode, and the seed's 50–60 s and packets beside the UK and India nodes.
+        assert!(s.contains("| 1 | UK | 2500.0 of 1001 | 1001 in 700 (1 / 4) | 400.0 of 1001 | 1001 in 1 (1001 / 1001) | all arrived after 50–60 s, in \"packets\" of 20 to about 60 |"), "{s}");
+        assert!(s.contains("| 0 | Canada |"), "{s}");
+        let c = charts(&t);
+        assert!(c[0].title.contains("one by one (seed 001's)") && c[1].title.contains("batch (ours)"));
+        let last = &c[2];
+        let seed: Vec<&Series> = last.series.iter().filter(|x| x.points_only).collect();
+        assert_eq!(seed.len(), 2);
+        assert_eq!(seed[0].points, vec![(1.0, 50_000.0), (2.0, 50_000.0)], "UK and India only");
+        assert_eq!(seed[1].points, vec![(1.0, 60_000.0), (2.0, 60_000.0)]);
+        let ours = last.series.iter().find(|x| x.label == "one by one (seed 001's): last arrival").unwrap();
+        assert_eq!(ours.points, vec![(0.0, 2500.0), (1.0, 2500.0), (2.0, 2500.0)]);
+        let packets = &c[3];
+        assert!(packets.series.iter().any(|x| x.points_only && x.points.contains(&(2.0, 20.0))));
+        assert!(packets.series.iter().any(|x| x.points_only && x.points.contains(&(2.0, 60.0))));
+    }
+
+    #[test]
+    fn the_modes_have_names_and_labels() {
+        assert_eq!(Submission::Batch.name(), "batch-ours");
+        assert_eq!(Submission::label_of("one-by-one-seed001"), "one by one (seed 001's)");
+        assert_eq!(Submission::label_of("batch-ours"), "batch (ours)");
+        let (tps, secs) = SUSTAINED;
+        assert_eq!(Submission::Sustained { tps, secs }.name(), "sustained-1000tps-60s");
     }
 
     #[test]
