@@ -97,7 +97,8 @@ pub struct PeerInfo {
     pub addr: String,
     /// Its role from the handshake (unknown until it answers).
     pub role: Option<String>,
-    /// The tip height it last claimed.
+    /// The tip height it last claimed: in its handshake, in the `Hello` the node asks of it
+    /// again every 5 s, or by a block it relayed or served.
     pub height: u64,
     /// Its score (0 is good; bans happen at -100).
     pub score: i32,
@@ -105,6 +106,10 @@ pub struct PeerInfo {
     /// the first.
     #[serde(default)]
     pub rtt_us: Option<u64>,
+    /// When it last gave this node a block the node did not have (by gossip or sync) that was
+    /// connected or stored on a side branch, ms since the Unix epoch; none before the first.
+    #[serde(default)]
+    pub last_block_ms: Option<u64>,
 }
 
 /// `GET /blocks/{id}/txids`: a block's transaction ids.

@@ -756,6 +756,7 @@ impl Reactor {
                         height: 0,
                         score: 0,
                         rtt_us: None,
+                        last_block_ms: None,
                     },
                 );
             }
@@ -768,6 +769,11 @@ impl Reactor {
             Event::Height { peer, height } => {
                 if let Some(p) = peers.get_mut(&peer) {
                     p.height = height;
+                }
+            }
+            Event::Delivered { peer, at_ms, .. } => {
+                if let Some(p) = peers.get_mut(&peer) {
+                    p.last_block_ms = Some(at_ms);
                 }
             }
             Event::Penalised { peer, offence, score } => {

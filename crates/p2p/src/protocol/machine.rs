@@ -36,6 +36,11 @@ pub struct Peer {
     pub inbound: bool,
     /// The caller's clock when it connected.
     pub connected_ms: u64,
+    /// The caller's clock when this node last asked for its `Hello`.
+    hello_asked_ms: u64,
+    /// The caller's clock when it last gave this node a block it did not have (by gossip or
+    /// sync) that was connected or stored on a side branch; none before the first.
+    pub last_block_ms: Option<u64>,
     /// A disconnection was asked for (evicted or timed out): it no longer counts.
     closing: bool,
     /// Its mempool being fetched (after the handshake).
@@ -227,6 +232,8 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
             limit,
             inbound,
             connected_ms: now_ms,
+            hello_asked_ms: now_ms,
+            last_block_ms: None,
             closing: false,
             pool: None,
             pool_started: false,
@@ -303,7 +310,12 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
         let pool_sync =
             self.cfg.role != Role::Bootstrap && h.role != Role::Bootstrap && self.cfg.pool_sync.max_txs > 0;
         let mut start = false;
+        // A `Hello` asked again (`Config::status_every_ms`) only refreshes the peer's tip.
+        let mut first = true;
+        let mut moved = false;
         if let Some(p) = self.peers.get_mut(peer) {
+            first = p.role.is_none();
+            moved = p.height != height;
             p.role = Some(h.role);
             p.height = height;
             if pool_sync && !p.pool_started {
@@ -312,7 +324,11 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
                 start = true;
             }
         }
-        self.event(Event::Handshake { peer: peer.clone(), role: h.role, height });
+        if first {
+            self.event(Event::Handshake { peer: peer.clone(), role: h.role, height });
+        } else if moved {
+            self.event(Event::Height { peer: peer.clone(), height });
+        }
         if start {
             self.pool_step(now_ms, peer, chain);
         }
@@ -721,6 +737,24 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
                 if *permanent { "" } else { " (not penalised)" }
             );
         }
+        let mut delivered = None;
+        let delivered_by = match &origin {
+            BlockOrigin::Gossip { source, .. } => Some(source),
+            BlockOrigin::Sync(peer) => Some(peer),
+            BlockOrigin::Local { .. } => None,
+        };
+        if let Some(peer) =
+            delivered_by.filter(|_| matches!(v, BlockVerdict::Connected | BlockVerdict::SideBranch))
+        {
+            if let Some(p) = self.peers.get_mut(peer) {
+                // It had the block: its claim is at least that height (sync reports a change on
+                // the next tick).
+                p.last_block_ms = Some(now_ms);
+                let peer = peer.clone();
+                self.sync.peer_tip(peer.clone(), height);
+                delivered = Some(Event::Delivered { peer, height, at_ms: now_ms });
+            }
+        }
         match origin {
             BlockOrigin::Gossip { source, id } => {
                 let verdict = match v {
@@ -743,6 +777,9 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
                     self.push(Output::Publish { topic, data: payload });
                 }
             }
+        }
+        if let Some(e) = delivered {
+            self.event(e);
         }
     }
 
@@ -820,6 +857,29 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
             .collect();
         for k in silent {
             self.disconnect(&k, "handshake timeout");
+        }
+        // Handshaken peers whose tip was last asked for long enough ago are asked again (one
+        // `Hello` in flight per peer at most).
+        let every = self.cfg.status_every_ms;
+        if every > 0 {
+            let due: Vec<K> = self
+                .peers
+                .iter()
+                .filter(|(k, p)| {
+                    p.role.is_some()
+                        && !p.closing
+                        && now_ms.saturating_sub(p.hello_asked_ms) >= every
+                        && !self.asked.values().any(|(q, a)| q == *k && matches!(a, Asked::Hello))
+                })
+                .map(|(k, _)| k.clone())
+                .collect();
+            for k in due {
+                if let Some(p) = self.peers.get_mut(&k) {
+                    p.hello_asked_ms = now_ms;
+                }
+                let hello = self.hello(chain);
+                self.request(k, Request::Hello(hello), Asked::Hello);
+            }
         }
         // Seed 000's peer server (the bootstrap role) answers discovery only: it fetches no
         // chain, so it never plans a request (it still learns its peers' tips from their

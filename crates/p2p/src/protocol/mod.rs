@@ -78,6 +78,10 @@ pub struct Config {
     /// A peer whose handshake (its `Hello` or its answer to ours) has not come this long after
     /// it connected is disconnected, ms.
     pub hello_timeout_ms: u64,
+    /// A handshaken peer is asked for its `Hello` again this long after it was last asked, so
+    /// that its tip stays current (gossip delivers a block once, from the first peer that
+    /// relays it: the others' claims never arrive by gossip), ms; 0: never.
+    pub status_every_ms: u64,
 }
 
 impl Config {
@@ -94,6 +98,7 @@ impl Config {
             pool_sync: PoolSyncConfig::default(),
             max_peers: 64,
             hello_timeout_ms: 5_000,
+            status_every_ms: 5_000,
         }
     }
 }
@@ -400,12 +405,23 @@ pub enum Event<K> {
         /// Its tip height.
         height: u64,
     },
-    /// The height a peer claims changed (sync learned more, or found it lacking blocks).
+    /// The height a peer claims changed (its `Hello` asked again, a block it relayed or
+    /// served, headers it sent; or sync found it lacking blocks).
     Height {
         /// The peer.
         peer: K,
         /// The height.
         height: u64,
+    },
+    /// A peer gave this node a block it did not have (by gossip or sync) that was connected
+    /// or stored on a side branch: the peer's last block time.
+    Delivered {
+        /// The peer.
+        peer: K,
+        /// The block's height.
+        height: u64,
+        /// The caller's clock when the block was taken.
+        at_ms: u64,
     },
     /// A peer was penalised.
     Penalised {
