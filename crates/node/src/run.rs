@@ -440,6 +440,7 @@ async fn serve_api(
         body_timeout: Duration::from_secs(a.body_timeout_s.max(1)),
         request_timeout: Duration::from_secs(a.request_timeout_s.max(1)),
         max_connections: serve::connection_cap(a.max_connections),
+        max_body_bytes: a.max_body_bytes,
     };
     if limits.max_connections < a.max_connections {
         tracing::warn!(
