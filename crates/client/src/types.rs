@@ -54,6 +54,16 @@ pub struct Status {
     pub orphans: usize,
     /// Seconds since start.
     pub uptime_s: f64,
+    /// The median of the connected peers' clock offsets, ms: each peer's clock less this
+    /// node's, as the time of the latest block it relayed by gossip shows it; none while no
+    /// peer has relayed one.
+    #[serde(default)]
+    pub clock_offset_ms: Option<i64>,
+    /// True while that median is further from this node's clock (either way) than a block's
+    /// time may be ahead of it (the chain's `max_future_drift_ms`): this node's clock, or its
+    /// peers', is wrong. The node logs a warning when it turns true.
+    #[serde(default)]
+    pub clock_warning: bool,
 }
 
 /// `GET /tip`: a main-chain position.

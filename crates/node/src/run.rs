@@ -349,6 +349,7 @@ fn share(cfg: &NodeConfig, opened: Opened, netw: &net::Net) -> Arc<Shared> {
         tip_changed: tip_tx,
         api_token: opened.api.and_then(|(_, t)| t),
         api_stop,
+        clock: RwLock::new(None),
     })
 }
 
@@ -521,8 +522,9 @@ impl Reactor {
         protocol.pool_sync.max_bytes = cfg.p2p.mempool_sync_bytes;
         protocol.max_peers = cfg.p2p.max_connections as usize;
         protocol.hello_timeout_ms = cfg.p2p.handshake_timeout_s.max(1).saturating_mul(1000);
+        protocol.max_clock_offset_ms = shared.replica.params.max_future_drift_ms;
         let mut protocol = Protocol::new(protocol);
-        let now = now_ms();
+        let now = shared.now_ms();
         for (peer, k) in known.iter() {
             protocol.restore_peer(peer, k.score, k.banned_until_ms, now);
         }
@@ -647,8 +649,9 @@ impl Reactor {
         if scalechain_types::profile::enabled() && self.profile_saved.elapsed() >= every {
             self.save_profile();
         }
-        self.shared.replica.expire_orphans(now_ms());
+        self.shared.replica.expire_orphans(self.shared.now_ms());
         self.step(Input::Tick).await;
+        *self.shared.clock.write() = self.protocol.clock_offset();
     }
 
     /// Steps the machine with the node's clock and carries out its outputs, in order.
@@ -664,7 +667,7 @@ impl Reactor {
         };
         {
             let _s = scalechain_types::profile::span(name);
-            self.protocol.step(now_ms(), input, &self.shared.replica);
+            self.protocol.step(self.shared.now_ms(), input, &self.shared.replica);
         }
         let outputs: Vec<Output<PeerId>> = self.protocol.drain().collect();
         for o in outputs {
@@ -730,7 +733,10 @@ impl Reactor {
                 }
             }
             Output::Ban { peer, until_ms } => {
-                tracing::warn!("banning peer {peer} for {} s", until_ms.saturating_sub(now_ms()) / 1000);
+                tracing::warn!(
+                    "banning peer {peer} for {} s",
+                    until_ms.saturating_sub(self.shared.now_ms()) / 1000
+                );
                 self.send(Command::Ban(peer)).await
             }
             Output::Unban { peer } => self.send(Command::Unban(peer)).await,
@@ -775,6 +781,24 @@ impl Reactor {
             Event::Delivered { peer, at_ms, .. } => {
                 if let Some(p) = peers.get_mut(&peer) {
                     p.last_block_ms = Some(at_ms);
+                }
+            }
+            Event::Clock { median_offset_ms, peers: n, out_of_bound } => {
+                let bound_ms = self.shared.replica.params.max_future_drift_ms;
+                if out_of_bound {
+                    tracing::warn!(
+                        median_offset_ms,
+                        peers = n,
+                        bound_ms,
+                        "the peers' clocks differ from this node's by more than blocks' times may: check the clock"
+                    );
+                } else {
+                    tracing::info!(
+                        median_offset_ms,
+                        peers = n,
+                        bound_ms,
+                        "the peers' clocks agree with this node's again"
+                    );
                 }
             }
             Event::Penalised { peer, offence, score } => {

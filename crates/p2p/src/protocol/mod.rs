@@ -82,6 +82,10 @@ pub struct Config {
     /// that its tip stays current (gossip delivers a block once, from the first peer that
     /// relays it: the others' claims never arrive by gossip), ms; 0: never.
     pub status_every_ms: u64,
+    /// The bound on the median of the peers' clock offsets ([`Protocol::clock_offset`]): past
+    /// it (either way) the machine reports [`Event::Clock`]. The node sets the chain's
+    /// `max_future_drift_ms`, the rule a block's time is held to; ms.
+    pub max_clock_offset_ms: u64,
 }
 
 impl Config {
@@ -99,6 +103,7 @@ impl Config {
             max_peers: 64,
             hello_timeout_ms: 5_000,
             status_every_ms: 5_000,
+            max_clock_offset_ms: 2 * 60 * 60 * 1000,
         }
     }
 }
@@ -422,6 +427,17 @@ pub enum Event<K> {
         height: u64,
         /// The caller's clock when the block was taken.
         at_ms: u64,
+    },
+    /// The median of the peers' clock offsets ([`Protocol::clock_offset`]) went past
+    /// `Config::max_clock_offset_ms` (either way), or came back within it: reported on the
+    /// tick that sees the change.
+    Clock {
+        /// The median offset: the peers' clocks less this node's, ms.
+        median_offset_ms: i64,
+        /// Peers it is the median of.
+        peers: usize,
+        /// True if it is past the bound.
+        out_of_bound: bool,
     },
     /// A peer was penalised.
     Penalised {

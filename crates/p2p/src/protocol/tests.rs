@@ -1271,3 +1271,72 @@ fn peers_heights_follow_their_blocks_and_their_hellos_asked_again() {
     assert_eq!(hellos(&mut p, 2 * every - 1), Vec::<u32>::new());
     assert_eq!(hellos(&mut p, 2 * every), vec![2]);
 }
+
+#[test]
+fn a_block_from_a_clock_hours_ahead_is_held_unpunished_and_the_peers_median_offset_is_reported() {
+    let chain = Fake::new(0);
+    let mut p = machine(Role::Peer);
+    let bound = p.config().max_clock_offset_ms;
+    for k in 1..=3 {
+        connect(&mut p, &chain, k, Some(hello(CHAIN, 0, Role::Miner)));
+    }
+    out(&mut p);
+    let now = 1_000_000;
+    // Peer 1's clock is three hours ahead: its block says so.
+    let ahead = 3 * 60 * 60 * 1000;
+    let gossip = |p: &mut Protocol<u32>, k: u32, time: u64| {
+        let mut header = mined(1).0[0];
+        header.time = time;
+        mine(&mut header);
+        let block = Block { header, txs: vec![Tx::coinbase(1, vec![])] };
+        let data = block.encode();
+        let id = message_id(&data);
+        p.step(now, Input::Gossip { topic: Topic::Blocks, id, source: k, data }, &chain);
+        (id, header.hash(HashKind::Sha256))
+    };
+    let (id, hash) = gossip(&mut p, 1, now + ahead);
+    out(&mut p);
+    // The block worker holds it as too new (not permanent): dropped, not forwarded, and its
+    // relayer keeps its score.
+    let verdict = BlockVerdict::Invalid { permanent: false, reason: "time-too-new".into() };
+    let origin = BlockOrigin::Gossip { source: 1, id };
+    p.step(now, Input::BlockDone { hash, height: 1, origin, verdict }, &chain);
+    let o = out(&mut p);
+    assert_eq!(o, vec![Output::Validate { id, source: 1, verdict: Verdict::Ignore }]);
+    assert_eq!(p.score(&1, now), 0);
+    // Its offset is the only one known: the median is past the bound, reported once.
+    assert_eq!(p.clock_offset(), Some((ahead as i64, 1)));
+    p.step(now + 250, Input::Tick, &chain);
+    let clock = |o: &[Output<u32>]| -> Vec<Event<u32>> {
+        events(o).into_iter().filter(|e| matches!(e, Event::Clock { .. })).collect()
+    };
+    assert_eq!(
+        clock(&out(&mut p)),
+        vec![Event::Clock { median_offset_ms: ahead as i64, peers: 1, out_of_bound: true }]
+    );
+    p.step(now + 500, Input::Tick, &chain);
+    assert_eq!(clock(&out(&mut p)), vec![]);
+    // Two peers whose blocks agree with this node's clock (a second late, and one at once):
+    // the median is back within the bound.
+    gossip(&mut p, 2, now - 1_000);
+    gossip(&mut p, 3, now);
+    out(&mut p);
+    assert_eq!(p.clock_offset(), Some((0, 3)));
+    p.step(now + 750, Input::Tick, &chain);
+    assert_eq!(
+        clock(&out(&mut p)),
+        vec![Event::Clock { median_offset_ms: 0, peers: 3, out_of_bound: false }]
+    );
+    // A node whose own clock is behind sees every peer ahead: past the bound again (either
+    // way counts).
+    for k in 1..=3 {
+        gossip(&mut p, k, now + bound + 60_000);
+    }
+    out(&mut p);
+    p.step(now + 1_000, Input::Tick, &chain);
+    let o = clock(&out(&mut p));
+    assert_eq!(
+        o,
+        vec![Event::Clock { median_offset_ms: (bound + 60_000) as i64, peers: 3, out_of_bound: true }]
+    );
+}
