@@ -523,6 +523,7 @@ impl Reactor {
         protocol.max_peers = cfg.p2p.max_connections as usize;
         protocol.hello_timeout_ms = cfg.p2p.handshake_timeout_s.max(1).saturating_mul(1000);
         protocol.max_clock_offset_ms = shared.replica.params.max_future_drift_ms;
+        protocol.status_every_ms = scalechain_p2p::protocol::STATUS_EVERY_MS;
         let mut protocol = Protocol::new(protocol);
         let now = shared.now_ms();
         for (peer, k) in known.iter() {

@@ -83,9 +83,9 @@ impl ChainView for Fake {
     }
 }
 
-/// A machine that does not ask its peers' `Hello` again (the tests of that set it).
+/// A machine that does not ask its peers' `Hello` again (the test of that sets it).
 fn machine(role: Role) -> Protocol<u32> {
-    Protocol::new(Config { status_every_ms: 0, ..Config::new(role, "test") })
+    Protocol::new(Config::new(role, "test"))
 }
 
 fn out(p: &mut Protocol<u32>) -> Vec<Output<u32>> {
@@ -1193,9 +1193,8 @@ fn peers_mempools_are_fetched_again_after_a_block_once_room_ran_out() {
 #[test]
 fn peers_heights_follow_their_blocks_and_their_hellos_asked_again() {
     let chain = Fake::new(0);
-    let mut p = Protocol::new(Config::new(Role::Peer, "test"));
+    let mut p = Protocol::new(Config { status_every_ms: STATUS_EVERY_MS, ..Config::new(Role::Peer, "test") });
     let every = p.config().status_every_ms;
-    assert!(every > 0);
     // Peer 1 mines, peer 2 relays; both start at height 0.
     connect(&mut p, &chain, 1, Some(hello(CHAIN, 0, Role::Miner)));
     connect(&mut p, &chain, 2, Some(hello(CHAIN, 0, Role::Peer)));
