@@ -357,14 +357,15 @@ impl Shell {
                 out.push_str(&format!("{}\n", plural(peers.len(), "peer")));
                 for p in &peers {
                     out.push_str(&format!(
-                        "  {}  {}  role {}  height {}  score {}  rtt {}\n",
+                        "  {}  {}  role {}  height {}  score {}  rtt {}  last block {}\n",
                         p.peer_id,
                         p.addr,
                         p.role.as_deref().unwrap_or("null"),
                         p.height,
                         p.score,
                         p.rtt_us
-                            .map_or_else(|| "-".to_string(), |us| format!("{:.1} ms", us as f64 / 1000.0))
+                            .map_or_else(|| "-".to_string(), |us| format!("{:.1} ms", us as f64 / 1000.0)),
+                        p.last_block_ms.map_or_else(|| "-".to_string(), |ms| ms.to_string())
                     ));
                 }
             }

@@ -54,6 +54,16 @@ pub struct Status {
     pub orphans: usize,
     /// Seconds since start.
     pub uptime_s: f64,
+    /// The median of the connected peers' clock offsets, ms: each peer's clock less this
+    /// node's, as the time of the latest block it relayed by gossip shows it; none while no
+    /// peer has relayed one.
+    #[serde(default)]
+    pub clock_offset_ms: Option<i64>,
+    /// True while that median is further from this node's clock (either way) than a block's
+    /// time may be ahead of it (the chain's `max_future_drift_ms`): this node's clock, or its
+    /// peers', is wrong. The node logs a warning when it turns true.
+    #[serde(default)]
+    pub clock_warning: bool,
 }
 
 /// `GET /tip`: a main-chain position.
@@ -97,7 +107,8 @@ pub struct PeerInfo {
     pub addr: String,
     /// Its role from the handshake (unknown until it answers).
     pub role: Option<String>,
-    /// The tip height it last claimed.
+    /// The tip height it last claimed: in its handshake, in the `Hello` the node asks of it
+    /// again every 5 s, or by a block it relayed or served.
     pub height: u64,
     /// Its score (0 is good; bans happen at -100).
     pub score: i32,
@@ -105,6 +116,10 @@ pub struct PeerInfo {
     /// the first.
     #[serde(default)]
     pub rtt_us: Option<u64>,
+    /// When it last gave this node a block the node did not have (by gossip or sync) that was
+    /// connected or stored on a side branch, ms since the Unix epoch; none before the first.
+    #[serde(default)]
+    pub last_block_ms: Option<u64>,
 }
 
 /// `GET /blocks/{id}/txids`: a block's transaction ids.

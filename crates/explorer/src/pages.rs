@@ -816,9 +816,16 @@ pub async fn mempool(State(node): State<View>, q: QueryPairs) -> Response {
 struct PeersPage {
     title: String,
     nav: &'static str,
-    peers: Vec<PeerInfo>,
+    peers: Vec<PeerRow>,
     peer_id: String,
     listen: Vec<String>,
+}
+
+/// One connected peer, with its last block time written out.
+struct PeerRow {
+    p: PeerInfo,
+    /// `last_block_ms` as RFC 3339 (UTC), if it gave this node a block yet.
+    last_block: Option<String>,
 }
 
 pub async fn peers(State(node): State<View>) -> Response {
@@ -827,7 +834,11 @@ pub async fn peers(State(node): State<View>) -> Response {
         Ok(PeersPage {
             title: "Peers".into(),
             nav: "peers",
-            peers: node.peers(),
+            peers: node
+                .peers()
+                .into_iter()
+                .map(|p| PeerRow { last_block: p.last_block_ms.map(crate::data::rfc3339), p })
+                .collect(),
             peer_id: status.peer_id,
             listen: status.listen,
         })

@@ -275,6 +275,7 @@ async fn status(State(s): State<ApiState>) -> Json<Status> {
 pub(crate) fn status_of(sh: &Shared) -> Status {
     // Published by the block worker: no wait behind a block being validated or committed.
     let ((height, tip), orphans) = (sh.replica.tip(), sh.replica.orphan_blocks());
+    let clock = *sh.clock.read();
     Status {
         chain_id: sh.replica.chain_id,
         role: sh.role().name().into(),
@@ -287,6 +288,9 @@ pub(crate) fn status_of(sh: &Shared) -> Status {
         peers: sh.peers.read().len(),
         orphans,
         uptime_s: sh.started.elapsed().as_secs_f64(),
+        clock_offset_ms: clock.map(|(median, _)| median),
+        clock_warning: clock
+            .is_some_and(|(median, _)| median.unsigned_abs() > sh.replica.params.max_future_drift_ms),
     }
 }
 

@@ -15,7 +15,7 @@ use tokio::sync::{mpsc, oneshot};
 use scalechain_chain::Accepted;
 
 use crate::arrivals::{self, Kind, Via};
-use crate::state::{now_ms, Shared};
+use crate::state::Shared;
 
 /// A block to accept.
 pub struct BlockJob {
@@ -65,7 +65,7 @@ pub fn accept(shared: &Shared, block: Block, origin: BlockOrigin<PeerId>) -> Out
     let t0 = Instant::now();
     let outcome = {
         let _s = scalechain_types::profile::span("block.accept");
-        shared.replica.accept_block(block, now_ms())
+        shared.replica.accept_block(block, shared.now_ms())
     };
     if let Some(why) = &outcome.snapshot_failure {
         tracing::warn!("the store's UTXO snapshot failed (nothing lost; tried again later): {why}");

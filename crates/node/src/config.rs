@@ -41,6 +41,10 @@ pub struct NodeConfig {
     pub arrivals: ArrivalsSection,
     /// The web explorer, `/explorer`.
     pub explorer: ExplorerSection,
+    /// Shifts this node's clock by this many ms (positive: ahead) wherever it decides by time
+    /// (blocks' times when mining, the future-drift rule when accepting, the peer protocol).
+    /// For tests of a wrong clock only; 0 by default.
+    pub clock_offset_ms: i64,
 }
 
 /// The web explorer: read-only pages served on the API's address under `/explorer` (the
@@ -313,6 +317,7 @@ impl Default for NodeConfig {
             profile: ProfileSection::default(),
             arrivals: ArrivalsSection::default(),
             explorer: ExplorerSection::default(),
+            clock_offset_ms: 0,
         }
     }
 }

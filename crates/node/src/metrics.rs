@@ -119,6 +119,8 @@ pub struct Metrics {
     pub api_connections: Gauge,
     /// Failed accepts on the API socket (too many open files and the like).
     pub api_accept_errors: Counter,
+    /// API connections closed lingering: the client was still sending (`serve::linger`).
+    pub api_lingering_closes: Counter,
     registry: Registry,
 }
 
@@ -152,6 +154,7 @@ impl Metrics {
             api_request: Timer::default(),
             api_connections: Gauge::default(),
             api_accept_errors: Counter::default(),
+            api_lingering_closes: Counter::default(),
             registry: Registry::with_prefix(PREFIX),
         };
         let mut r = Registry::with_prefix(PREFIX);
@@ -184,6 +187,12 @@ impl Metrics {
         timer(&mut r, "api_request", "Time from an API request to its response.", &m.api_request);
         r.register("api_connections", "API connections open.", m.api_connections.0.clone());
         counter(&mut r, "api_accept_errors", "Failed accepts on the API socket.", &m.api_accept_errors);
+        counter(
+            &mut r,
+            "api_lingering_closes",
+            "API connections closed after reading what the client still sent.",
+            &m.api_lingering_closes,
+        );
         let build = BuildLabels {
             version: env!("CARGO_PKG_VERSION").into(),
             profile: if cfg!(debug_assertions) { "debug" } else { "release" }.into(),

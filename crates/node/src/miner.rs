@@ -21,7 +21,7 @@ use scalechain_types::{Hash, Lock};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::blocks::{BlockJob, Outcome};
-use crate::state::{now_ms, Shared};
+use crate::state::Shared;
 
 /// The wait after the parent before mining: `interval × (0.75 + 0.5 × draw / 2^32)`.
 fn paced_wait(interval: u64, draw: u32) -> u64 {
@@ -44,9 +44,11 @@ pub fn run(
         let parent_hash: Hash = parent.hash(shared.replica.params.hash);
         if shared.cfg.miner.pace {
             let due = parent.time.saturating_add(paced_wait(interval, getrandom::u32().unwrap_or(0)));
-            while now_ms() < due && !shared.is_stopping() && shared.replica.chain.read().tip() == parent_hash
+            while shared.now_ms() < due
+                && !shared.is_stopping()
+                && shared.replica.chain.read().tip() == parent_hash
             {
-                std::thread::sleep(Duration::from_millis((due - now_ms()).clamp(1, 20)));
+                std::thread::sleep(Duration::from_millis((due.saturating_sub(shared.now_ms())).clamp(1, 20)));
             }
             if shared.replica.chain.read().tip() != parent_hash {
                 continue;
@@ -54,7 +56,7 @@ pub fn run(
         }
         let mut block = {
             let _s = scalechain_types::profile::span("miner.template");
-            shared.replica.block_template(reward, shared.cfg.miner.max_block_txs, now_ms())
+            shared.replica.block_template(reward, shared.cfg.miner.max_block_txs, shared.now_ms())
         };
         let stale = AtomicBool::new(false);
         let _ = tip_rx.borrow_and_update();

@@ -140,6 +140,8 @@ async fn status(State(n): St) -> Json<Status> {
         peers: 0,
         orphans: 0,
         uptime_s: n.started.elapsed().as_secs_f64(),
+        clock_offset_ms: None,
+        clock_warning: false,
     })
 }
 

@@ -23,7 +23,7 @@ use scalechain_types::{profile, Hash, Tx};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::arrivals::{self, Kind, Via};
-use crate::state::{now_ms, Shared};
+use crate::state::Shared;
 
 /// Where a batch came from.
 pub enum Source {
@@ -102,7 +102,7 @@ pub async fn run(
         let t0 = Instant::now();
         let Ok(admission) = tokio::task::spawn_blocking(move || {
             let _s = profile::span("pipeline.verify");
-            s.replica.admit_batches(batches, now_ms())
+            s.replica.admit_batches(batches, s.now_ms())
         })
         .await
         else {

@@ -349,6 +349,7 @@ fn share(cfg: &NodeConfig, opened: Opened, netw: &net::Net) -> Arc<Shared> {
         tip_changed: tip_tx,
         api_token: opened.api.and_then(|(_, t)| t),
         api_stop,
+        clock: RwLock::new(None),
     })
 }
 
@@ -440,6 +441,7 @@ async fn serve_api(
         body_timeout: Duration::from_secs(a.body_timeout_s.max(1)),
         request_timeout: Duration::from_secs(a.request_timeout_s.max(1)),
         max_connections: serve::connection_cap(a.max_connections),
+        max_body_bytes: a.max_body_bytes,
     };
     if limits.max_connections < a.max_connections {
         tracing::warn!(
@@ -520,8 +522,10 @@ impl Reactor {
         protocol.pool_sync.max_bytes = cfg.p2p.mempool_sync_bytes;
         protocol.max_peers = cfg.p2p.max_connections as usize;
         protocol.hello_timeout_ms = cfg.p2p.handshake_timeout_s.max(1).saturating_mul(1000);
+        protocol.max_clock_offset_ms = shared.replica.params.max_future_drift_ms;
+        protocol.status_every_ms = scalechain_p2p::protocol::STATUS_EVERY_MS;
         let mut protocol = Protocol::new(protocol);
-        let now = now_ms();
+        let now = shared.now_ms();
         for (peer, k) in known.iter() {
             protocol.restore_peer(peer, k.score, k.banned_until_ms, now);
         }
@@ -646,8 +650,9 @@ impl Reactor {
         if scalechain_types::profile::enabled() && self.profile_saved.elapsed() >= every {
             self.save_profile();
         }
-        self.shared.replica.expire_orphans(now_ms());
+        self.shared.replica.expire_orphans(self.shared.now_ms());
         self.step(Input::Tick).await;
+        *self.shared.clock.write() = self.protocol.clock_offset();
     }
 
     /// Steps the machine with the node's clock and carries out its outputs, in order.
@@ -663,7 +668,7 @@ impl Reactor {
         };
         {
             let _s = scalechain_types::profile::span(name);
-            self.protocol.step(now_ms(), input, &self.shared.replica);
+            self.protocol.step(self.shared.now_ms(), input, &self.shared.replica);
         }
         let outputs: Vec<Output<PeerId>> = self.protocol.drain().collect();
         for o in outputs {
@@ -729,7 +734,10 @@ impl Reactor {
                 }
             }
             Output::Ban { peer, until_ms } => {
-                tracing::warn!("banning peer {peer} for {} s", until_ms.saturating_sub(now_ms()) / 1000);
+                tracing::warn!(
+                    "banning peer {peer} for {} s",
+                    until_ms.saturating_sub(self.shared.now_ms()) / 1000
+                );
                 self.send(Command::Ban(peer)).await
             }
             Output::Unban { peer } => self.send(Command::Unban(peer)).await,
@@ -756,6 +764,7 @@ impl Reactor {
                         height: 0,
                         score: 0,
                         rtt_us: None,
+                        last_block_ms: None,
                     },
                 );
             }
@@ -768,6 +777,29 @@ impl Reactor {
             Event::Height { peer, height } => {
                 if let Some(p) = peers.get_mut(&peer) {
                     p.height = height;
+                }
+            }
+            Event::Delivered { peer, at_ms, .. } => {
+                if let Some(p) = peers.get_mut(&peer) {
+                    p.last_block_ms = Some(at_ms);
+                }
+            }
+            Event::Clock { median_offset_ms, peers: n, out_of_bound } => {
+                let bound_ms = self.shared.replica.params.max_future_drift_ms;
+                if out_of_bound {
+                    tracing::warn!(
+                        median_offset_ms,
+                        peers = n,
+                        bound_ms,
+                        "the peers' clocks differ from this node's by more than blocks' times may: check the clock"
+                    );
+                } else {
+                    tracing::info!(
+                        median_offset_ms,
+                        peers = n,
+                        bound_ms,
+                        "the peers' clocks agree with this node's again"
+                    );
                 }
             }
             Event::Penalised { peer, offence, score } => {

@@ -52,6 +52,10 @@ pub struct Shared {
     pub api_token: Option<Arc<str>>,
     /// Turns true when the API stops: open event streams end then.
     pub api_stop: tokio::sync::watch::Sender<bool>,
+    /// The median of the peers' clock offsets and how many peers it is of (the peer
+    /// protocol's [`clock_offset`](scalechain_p2p::protocol::Protocol::clock_offset), updated
+    /// every tick); none while no peer relayed a block.
+    pub clock: RwLock<Option<(i64, usize)>>,
 }
 
 /// Milliseconds since the Unix epoch.
@@ -60,6 +64,11 @@ pub fn now_ms() -> u64 {
 }
 
 impl Shared {
+    /// The node's clock: [`now_ms`] shifted by `clock_offset_ms` (0 but in tests).
+    pub fn now_ms(&self) -> u64 {
+        now_ms().saturating_add_signed(self.cfg.clock_offset_ms)
+    }
+
     /// The role.
     pub fn role(&self) -> Role {
         self.cfg.role

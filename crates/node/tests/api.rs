@@ -517,8 +517,14 @@ async fn the_openapi_document_describes_the_types_the_client_decodes() {
         height: 4,
         score: -3,
         rtt_us: None,
+        last_block_ms: None,
     };
-    let peer_known = PeerInfo { role: Some("miner".into()), rtt_us: Some(812), ..peer.clone() };
+    let peer_known = PeerInfo {
+        role: Some("miner".into()),
+        rtt_us: Some(812),
+        last_block_ms: Some(1_700_000_000_000),
+        ..peer.clone()
+    };
     let tx_json = in_pool.tx.clone();
     let evicted =
         RemovalJson { seq: 1, txid: tx.txid(HashKind::Sha256), kind: "evicted".into(), reason: None };

@@ -187,6 +187,8 @@ pub(crate) mod tests {
                 peers: 2,
                 orphans: 0,
                 uptime_s: 0.0,
+                clock_offset_ms: None,
+                clock_warning: false,
             })
         }
         async fn tip(&self) -> Result<Tip, ClientError> {

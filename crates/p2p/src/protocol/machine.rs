@@ -36,6 +36,15 @@ pub struct Peer {
     pub inbound: bool,
     /// The caller's clock when it connected.
     pub connected_ms: u64,
+    /// The caller's clock when this node last asked for its `Hello`.
+    hello_asked_ms: u64,
+    /// The caller's clock when it last gave this node a block it did not have (by gossip or
+    /// sync) that was connected or stored on a side branch; none before the first.
+    pub last_block_ms: Option<u64>,
+    /// Its clock less this node's, ms, as the latest block it relayed by gossip shows it: the
+    /// block's time less the caller's clock when it came (a fresh block's time is its miner's
+    /// clock, a few seconds old at most); none before the first.
+    pub clock_offset_ms: Option<i64>,
     /// A disconnection was asked for (evicted or timed out): it no longer counts.
     closing: bool,
     /// Its mempool being fetched (after the handshake).
@@ -83,6 +92,8 @@ pub struct Protocol<K> {
     /// last mempool sync: once the tip moves (a block took pooled transactions out), the
     /// peers' mempools are fetched again.
     crowded_at: Option<Hash>,
+    /// The peers' median clock offset was past `Config::max_clock_offset_ms` at the last tick.
+    clock_out: bool,
 }
 
 impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
@@ -101,6 +112,7 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
             pool_inflight: BTreeSet::new(),
             rebuilds: Rebuilds::new(),
             crowded_at: None,
+            clock_out: false,
         }
     }
 
@@ -150,6 +162,25 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
     /// its score (see [`PeerBook::restore`]).
     pub fn restore_peer(&mut self, peer: &K, score: i32, banned_until_ms: Option<u64>, now_ms: u64) {
         self.book.restore(peer, score, banned_until_ms, now_ms);
+    }
+
+    /// The median of the connected peers' clock offsets ([`Peer::clock_offset_ms`]; of an even
+    /// count, the upper of the two middle ones) and how many peers have one; `None` while none
+    /// has.
+    pub fn clock_offset(&self) -> Option<(i64, usize)> {
+        let mut offsets: Vec<i64> =
+            self.peers.values().filter(|p| !p.closing).filter_map(|p| p.clock_offset_ms).collect();
+        offsets.sort_unstable();
+        offsets.get(offsets.len() / 2).map(|m| (*m, offsets.len()))
+    }
+
+    /// Notes the clock offset a block header relayed by `peer` shows.
+    fn clock_sample(&mut self, now_ms: u64, peer: &K, block_time: u64) {
+        if let Some(p) = self.peers.get_mut(peer) {
+            let offset = i128::from(block_time) - i128::from(now_ms);
+            p.clock_offset_ms =
+                Some(i64::try_from(offset).unwrap_or(if offset < 0 { i64::MIN } else { i64::MAX }));
+        }
     }
 
     /// Compact blocks waiting for the transactions this node's mempool lacked.
@@ -227,6 +258,9 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
             limit,
             inbound,
             connected_ms: now_ms,
+            hello_asked_ms: now_ms,
+            last_block_ms: None,
+            clock_offset_ms: None,
             closing: false,
             pool: None,
             pool_started: false,
@@ -303,7 +337,12 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
         let pool_sync =
             self.cfg.role != Role::Bootstrap && h.role != Role::Bootstrap && self.cfg.pool_sync.max_txs > 0;
         let mut start = false;
+        // A `Hello` asked again (`Config::status_every_ms`) only refreshes the peer's tip.
+        let mut first = true;
+        let mut moved = false;
         if let Some(p) = self.peers.get_mut(peer) {
+            first = p.role.is_none();
+            moved = p.height != height;
             p.role = Some(h.role);
             p.height = height;
             if pool_sync && !p.pool_started {
@@ -312,7 +351,11 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
                 start = true;
             }
         }
-        self.event(Event::Handshake { peer: peer.clone(), role: h.role, height });
+        if first {
+            self.event(Event::Handshake { peer: peer.clone(), role: h.role, height });
+        } else if moved {
+            self.event(Event::Height { peer: peer.clone(), height });
+        }
         if start {
             self.pool_step(now_ms, peer, chain);
         }
@@ -418,6 +461,7 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
                     // Only a connected peer's claim counts: sync asks whoever claims most.
                     if self.peers.contains_key(&source) {
                         self.sync.peer_tip(source.clone(), block.header.height);
+                        self.clock_sample(now_ms, &source, block.header.time);
                     }
                     self.push(Output::SubmitBlock { block, origin: BlockOrigin::Gossip { source, id } });
                 }
@@ -464,6 +508,7 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
         let Some(compact) = decoded else { return };
         if self.peers.contains_key(&source) {
             self.sync.peer_tip(source.clone(), compact.header.height);
+            self.clock_sample(now_ms, &source, compact.header.time);
         }
         let askable = self.peers.get(&source).is_some_and(|p| !p.closing);
         match self.rebuilds.on_compact(now_ms, id, &source, askable, compact, chain) {
@@ -721,6 +766,24 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
                 if *permanent { "" } else { " (not penalised)" }
             );
         }
+        let mut delivered = None;
+        let delivered_by = match &origin {
+            BlockOrigin::Gossip { source, .. } => Some(source),
+            BlockOrigin::Sync(peer) => Some(peer),
+            BlockOrigin::Local { .. } => None,
+        };
+        if let Some(peer) =
+            delivered_by.filter(|_| matches!(v, BlockVerdict::Connected | BlockVerdict::SideBranch))
+        {
+            if let Some(p) = self.peers.get_mut(peer) {
+                // It had the block: its claim is at least that height (sync reports a change on
+                // the next tick).
+                p.last_block_ms = Some(now_ms);
+                let peer = peer.clone();
+                self.sync.peer_tip(peer.clone(), height);
+                delivered = Some(Event::Delivered { peer, height, at_ms: now_ms });
+            }
+        }
         match origin {
             BlockOrigin::Gossip { source, id } => {
                 let verdict = match v {
@@ -743,6 +806,9 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
                     self.push(Output::Publish { topic, data: payload });
                 }
             }
+        }
+        if let Some(e) = delivered {
+            self.event(e);
         }
     }
 
@@ -821,6 +887,29 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
         for k in silent {
             self.disconnect(&k, "handshake timeout");
         }
+        // Handshaken peers whose tip was last asked for long enough ago are asked again (one
+        // `Hello` in flight per peer at most).
+        let every = self.cfg.status_every_ms;
+        if every > 0 {
+            let due: Vec<K> = self
+                .peers
+                .iter()
+                .filter(|(k, p)| {
+                    p.role.is_some()
+                        && !p.closing
+                        && now_ms.saturating_sub(p.hello_asked_ms) >= every
+                        && !self.asked.values().any(|(q, a)| q == *k && matches!(a, Asked::Hello))
+                })
+                .map(|(k, _)| k.clone())
+                .collect();
+            for k in due {
+                if let Some(p) = self.peers.get_mut(&k) {
+                    p.hello_asked_ms = now_ms;
+                }
+                let hello = self.hello(chain);
+                self.request(k, Request::Hello(hello), Asked::Hello);
+            }
+        }
         // Seed 000's peer server (the bootstrap role) answers discovery only: it fetches no
         // chain, so it never plans a request (it still learns its peers' tips from their
         // handshakes).
@@ -862,6 +951,14 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
         }
         for (peer, height) in changed {
             self.event(Event::Height { peer, height });
+        }
+        // The peers' clocks against ours: reported when the median crosses the bound.
+        if let Some((median, peers)) = self.clock_offset() {
+            let out = median.unsigned_abs() > self.cfg.max_clock_offset_ms;
+            if out != self.clock_out {
+                self.clock_out = out;
+                self.event(Event::Clock { median_offset_ms: median, peers, out_of_bound: out });
+            }
         }
     }
 }

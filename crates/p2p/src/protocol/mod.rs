@@ -52,6 +52,10 @@ pub enum Verdict {
     Reject,
 }
 
+/// How often the node asks each handshaken peer for its `Hello` again
+/// ([`Config::status_every_ms`], `docs/PROTOCOL.md` §13.3), ms.
+pub const STATUS_EVERY_MS: u64 = 5_000;
+
 /// The machine's settings.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -78,6 +82,16 @@ pub struct Config {
     /// A peer whose handshake (its `Hello` or its answer to ours) has not come this long after
     /// it connected is disconnected, ms.
     pub hello_timeout_ms: u64,
+    /// A handshaken peer is asked for its `Hello` again this long after it was last asked, so
+    /// that its tip stays current (gossip delivers a block once, from the first peer that
+    /// relays it: the others' claims never arrive by gossip), ms; 0: never. [`Config::new`]
+    /// leaves it 0 (the simulator's traffic stays as it was); the node sets
+    /// [`STATUS_EVERY_MS`].
+    pub status_every_ms: u64,
+    /// The bound on the median of the peers' clock offsets ([`Protocol::clock_offset`]): past
+    /// it (either way) the machine reports [`Event::Clock`]. The node sets the chain's
+    /// `max_future_drift_ms`, the rule a block's time is held to; ms.
+    pub max_clock_offset_ms: u64,
 }
 
 impl Config {
@@ -94,6 +108,8 @@ impl Config {
             pool_sync: PoolSyncConfig::default(),
             max_peers: 64,
             hello_timeout_ms: 5_000,
+            status_every_ms: 0,
+            max_clock_offset_ms: 2 * 60 * 60 * 1000,
         }
     }
 }
@@ -400,12 +416,34 @@ pub enum Event<K> {
         /// Its tip height.
         height: u64,
     },
-    /// The height a peer claims changed (sync learned more, or found it lacking blocks).
+    /// The height a peer claims changed (its `Hello` asked again, a block it relayed or
+    /// served, headers it sent; or sync found it lacking blocks).
     Height {
         /// The peer.
         peer: K,
         /// The height.
         height: u64,
+    },
+    /// A peer gave this node a block it did not have (by gossip or sync) that was connected
+    /// or stored on a side branch: the peer's last block time.
+    Delivered {
+        /// The peer.
+        peer: K,
+        /// The block's height.
+        height: u64,
+        /// The caller's clock when the block was taken.
+        at_ms: u64,
+    },
+    /// The median of the peers' clock offsets ([`Protocol::clock_offset`]) went past
+    /// `Config::max_clock_offset_ms` (either way), or came back within it: reported on the
+    /// tick that sees the change.
+    Clock {
+        /// The median offset: the peers' clocks less this node's, ms.
+        median_offset_ms: i64,
+        /// Peers it is the median of.
+        peers: usize,
+        /// True if it is past the bound.
+        out_of_bound: bool,
     },
     /// A peer was penalised.
     Penalised {

@@ -83,6 +83,7 @@ impl ChainView for Fake {
     }
 }
 
+/// A machine that does not ask its peers' `Hello` again (the test of that sets it).
 fn machine(role: Role) -> Protocol<u32> {
     Protocol::new(Config::new(role, "test"))
 }
@@ -345,7 +346,10 @@ fn block_verdicts_forward_drop_or_punish_and_only_permanent_failures_are_punishe
     let (id, b) = gossip_block(&mut p, &chain, 1, 1);
     assert_eq!(
         done(&mut p, id, &b, BlockVerdict::Connected),
-        vec![Output::Validate { id, source: 1, verdict: Verdict::Accept }]
+        vec![
+            Output::Validate { id, source: 1, verdict: Verdict::Accept },
+            Output::Event(Event::Delivered { peer: 1, height: 1, at_ms: 5 })
+        ]
     );
     assert_eq!(
         done(&mut p, id, &b, BlockVerdict::SideBranch)[0],
@@ -1184,4 +1188,154 @@ fn peers_mempools_are_fetched_again_after_a_block_once_room_ran_out() {
     assert_eq!(inventories(&out(&mut p)), vec![1, 2]);
     p.step(700, Input::Tick, &Fake::new(3));
     assert!(inventories(&out(&mut p)).is_empty());
+}
+
+#[test]
+fn peers_heights_follow_their_blocks_and_their_hellos_asked_again() {
+    let chain = Fake::new(0);
+    let mut p = Protocol::new(Config { status_every_ms: STATUS_EVERY_MS, ..Config::new(Role::Peer, "test") });
+    let every = p.config().status_every_ms;
+    // Peer 1 mines, peer 2 relays; both start at height 0.
+    connect(&mut p, &chain, 1, Some(hello(CHAIN, 0, Role::Miner)));
+    connect(&mut p, &chain, 2, Some(hello(CHAIN, 0, Role::Peer)));
+    out(&mut p);
+    // Peer 1's ten blocks come by gossip from it (gossip delivers each once: peer 2's relay
+    // of the same blocks never reaches the machine) and connect.
+    let (headers, _) = mined(10);
+    for (i, h) in headers.iter().enumerate() {
+        let block = Block { header: *h, txs: vec![Tx::coinbase(h.height, vec![])] };
+        let data = block.encode();
+        let id = message_id(&data);
+        let at = 100 + i as u64;
+        p.step(at, Input::Gossip { topic: Topic::Blocks, id, source: 1, data }, &chain);
+        let hash = h.hash(HashKind::Sha256);
+        let origin = BlockOrigin::Gossip { source: 1, id };
+        p.step(
+            at,
+            Input::BlockDone { hash, height: h.height, origin, verdict: BlockVerdict::Connected },
+            &chain,
+        );
+    }
+    let o = out(&mut p);
+    let delivered: Vec<Event<u32>> =
+        events(&o).into_iter().filter(|e| matches!(e, Event::Delivered { .. })).collect();
+    assert_eq!(delivered.len(), 10);
+    assert_eq!(delivered[9], Event::Delivered { peer: 1, height: 10, at_ms: 109 });
+    p.step(200, Input::Tick, &chain);
+    assert!(events(&out(&mut p)).contains(&Event::Height { peer: 1, height: 10 }));
+    let shown = |p: &Protocol<u32>, k: u32| {
+        let peer = p.peers().find(|(x, _)| **x == k).unwrap().1;
+        (peer.height, peer.last_block_ms)
+    };
+    assert_eq!(shown(&p, 1), (10, Some(109)));
+    assert_eq!(shown(&p, 2), (0, None));
+    // Once `status_every_ms` has passed, both are asked for their `Hello` again (once, however
+    // many ticks come before the answer); peer 2's answer says where it is now.
+    p.step(every, Input::Tick, &chain);
+    let o = out(&mut p);
+    let asked: Vec<(u32, u64)> = o
+        .iter()
+        .filter_map(|x| match x {
+            Output::Request { peer, tag, request: Request::Hello(h) } => {
+                assert_eq!(h.tip_height, chain.tip().0);
+                Some((*peer, *tag))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(asked.iter().map(|(k, _)| *k).collect::<Vec<_>>(), vec![1, 2]);
+    p.step(every + 250, Input::Tick, &chain);
+    assert!(!out(&mut p).iter().any(|x| matches!(x, Output::Request { request: Request::Hello(_), .. })));
+    let tag2 = asked[1].1;
+    p.step(
+        every + 300,
+        Input::Response { peer: 2, tag: tag2, data: Response::Hello(hello(CHAIN, 10, Role::Peer)).encode() },
+        &chain,
+    );
+    // A refreshed tip is a height change, not a second handshake.
+    assert_eq!(events(&out(&mut p)), vec![Event::Height { peer: 2, height: 10 }]);
+    assert_eq!(shown(&p, 2), (10, None));
+    // Asked again `status_every_ms` after it was last asked, not before; peer 1 not while its
+    // first request is unanswered.
+    let hellos = |p: &mut Protocol<u32>, at: u64| -> Vec<u32> {
+        p.step(at, Input::Tick, &chain);
+        out(p)
+            .iter()
+            .filter_map(|x| match x {
+                Output::Request { peer, request: Request::Hello(_), .. } => Some(*peer),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(hellos(&mut p, 2 * every - 1), Vec::<u32>::new());
+    assert_eq!(hellos(&mut p, 2 * every), vec![2]);
+}
+
+#[test]
+fn a_block_from_a_clock_hours_ahead_is_held_unpunished_and_the_peers_median_offset_is_reported() {
+    let chain = Fake::new(0);
+    let mut p = machine(Role::Peer);
+    let bound = p.config().max_clock_offset_ms;
+    for k in 1..=3 {
+        connect(&mut p, &chain, k, Some(hello(CHAIN, 0, Role::Miner)));
+    }
+    out(&mut p);
+    let now = 1_000_000;
+    // Peer 1's clock is three hours ahead: its block says so.
+    let ahead = 3 * 60 * 60 * 1000;
+    let gossip = |p: &mut Protocol<u32>, k: u32, time: u64| {
+        let mut header = mined(1).0[0];
+        header.time = time;
+        mine(&mut header);
+        let block = Block { header, txs: vec![Tx::coinbase(1, vec![])] };
+        let data = block.encode();
+        let id = message_id(&data);
+        p.step(now, Input::Gossip { topic: Topic::Blocks, id, source: k, data }, &chain);
+        (id, header.hash(HashKind::Sha256))
+    };
+    let (id, hash) = gossip(&mut p, 1, now + ahead);
+    out(&mut p);
+    // The block worker holds it as too new (not permanent): dropped, not forwarded, and its
+    // relayer keeps its score.
+    let verdict = BlockVerdict::Invalid { permanent: false, reason: "time-too-new".into() };
+    let origin = BlockOrigin::Gossip { source: 1, id };
+    p.step(now, Input::BlockDone { hash, height: 1, origin, verdict }, &chain);
+    let o = out(&mut p);
+    assert_eq!(o, vec![Output::Validate { id, source: 1, verdict: Verdict::Ignore }]);
+    assert_eq!(p.score(&1, now), 0);
+    // Its offset is the only one known: the median is past the bound, reported once.
+    assert_eq!(p.clock_offset(), Some((ahead as i64, 1)));
+    p.step(now + 250, Input::Tick, &chain);
+    let clock = |o: &[Output<u32>]| -> Vec<Event<u32>> {
+        events(o).into_iter().filter(|e| matches!(e, Event::Clock { .. })).collect()
+    };
+    assert_eq!(
+        clock(&out(&mut p)),
+        vec![Event::Clock { median_offset_ms: ahead as i64, peers: 1, out_of_bound: true }]
+    );
+    p.step(now + 500, Input::Tick, &chain);
+    assert_eq!(clock(&out(&mut p)), vec![]);
+    // Two peers whose blocks agree with this node's clock (a second late, and one at once):
+    // the median is back within the bound.
+    gossip(&mut p, 2, now - 1_000);
+    gossip(&mut p, 3, now);
+    out(&mut p);
+    assert_eq!(p.clock_offset(), Some((0, 3)));
+    p.step(now + 750, Input::Tick, &chain);
+    assert_eq!(
+        clock(&out(&mut p)),
+        vec![Event::Clock { median_offset_ms: 0, peers: 3, out_of_bound: false }]
+    );
+    // A node whose own clock is behind sees every peer ahead: past the bound again (either
+    // way counts).
+    for k in 1..=3 {
+        gossip(&mut p, k, now + bound + 60_000);
+    }
+    out(&mut p);
+    p.step(now + 1_000, Input::Tick, &chain);
+    let o = clock(&out(&mut p));
+    assert_eq!(
+        o,
+        vec![Event::Clock { median_offset_ms: (bound + 60_000) as i64, peers: 3, out_of_bound: true }]
+    );
 }
