@@ -348,7 +348,13 @@ fn simulate(ctx: &Ctx, p: Point, costs: &Arc<CostModel>) -> Result<Vec<Vec<Strin
             f(p.tps),
             if loaded { f(m.confirmed_tps) } else { String::new() },
             if loaded { m.backlog.to_string() } else { String::new() },
-            if loaded { (m.backlog as f64 <= KEEPS_UP_S * p.tps).to_string() } else { String::new() },
+            // Kept-up is the load sweep's question (its blocks every second); at longer
+            // intervals a pool holds the interval's load by design.
+            if loaded && p.series == "load" {
+                (m.backlog as f64 <= KEEPS_UP_S * p.tps).to_string()
+            } else {
+                String::new()
+            },
             m.region.clone(),
             if m.region.is_empty() { String::new() } else { f(m.x_ms) },
             if m.region.is_empty() { String::new() } else { format!("{}", m.count) },
@@ -515,7 +521,9 @@ fn section(t: &Table) -> String {
          blocks alone), `stale` (the block interval at 256 nodes, compact blocks on and off), \
          `load` (the offered load swept at 64 nodes: `confirmed_tps` is what clients had accepted \
          that is on the final chain, per second of load; `backlog_max` the largest pool when the \
-         load ended; the network `keeps_up` if no pool then held more than 3 s of the load) and \
+         load ended; the network `keeps_up` if no pool then held more than 3 s of the load; where \
+         many blocks go stale, a block's median reach can exceed its 90% reach, since blocks that \
+         never reach 90% of the nodes count only in the first) and \
          `seed001` (seed 001's submission at 1,024 nodes). Propagation is measured from a \
          block's mining (a transaction's submission) to its acceptance (admission) by the given \
          share of nodes, medians over the blocks mined (and a sample of the transactions \
