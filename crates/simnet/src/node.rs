@@ -434,31 +434,13 @@ impl Honest {
         }
         self.blocks_due = false;
         for (block, origin) in std::mem::take(&mut self.blocks) {
-            // Signatures of transactions this node admitted are in its cache: not paid again.
-            let cost = self.cost(|c, cores| {
-                let pool = self.replica.mempool.snapshot();
-                let h = self.replica.params.hash;
-                let mut w = work_of(block.txs.iter().skip(1), |t: &Tx| pool.get(&t.txid(h)).is_none());
-                w.bytes = block.encoded_len() as u64;
-                c.block_us(w, cores)
-            });
-            let mut o = self.replica.accept_block(block, w.now());
-            w.disconnected_blocks += o.disconnected as u64;
-            w.readmitted += o.reorg.returned.iter().filter(|v| v.is_ok()).count() as u64;
-            let verdict = o.verdict();
-            let released = std::mem::take(&mut o.released);
-            w.record(Event::Block {
-                node: self.id,
-                height: o.height,
-                hash: o.hash,
-                verdict: verdict.clone(),
-                new_tip: o.new_tip.map(|t| t.0),
-            });
+            let cost = self.cost(|c, cores| c.block_us(self.block_work(&block), cores));
+            let (hash, height, verdict, released) = self.accept(block, w);
             if matches!(verdict, BlockVerdict::Connected | BlockVerdict::SideBranch) {
                 let done_at = w.now_us.max(self.cpu_free_us) + cost.unwrap_or(0);
-                w.arrivals.block(self.id, o.hash, done_at);
+                w.arrivals.block(self.id, hash, done_at);
             }
-            self.finish(Input::BlockDone { hash: o.hash, height: o.height, origin, verdict }, cost, w);
+            self.finish(Input::BlockDone { hash, height, origin, verdict }, cost, w);
             if !released.is_empty() {
                 w.record(Event::Released { node: self.id, orphans: released.len() });
                 let done = TxsDone::relay(TxOrigin::Released, released);
@@ -467,23 +449,23 @@ impl Honest {
         }
     }
 
-    /// The block worker on a shared machine: the first queued block, its verdict to the
-    /// machine when the shared machine has run its work; the rest wait their turn.
-    fn accept_one_block(&mut self, w: &mut World) {
-        let Some((costs, threads)) = self.shared() else { return };
-        if self.busy || self.blocks.is_empty() {
-            self.blocks_due &= !self.blocks.is_empty();
-            return;
-        }
-        let (block, origin) = self.blocks.remove(0);
-        self.blocks_due = !self.blocks.is_empty();
-        let work = {
-            let pool = self.replica.mempool.snapshot();
-            let h = self.replica.params.hash;
-            let mut work = work_of(block.txs.iter().skip(1), |t: &Tx| pool.get(&t.txid(h)).is_none());
-            work.bytes = block.encoded_len() as u64;
-            work
-        };
+    /// The work of accepting `block`: its transactions and bytes, and the signatures of those
+    /// this node had not admitted (the others are in its signature cache: not paid again).
+    fn block_work(&self, block: &Block) -> Work {
+        let pool = self.replica.mempool.snapshot();
+        let h = self.replica.params.hash;
+        let mut work = work_of(block.txs.iter().skip(1), |t: &Tx| pool.get(&t.txid(h)).is_none());
+        work.bytes = block.encoded_len() as u64;
+        work
+    }
+
+    /// Accepts `block` on the replica now and records it: its hash, height, verdict and the
+    /// orphans it released.
+    fn accept(
+        &mut self,
+        block: Block,
+        w: &mut World,
+    ) -> (scalechain_types::Hash, u64, BlockVerdict, Vec<Arc<Tx>>) {
         let mut o = self.replica.accept_block(block, w.now());
         w.disconnected_blocks += o.disconnected as u64;
         w.readmitted += o.reorg.returned.iter().filter(|v| v.is_ok()).count() as u64;
@@ -496,11 +478,26 @@ impl Honest {
             verdict: verdict.clone(),
             new_tip: o.new_tip.map(|t| t.0),
         });
+        (o.hash, o.height, verdict, released)
+    }
+
+    /// The block worker on a shared machine: the first queued block, its verdict to the
+    /// machine when the shared machine has run its work; the rest wait their turn.
+    fn accept_one_block(&mut self, w: &mut World) {
+        let Some((costs, threads)) = self.shared() else { return };
+        if self.busy || self.blocks.is_empty() {
+            self.blocks_due &= !self.blocks.is_empty();
+            return;
+        }
+        let (block, origin) = self.blocks.remove(0);
+        self.blocks_due = !self.blocks.is_empty();
+        let work = self.block_work(&block);
+        let (hash, height, verdict, released) = self.accept(block, w);
         let mut held = Vec::new();
         if matches!(verdict, BlockVerdict::Connected | BlockVerdict::SideBranch) {
-            held.push(Held::Block(o.hash));
+            held.push(Held::Block(hash));
         }
-        let mut inputs = vec![Input::BlockDone { hash: o.hash, height: o.height, origin, verdict }];
+        let mut inputs = vec![Input::BlockDone { hash, height, origin, verdict }];
         if !released.is_empty() {
             w.record(Event::Released { node: self.id, orphans: released.len() });
             inputs.push(Input::TxsDone(vec![TxsDone::relay(TxOrigin::Released, released)]));

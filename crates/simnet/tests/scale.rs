@@ -135,9 +135,9 @@ fn network_mining_keeps_the_chains_interval_however_many_miners() {
     }
 }
 
-#[test]
-fn modelled_work_delays_admission_by_what_the_model_charges() {
-    let costs = CostModel {
+/// A cost model where only signatures cost: a millisecond each.
+fn signatures_only() -> CostModel {
+    CostModel {
         round_ns: 0.0,
         tx_ns: 0.0,
         sig_ns: 1_000_000.0,
@@ -145,7 +145,12 @@ fn modelled_work_delays_admission_by_what_the_model_charges() {
         block_ns: 0.0,
         block_tx_ns: 0.0,
         source: "test".into(),
-    };
+    }
+}
+
+#[test]
+fn modelled_work_delays_admission_by_what_the_model_charges() {
+    let costs = signatures_only();
     let mut cfg = SimConfig::devnet(3);
     cfg.work = WorkModel::Modelled { costs: Arc::new(costs), cores: 2 };
     let accounts_cfg = cfg.clone();
@@ -204,15 +209,7 @@ fn the_bootstrap_node_keeps_no_mesh_and_is_sent_no_gossip() {
 /// computer do.
 #[test]
 fn nodes_on_a_shared_machine_share_its_cores() {
-    let costs = CostModel {
-        round_ns: 0.0,
-        tx_ns: 0.0,
-        sig_ns: 1_000_000.0,
-        byte_ns: 0.0,
-        block_ns: 0.0,
-        block_tx_ns: 0.0,
-        source: "test".into(),
-    };
+    let costs = signatures_only();
     let run = |work: WorkModel| {
         let mut cfg = SimConfig::devnet(3);
         cfg.work = work;
