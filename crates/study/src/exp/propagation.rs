@@ -931,17 +931,24 @@ pub(crate) fn charts(t: &Table) -> Vec<Chart> {
     charts
 }
 
+/// The per-node arrival rows across seed 001's regions, and the table's submission modes,
+/// seed 001's first; `None` without such rows.
+fn wan_arrivals(t: &Table) -> Option<(Vec<&Vec<String>>, Vec<String>)> {
+    let rows: Vec<&Vec<String>> =
+        t.select("series", "tx-arrival").filter(|r| r[1] == "wan-seed001").collect();
+    if rows.is_empty() {
+        return None;
+    }
+    let mut modes: Vec<String> = t.distinct("mode");
+    modes.sort_by_key(|m| (*m != Submission::OneByOne.name(), *m != Submission::Batch.name()));
+    Some((rows, modes))
+}
+
 /// The main network across seed 001's regions beside the seed, per node: the time until the
 /// last of the workload arrived, and the packets it arrived in, each way of submitting; the
 /// seed's 50–60 s and 20–60 at its UK and India nodes.
 fn wan_against_seed(t: &Table) -> Vec<Chart> {
-    let rows: Vec<&Vec<String>> =
-        t.select("series", "tx-arrival").filter(|r| r[1] == "wan-seed001").collect();
-    if rows.is_empty() {
-        return Vec::new();
-    }
-    let mut modes: Vec<String> = t.distinct("mode");
-    modes.sort_by_key(|m| (*m != Submission::OneByOne.name(), *m != Submission::Batch.name()));
+    let Some((rows, modes)) = wan_arrivals(t) else { return Vec::new() };
     let per_node = |mode: &str, col: &str| -> Vec<(f64, f64)> {
         rows.iter()
             .filter(|r| cell(t, r, "mode") == mode)
@@ -1069,13 +1076,7 @@ fn section(t: &Table) -> String {
 /// Per node across seed 001's regions: the last arrival and the packets of each mode, beside
 /// the seed's numbers at its London and Mumbai nodes.
 fn against_seed(t: &Table) -> String {
-    let rows: Vec<&Vec<String>> =
-        t.select("series", "tx-arrival").filter(|r| r[1] == "wan-seed001").collect();
-    if rows.is_empty() {
-        return String::new();
-    }
-    let mut modes: Vec<String> = t.distinct("mode");
-    modes.sort_by_key(|m| (*m != Submission::OneByOne.name(), *m != Submission::Batch.name()));
+    let Some((rows, modes)) = wan_arrivals(t) else { return String::new() };
     let modes: Vec<String> =
         modes.into_iter().filter(|m| rows.iter().any(|r| cell(t, r, "mode") == m.as_str())).collect();
     let mut s = String::from("| node | region |");
