@@ -7,32 +7,18 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use scalechain_consensus::params::{devnet_premine_key, SigMode};
-use scalechain_consensus::{genesis_block, Params};
+use scalechain_consensus::params::SigMode;
+use scalechain_consensus::Params;
 use scalechain_lab::launcher::wan::{Link, Relay};
 use scalechain_lab::launcher::{wait_until, Launcher, NodeSpec, Role};
-use scalechain_types::{Amount, HashKind, OutPoint, Tx, TxIn, TxKind, TxOut, Witness};
+use scalechain_types::{HashKind, Tx};
 
 const EXE: &str = env!("CARGO_BIN_EXE_scalechain");
 
 /// Premine output `i` paid back to its key (devnet: SHA-256, Ed25519).
 fn transfer(i: u32) -> Tx {
     let p = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
-    let genesis = genesis_block(&p);
-    let key = devnet_premine_key(SigMode::Ed25519, u64::from(i));
-    let out = p.premine[i as usize];
-    let mut tx = Tx {
-        version: 1,
-        kind: TxKind::TRANSFER,
-        inputs: vec![TxIn {
-            prev: OutPoint { txid: genesis.txs[0].txid(p.hash), index: i },
-            witness: Witness { pubkey: key.public(), signature: [0; 64] },
-        }],
-        outputs: vec![TxOut { value: Amount::new(out.value.get() - 2_000).unwrap(), lock: out.lock }],
-        data: vec![],
-    };
-    tx.sign_inputs_with(p.hash, &genesis.hash(p.hash), &key);
-    tx
+    scalechain_workload::premine_transfer(&p, SigMode::Ed25519, i, 2_000).unwrap()
 }
 
 #[test]

@@ -803,7 +803,17 @@ pub(crate) fn metrics_text(sh: &Shared) -> String {
             )
             .counter("gossip_out", "Gossip messages published.", n.gossip_out.load(Relaxed))
             .counter("gossip_publish_failed", "Publishes that failed.", n.publish_failed.load(Relaxed))
-            .counter("gossip_slow_peer", "Slow-peer reports.", n.slow_peer.load(Relaxed));
+            .counter("gossip_slow_peer", "Slow-peer reports.", n.slow_peer.load(Relaxed))
+            .counter(
+                "p2p_ping_failures",
+                "Connections closed because a ping went unanswered.",
+                n.ping_failures.load(Relaxed),
+            )
+            .counter(
+                "p2p_connection_errors",
+                "Connections that ended in an error (reset, or data unacknowledged for 20 s).",
+                n.connection_errors.load(Relaxed),
+            );
     }
     sh.metrics.render(&e)
 }

@@ -164,6 +164,16 @@ impl KnownPeers {
     /// Addresses to dial at start: of the peers not banned at `now_ms`, the `n` seen most
     /// recently, each address with its `/p2p/<id>` suffix.
     pub fn to_dial(&self, now_ms: u64, n: usize) -> Vec<Multiaddr> {
+        self.dialable(now_ms)
+            .into_iter()
+            .take(n)
+            .flat_map(|(k, addrs)| addrs.into_iter().map(move |a| net::with_peer(a, k)))
+            .collect()
+    }
+
+    /// The peers not banned at `now_ms` that have an address, seen most recently first, with
+    /// their addresses (without the `/p2p/<id>` suffix).
+    pub fn dialable(&self, now_ms: u64) -> Vec<(PeerId, Vec<Multiaddr>)> {
         let mut peers: Vec<(&PeerId, &KnownPeer)> = self
             .peers
             .iter()
@@ -172,13 +182,7 @@ impl KnownPeers {
         peers.sort_by_key(|(k, p)| (std::cmp::Reverse(p.last_seen_ms), **k));
         peers
             .into_iter()
-            .take(n)
-            .flat_map(|(k, p)| {
-                p.addrs.iter().filter_map(move |a| {
-                    let m: Multiaddr = a.parse().ok()?;
-                    Some(net::with_peer(m, *k))
-                })
-            })
+            .map(|(k, p)| (*k, p.addrs.iter().filter_map(|a| a.parse().ok()).collect()))
             .collect()
     }
 

@@ -36,6 +36,7 @@ mod miner;
 pub mod null;
 mod pipeline;
 mod profile;
+mod redial;
 mod run;
 mod serve;
 mod state;

@@ -109,6 +109,8 @@ pub struct Metrics {
     pub penalties: Counter,
     /// Peers banned.
     pub bans: Counter,
+    /// Dials the node made to get back to its target of connected peers.
+    pub redials: Counter,
     /// API requests served.
     pub api_requests: Counter,
     /// API requests answered with an error status (4xx or 5xx).
@@ -149,6 +151,7 @@ impl Metrics {
             blocks_mined: Counter::default(),
             penalties: Counter::default(),
             bans: Counter::default(),
+            redials: Counter::default(),
             api_requests: Counter::default(),
             api_errors: Counter::default(),
             api_request: Timer::default(),
@@ -182,6 +185,12 @@ impl Metrics {
         counter(&mut r, "blocks_mined", "Blocks mined by this node.", &m.blocks_mined);
         counter(&mut r, "peer_penalties", "Penalties given to peers.", &m.penalties);
         counter(&mut r, "peer_bans", "Peers banned.", &m.bans);
+        counter(
+            &mut r,
+            "peer_redials",
+            "Dials made to get back to the target of connected peers.",
+            &m.redials,
+        );
         counter(&mut r, "api_requests", "API requests served.", &m.api_requests);
         counter(&mut r, "api_errors", "API requests answered with an error.", &m.api_errors);
         timer(&mut r, "api_request", "Time from an API request to its response.", &m.api_request);

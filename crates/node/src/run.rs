@@ -500,6 +500,8 @@ struct Reactor {
     /// The last ping round trip per connected peer, µs (a ping can come back before the
     /// protocol machine reports the connection).
     rtts: HashMap<PeerId, u64>,
+    /// Dialling again when links break.
+    redial: crate::redial::Redial,
 }
 
 impl Reactor {
@@ -542,6 +544,10 @@ impl Reactor {
             api_addr,
             info_written: false,
             rtts: HashMap::new(),
+            redial: crate::redial::Redial::new(
+                &cfg.p2p.bootstrap.iter().filter_map(|a| a.parse().ok()).collect::<Vec<_>>(),
+                cfg.p2p.discover,
+            ),
         }
     }
 
@@ -583,6 +589,7 @@ impl Reactor {
                 if !inbound {
                     self.known.listens(peer, std::slice::from_ref(&addr), now_ms());
                 }
+                self.redial.connected(peer);
                 Input::Connected { peer, addr: addr.to_string(), inbound }
             }
             NetEvent::Identified { peer, listen } => {
@@ -599,6 +606,7 @@ impl Reactor {
             }
             NetEvent::Disconnected(peer) => {
                 self.rtts.remove(&peer);
+                self.redial.disconnected(&peer);
                 Input::Disconnected { peer }
             }
             NetEvent::Gossip { topic, id, source, data } => Input::Gossip { topic, id, source, data },
@@ -639,10 +647,15 @@ impl Reactor {
         }
     }
 
-    /// The periodic tick: expired orphans leave, the peer book is written if it changed (at
-    /// most every 10 s), the profile while recording (every `profile.save_every_s`), then the
-    /// machine's tick.
+    /// The periodic tick: peers dialled again while the node is below its target of
+    /// connections (`redial`), expired orphans leave, the peer book is written if it changed
+    /// (at most every 10 s), the profile while recording (every `profile.save_every_s`), then
+    /// the machine's tick.
     async fn tick(&mut self) {
+        for d in self.redial.due(now_ms(), &self.known) {
+            self.shared.metrics.redials.add(1);
+            self.send(Command::DialPeer { peer: d.peer, addrs: d.addrs }).await;
+        }
         if self.known_saved.elapsed() >= SAVE_KNOWN_EVERY {
             self.save_known();
         }

@@ -54,9 +54,20 @@ pub use gate::ip_of;
 /// Longest a ban waits for the answers to the peer's requests to be written.
 pub const BAN_GRACE: Duration = Duration::from_secs(2);
 
-/// How often a node pings each connected peer (libp2p's ping; a ping unanswered within 20 s is
-/// a failure, which closes nothing).
+/// How often a node pings each connected peer (libp2p's ping). A ping unanswered within
+/// [`PING_TIMEOUT`] closes the connection: a link that stopped carrying packets (a cut cable,
+/// a partition, a peer frozen) is let go instead of holding the peer's slot while TCP backs
+/// off its retransmissions for minutes, and the node dials the peer afresh.
 pub const PING_INTERVAL: Duration = Duration::from_secs(15);
+
+/// How long a ping may go unanswered before its connection is closed (libp2p's default).
+pub const PING_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// How long data the node sent may stay unacknowledged before the kernel drops the connection
+/// (`TCP_USER_TIMEOUT` on every peer-to-peer socket). A graceful close waits for the link to
+/// carry its last frames, which a dead link never does; this ends such a connection with an
+/// error instead, so the peer's slot is freed and it can be dialled again.
+pub const LINK_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Network settings.
 #[derive(Clone, Debug)]
@@ -157,6 +168,13 @@ pub enum Command {
     Disconnect(PeerId),
     /// Dial an address.
     Dial(Multiaddr),
+    /// Dial a peer at any of its addresses, unless it is connected or being dialled already.
+    DialPeer {
+        /// The peer.
+        peer: PeerId,
+        /// Its addresses (without the `/p2p/<id>` suffix).
+        addrs: Vec<Multiaddr>,
+    },
 }
 
 /// What the network task tells the node.
@@ -248,6 +266,11 @@ pub struct NetStats {
     pub slow_peer: AtomicU64,
     /// Connected peers.
     pub peers: AtomicU64,
+    /// Connections closed because a ping went unanswered for [`PING_TIMEOUT`].
+    pub ping_failures: AtomicU64,
+    /// Connections that ended in an error (a reset, or data unacknowledged for
+    /// [`LINK_TIMEOUT`]) rather than closed by either side.
+    pub connection_errors: AtomicU64,
     /// Inbound requests served.
     pub requests_in: AtomicU64,
 }
@@ -395,7 +418,22 @@ pub async fn start_with(cfg: NetConfig, net_limits: NetLimits) -> Result<Net, Ne
     let agent = cfg.agent.clone();
     let mut swarm = libp2p::SwarmBuilder::with_existing_identity(key)
         .with_tokio()
-        .with_tcp(tcp::Config::default().nodelay(true), noise::Config::new, yamux::Config::default)
+        .with_other_transport(|key| {
+            // libp2p's TCP transport (as `with_tcp` builds it) with the link timeout set on
+            // each connection's socket, dialled or accepted.
+            use libp2p::Transport as _;
+            let noise = noise::Config::new(key)?;
+            Ok::<_, Box<dyn std::error::Error + Send + Sync>>(
+                tcp::tokio::Transport::new(tcp::Config::default().nodelay(true))
+                    .map(|stream: tcp::tokio::TcpStream, _| {
+                        let _ = socket2::SockRef::from(&stream.0).set_tcp_user_timeout(Some(LINK_TIMEOUT));
+                        stream
+                    })
+                    .upgrade(libp2p::core::upgrade::Version::V1Lazy)
+                    .authenticate(noise)
+                    .multiplex(yamux::Config::default()),
+            )
+        })
         .map_err(|e| NetError::Config(e.to_string()))?
         .with_behaviour(|key| {
             let gossip_cfg = gossip_config(max_bytes).map_err(|e| e.to_string())?;
@@ -431,7 +469,9 @@ pub async fn start_with(cfg: NetConfig, net_limits: NetLimits) -> Result<Net, Ne
                 net_limits.max_inbound_per_ip as usize,
             );
             // libp2p's standard ping (`/ipfs/ping/1.0.0`): the round trip shown per peer.
-            let ping = ping::Behaviour::new(ping::Config::new().with_interval(PING_INTERVAL));
+            let ping = ping::Behaviour::new(
+                ping::Config::new().with_interval(PING_INTERVAL).with_timeout(PING_TIMEOUT),
+            );
             Ok(Behaviour { limits, gate, blocked: Default::default(), gossipsub, sync, identify, kad, ping })
         })
         .map_err(|e| NetError::Config(e.to_string()))?
@@ -639,6 +679,13 @@ impl Task {
             Command::Dial(addr) => {
                 let _ = self.swarm.dial(addr);
             }
+            Command::DialPeer { peer, addrs } => {
+                let opts = libp2p::swarm::dial_opts::DialOpts::peer_id(peer)
+                    .condition(libp2p::swarm::dial_opts::PeerCondition::DisconnectedAndNotDialing)
+                    .addresses(addrs)
+                    .build();
+                let _ = self.swarm.dial(opts);
+            }
         }
     }
 
@@ -668,7 +715,11 @@ impl Task {
                 }
                 true
             }
-            SwarmEvent::ConnectionClosed { peer_id, num_established, .. } => {
+            SwarmEvent::ConnectionClosed { peer_id, num_established, cause, .. } => {
+                if let Some(e) = cause {
+                    tracing::debug!("the connection to {peer_id} ended: {e}");
+                    self.stats.connection_errors.fetch_add(1, Ordering::Relaxed);
+                }
                 if num_established == 0 {
                     self.stats.peers.fetch_sub(1, Ordering::Relaxed);
                     return self.emit(NetEvent::Disconnected(peer_id)).await;
@@ -693,6 +744,13 @@ impl Task {
             }
             SwarmEvent::Behaviour(BehaviourEvent::Ping(ping::Event { peer, result: Ok(rtt), .. })) => {
                 self.emit(NetEvent::Rtt { peer, rtt }).await
+            }
+            SwarmEvent::Behaviour(BehaviourEvent::Ping(ping::Event { peer, connection, result: Err(e) })) => {
+                // Unanswered (or refused) ping: the link is dead or the peer does not ping.
+                tracing::info!("closing the connection to {peer}: its ping failed ({e})");
+                self.stats.ping_failures.fetch_add(1, Ordering::Relaxed);
+                self.swarm.close_connection(connection);
+                true
             }
             SwarmEvent::Behaviour(BehaviourEvent::Kad(kad::Event::RoutingUpdated {
                 peer,

@@ -242,6 +242,29 @@ impl Generator {
     }
 }
 
+/// Premine output `i` of a devnet of `params` (`Params::devnet(_, sig)`) paid back to its own
+/// key, less `fee`: a transfer that depends on no other and conflicts with none but another
+/// spend of the same output, so disjoint ranges of `i` make independent loads. `None` if the
+/// premine has no output `i` or it is worth less than `fee`.
+pub fn premine_transfer(params: &Params, sig: SigMode, i: u32, fee: u64) -> Option<Tx> {
+    let out = params.premine.get(i as usize)?;
+    let value = Amount::new(out.value.get().checked_sub(fee)?).ok()?;
+    let genesis = scalechain_consensus::genesis_block(params);
+    let key = devnet_premine_key(sig, u64::from(i));
+    let mut tx = Tx {
+        version: 1,
+        kind: TxKind::TRANSFER,
+        inputs: vec![TxIn {
+            prev: OutPoint { txid: genesis.txs[0].txid(params.hash), index: i },
+            witness: Witness { pubkey: key.public(), signature: [0; 64] },
+        }],
+        outputs: vec![TxOut { value, lock: out.lock }],
+        data: vec![],
+    };
+    tx.sign_inputs_with(params.hash, &genesis.hash(params.hash), &key);
+    Some(tx)
+}
+
 /// Finds a nonce that makes the header meet its target (tries nonces from the current one).
 pub fn mine(header: &mut Header, kind: HashKind) {
     while !header.target.is_met_by(&header.hash(kind)) {

@@ -7,6 +7,12 @@
 //! killed before it could clean up leaves namespaces behind; the next [`Namespaces::create`]
 //! removes those whose creating process (the pid in the name) is gone and that no process uses
 //! any more, so it never touches a namespace of a run still going.
+//!
+//! [`Namespaces::partition`] splits the hosts into groups that cannot reach each other — every
+//! packet from another group is dropped silently on arrival (an nftables table in each
+//! namespace; needs the `nft` program), as a cut link drops it: connections time out rather
+//! than fail at once — while every host still reaches the machine's own address on the bridge
+//! (the API stays reachable). [`Namespaces::heal`] removes the tables.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -35,7 +41,16 @@ pub enum NetnsError {
     /// More hosts than a /24 holds.
     #[error("{0} hosts: at most 250 fit in one subnet")]
     TooMany(usize),
+    /// A partition names a node that has no host here.
+    #[error("partition: no host named {0:?}")]
+    UnknownHost(String),
+    /// A partition puts a node in two groups.
+    #[error("partition: {0:?} is in two groups")]
+    TwoGroups(String),
 }
+
+/// The nftables table a partition adds in a namespace.
+const PARTITION_TABLE: &str = "scalechain_partition";
 
 /// The hosts of one run: a namespace per node name, on one bridge.
 #[derive(Debug)]
@@ -45,6 +60,8 @@ pub struct Namespaces {
     gateway: std::net::IpAddr,
     /// Node name → (index, namespace, its address).
     hosts: HashMap<String, (usize, String, String)>,
+    /// Namespaces that hold a partition's table now.
+    cut: std::sync::Mutex<Vec<String>>,
 }
 
 fn run(args: &[&str]) -> Result<String, NetnsError> {
@@ -121,8 +138,13 @@ impl Namespaces {
         let subnet = format!("10.{a}.{b}");
         let gateway =
             std::net::IpAddr::from([10, u8::try_from(a).unwrap_or(100), u8::try_from(b).unwrap_or(0), 1]);
-        let mut ns =
-            Namespaces { tag: tag.clone(), bridge: format!("scb{tag}"), gateway, hosts: HashMap::new() };
+        let mut ns = Namespaces {
+            tag: tag.clone(),
+            bridge: format!("scb{tag}"),
+            gateway,
+            hosts: HashMap::new(),
+            cut: Default::default(),
+        };
         run(&["ip", "link", "add", &ns.bridge, "type", "bridge"])?;
         run(&["ip", "addr", "add", &format!("{subnet}.1/24"), "dev", &ns.bridge])?;
         run(&["ip", "link", "set", &ns.bridge, "up"])?;
@@ -176,6 +198,59 @@ impl Namespaces {
     /// The namespace of node `name`.
     pub fn namespace(&self, name: &str) -> Option<&str> {
         self.hosts.get(name).map(|(_, n, _)| n.as_str())
+    }
+
+    /// Splits the hosts into `groups` that cannot reach each other: each host drops every
+    /// packet from a host of another group (hosts in no group keep reaching everyone). The
+    /// groups are checked before anything changes; a partition already in place is healed
+    /// first.
+    pub fn partition(&self, groups: &[&[&str]]) -> Result<(), NetnsError> {
+        let mut group_of: HashMap<&str, usize> = HashMap::new();
+        for (g, names) in groups.iter().enumerate() {
+            for name in names.iter() {
+                if !self.hosts.contains_key(*name) {
+                    return Err(NetnsError::UnknownHost((*name).to_string()));
+                }
+                if group_of.insert(name, g).is_some() {
+                    return Err(NetnsError::TwoGroups((*name).to_string()));
+                }
+            }
+        }
+        self.heal()?;
+        for (name, g) in &group_of {
+            let others: Vec<&str> = group_of
+                .iter()
+                .filter(|(_, og)| *og != g)
+                .filter_map(|(other, _)| self.address(other))
+                .collect();
+            if others.is_empty() {
+                continue;
+            }
+            let netns = self.namespace(name).unwrap_or_default().to_string();
+            self.cut.lock().unwrap_or_else(|p| p.into_inner()).push(netns.clone());
+            let rules = format!(
+                "table inet {PARTITION_TABLE} {{ chain input {{ type filter hook input priority 0; \
+                 policy accept; ip saddr {{ {} }} drop; }}; }}",
+                others.join(", ")
+            );
+            run(&["ip", "netns", "exec", &netns, "nft", &rules])?;
+        }
+        Ok(())
+    }
+
+    /// Ends a partition: every host reaches every other again (connections the partition
+    /// stalled resume as their retransmissions get through).
+    pub fn heal(&self) -> Result<(), NetnsError> {
+        let mut cut = self.cut.lock().unwrap_or_else(|p| p.into_inner());
+        while let Some(netns) = cut.pop() {
+            if let Err(e) =
+                run(&["ip", "netns", "exec", &netns, "nft", "delete", "table", "inet", PARTITION_TABLE])
+            {
+                cut.push(netns);
+                return Err(e);
+            }
+        }
+        Ok(())
     }
 }
 
