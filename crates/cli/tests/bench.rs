@@ -62,9 +62,11 @@ txs = 40
     )
     .unwrap();
     let out = dir.path().join("out");
-    // Until both peers know each other, a transaction sent to one might not reach the miner.
-    scalechain_lab::launcher::wait_until("the peers connected", Duration::from_secs(30), || {
-        peers.iter().all(|p| p.status().is_ok_and(|s| s.peers >= 2))
+    // Until both peers are linked to the miner (not only to the bootstrap, which relays
+    // nothing), a transaction sent to one might not reach it.
+    let miner = net.node("miner0").unwrap().blocking_client().unwrap().status().unwrap().peer_id;
+    scalechain_lab::launcher::wait_until("the peers linked to the miner", Duration::from_secs(60), || {
+        peers.iter().all(|p| p.peers().is_ok_and(|l| l.iter().any(|x| x.peer_id == miner)))
     })
     .unwrap();
     let run = Command::new(EXE)
