@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use scalechain_client::blocking::Client;
 use scalechain_consensus::params::SigMode;
 use scalechain_consensus::{pow, Params};
-use scalechain_lab::launcher::netns::{self, Namespaces};
+use scalechain_lab::launcher::netns::{self, Namespaces, NetnsError};
 use scalechain_lab::launcher::{wait_until, Launcher, NetworkPlan};
 use scalechain_types::{Hash, HashKind, Tx};
 
@@ -116,6 +116,11 @@ fn halves_cut_apart_for_a_minute_heal_onto_the_heavier_chain_losing_nothing() {
         panic!("{e}");
     }
 
+    // Groups that name no host, or one host twice, are refused before anything changes.
+    assert!(
+        matches!(ns.partition(&[&["peer0"], &["nobody"]]), Err(NetnsError::UnknownHost(n)) if n == "nobody")
+    );
+    assert!(matches!(ns.partition(&[&["peer0"], &["peer0"]]), Err(NetnsError::TwoGroups(n)) if n == "peer0"));
     ns.partition(&[&HALF_A, &HALF_B]).unwrap();
     let (a, b) = (client("peer0"), client("peer2"));
     let start_height = a.status().unwrap().height;

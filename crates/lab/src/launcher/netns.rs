@@ -227,13 +227,13 @@ impl Namespaces {
                 continue;
             }
             let netns = self.namespace(name).unwrap_or_default().to_string();
-            self.cut.lock().unwrap_or_else(|p| p.into_inner()).push(netns.clone());
             let rules = format!(
                 "table inet {PARTITION_TABLE} {{ chain input {{ type filter hook input priority 0; \
                  policy accept; ip saddr {{ {} }} drop; }}; }}",
                 others.join(", ")
             );
             run(&["ip", "netns", "exec", &netns, "nft", &rules])?;
+            self.cut.lock().unwrap_or_else(|p| p.into_inner()).push(netns);
         }
         Ok(())
     }
