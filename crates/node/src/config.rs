@@ -113,12 +113,21 @@ pub struct StoreSection {
     /// they are written out (the heap they take is up to about twice this). At least 1 MiB.
     /// Default 32 MiB.
     pub memtable_bytes: u64,
+    /// Free space the data directory's filesystem keeps: below it the node stops taking blocks
+    /// and transactions (`GET /status` says so under `storage`) until space is freed. Default
+    /// 50 MiB (Bitcoin Core's margin); 0 turns the check off (a full disk is still caught
+    /// when a write fails).
+    pub min_free_bytes: u64,
 }
 
 impl Default for StoreSection {
     fn default() -> Self {
         let d = StoreMemory::default();
-        StoreSection { cache_bytes: d.cache_bytes, memtable_bytes: d.memtable_bytes }
+        StoreSection {
+            cache_bytes: d.cache_bytes,
+            memtable_bytes: d.memtable_bytes,
+            min_free_bytes: 50 << 20,
+        }
     }
 }
 

@@ -5,6 +5,8 @@
 //!   peers, metrics);
 //! - `pipeline`: seed 000's receive → buffer → verify → apply pipeline for transactions;
 //! - `blocks`: the block worker, the chain's only writer;
+//! - `storage`: whether the node can write its data directory (free space, failed store
+//!   writes); while it cannot, blocks and transactions are refused;
 //! - `known`: the persisted peer book (`DATA_DIR/peers.json`), dialled again at start;
 //! - `miner`: the miner thread (template and nonce search are the replica's);
 //! - `api`: the HTTP API and its OpenAPI document;
@@ -39,6 +41,7 @@ mod profile;
 mod run;
 mod serve;
 mod state;
+mod storage;
 pub mod view;
 
 pub use config::NodeConfig;

@@ -334,6 +334,8 @@ fn share(cfg: &NodeConfig, opened: Opened, netw: &net::Net) -> Arc<Shared> {
     let (api_stop, _) = tokio::sync::watch::channel(false);
     let profile = crate::profile::Persisted::open(&cfg.data_dir);
     scalechain_types::profile::set_enabled(cfg.profile.enabled);
+    let storage = crate::storage::Storage::new(&cfg.data_dir, cfg.store.min_free_bytes);
+    storage.check_space();
     Arc::new(Shared {
         cfg: cfg.clone(),
         replica: opened.replica,
@@ -350,6 +352,7 @@ fn share(cfg: &NodeConfig, opened: Opened, netw: &net::Net) -> Arc<Shared> {
         api_token: opened.api.and_then(|(_, t)| t),
         api_stop,
         clock: RwLock::new(None),
+        storage,
     })
 }
 
@@ -643,6 +646,7 @@ impl Reactor {
     /// most every 10 s), the profile while recording (every `profile.save_every_s`), then the
     /// machine's tick.
     async fn tick(&mut self) {
+        self.shared.storage.check_space();
         if self.known_saved.elapsed() >= SAVE_KNOWN_EVERY {
             self.save_known();
         }
@@ -721,6 +725,14 @@ impl Reactor {
                 let _ = self.blocks.send(BlockJob { block, origin, reply: None }).await;
             }
             Output::SubmitTxs { txs, origin } => {
+                // While the node cannot write its data directory it takes no transactions:
+                // gossip is dropped unjudged (the sender is not held to account).
+                if self.shared.storage.halted() {
+                    if let TxOrigin::Gossip { source, id } = origin {
+                        self.send(Command::Validate { id, source, verdict: net::Verdict::Ignore }).await;
+                    }
+                    return;
+                }
                 let source = match origin {
                     TxOrigin::Gossip { source, id } => Source::Gossip { id, peer: source },
                     TxOrigin::Pool(peer) => Source::Pool { peer },
