@@ -223,8 +223,10 @@ pub struct ApiSection {
     pub max_body_bytes: usize,
     /// Transactions per submission, at most. Default 10,000.
     pub max_txs_per_request: usize,
-    /// Connections served at once, at most (never more than half the process's open-file
-    /// limit); past it new connections wait in the listen backlog. Default 512.
+    /// Connections served at once, at most (never more than the open-file limit leaves the API
+    /// once the peer-to-peer sockets and the store have theirs); at the cap a newcomer closes
+    /// the connection idle longest, and waits in the listen backlog only while every
+    /// connection is busy. Default 16,384.
     pub max_connections: usize,
     /// Seconds a client has to send a request's headers (and to start the next request on an
     /// idle connection) before the connection is closed. Default 10.
@@ -371,7 +373,7 @@ impl Default for ApiSection {
             token: None,
             max_body_bytes: 32 << 20,
             max_txs_per_request: 10_000,
-            max_connections: 512,
+            max_connections: 16_384,
             header_timeout_s: 10,
             body_timeout_s: 10,
             request_timeout_s: 60,

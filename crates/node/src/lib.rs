@@ -11,6 +11,8 @@
 //! - `miner`: the miner thread (template and nonce search are the replica's);
 //! - `api`: the HTTP API and its OpenAPI document;
 //! - `serve`: serving the API within connection, header, body and request limits;
+//! - `fds`: the open-file limit raised at start and budgeted between the API, the
+//!   peer-to-peer sockets and the store;
 //! - `metrics`: the OpenMetrics exposition (`prometheus-client`);
 //! - `profile`: the function profiler's statistics, persisted in `DATA_DIR/profile.json`;
 //! - `arrivals`: when each transaction and block arrived, and from where (`GET /arrivals`);
@@ -32,6 +34,7 @@ mod api;
 mod arrivals;
 mod blocks;
 pub mod config;
+mod fds;
 mod known;
 mod metrics;
 mod miner;

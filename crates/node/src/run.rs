@@ -184,6 +184,7 @@ pub async fn run(
     reindex: bool,
     stop: impl std::future::Future<Output = ()>,
 ) -> Result<(), NodeError> {
+    let api_fds = descriptors(&cfg);
     let opened = start_up(&cfg, apps, reindex)?;
     let mut netw = start_network(&cfg, &opened).await?;
     let (known, known_path) = redial_known(&cfg, &netw).await;
@@ -193,7 +194,7 @@ pub async fn run(
     let (api_addr, api_task) = match api {
         None => (None, None),
         Some((addr, _)) => {
-            let (bound, task) = serve_api(&shared, &w.pipeline, addr, pages).await?;
+            let (bound, task) = serve_api(&shared, &w.pipeline, addr, pages, api_fds).await?;
             (Some(bound), Some(task))
         }
     };
@@ -228,6 +229,42 @@ pub async fn run(
     }
     let _ = std::fs::remove_file(shared.cfg.data_dir.join("node.json"));
     Ok(())
+}
+
+/// Raises the open-file limit and budgets it ([`crate::fds`]), saying so in the log; the API
+/// connections the budget allows.
+fn descriptors(cfg: &NodeConfig) -> usize {
+    let limits = crate::fds::raise();
+    let p2p = u64::from(cfg.p2p.max_connections)
+        .saturating_mul(3)
+        .saturating_add(u64::from(NetLimits::default().extra_connections));
+    let b = crate::fds::budget(limits.soft, p2p, cfg.api.max_connections);
+    let show = |l: Option<u64>| l.map_or_else(|| "unlimited".to_string(), |n| n.to_string());
+    tracing::info!(
+        soft = limits.soft,
+        hard = limits.hard,
+        api = b.api,
+        p2p = b.p2p,
+        store = b.store,
+        other = b.other,
+        "file descriptors: limit {} (was {}, hard limit {}): up to {} API connections, {} peer-to-peer \
+         sockets, {} for the store, {} for the rest",
+        show(limits.soft),
+        show(limits.before),
+        show(limits.hard),
+        b.api,
+        b.p2p,
+        b.store,
+        b.other
+    );
+    if b.api < cfg.api.max_connections {
+        tracing::warn!(
+            "api.max_connections {} does not fit the open-file limit: serving {} at most",
+            cfg.api.max_connections,
+            b.api
+        );
+    }
+    b.api
 }
 
 /// What start-up prepared, before anything runs.
@@ -427,6 +464,7 @@ async fn serve_api(
     pipeline: &mpsc::Sender<pipeline::Inbound>,
     addr: SocketAddr,
     pages: Pages,
+    max_connections: usize,
 ) -> Result<(SocketAddr, tokio::task::JoinHandle<()>), NodeError> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -443,16 +481,9 @@ async fn serve_api(
         header_timeout: Duration::from_secs(a.header_timeout_s.max(1)),
         body_timeout: Duration::from_secs(a.body_timeout_s.max(1)),
         request_timeout: Duration::from_secs(a.request_timeout_s.max(1)),
-        max_connections: serve::connection_cap(a.max_connections),
+        max_connections,
         max_body_bytes: a.max_body_bytes,
     };
-    if limits.max_connections < a.max_connections {
-        tracing::warn!(
-            "api.max_connections {} is more than half the open-file limit: serving {} at most",
-            a.max_connections,
-            limits.max_connections
-        );
-    }
     let task = tokio::spawn(serve::serve(listener, app, limits, shared.clone(), shared.api_stop.subscribe()));
     Ok((bound, task))
 }
