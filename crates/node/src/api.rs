@@ -808,7 +808,12 @@ pub(crate) fn metrics_text(sh: &Shared) -> String {
             )
             .counter("gossip_out", "Gossip messages published.", n.gossip_out.load(Relaxed))
             .counter("gossip_publish_failed", "Publishes that failed.", n.publish_failed.load(Relaxed))
-            .counter("gossip_slow_peer", "Slow-peer reports.", n.slow_peer.load(Relaxed));
+            .counter("gossip_slow_peer", "Slow-peer reports.", n.slow_peer.load(Relaxed))
+            .counter(
+                "p2p_silent_closed",
+                "Inbound peer-to-peer connections closed, having sent nothing, to make room for a newcomer.",
+                n.silent_closed.load(Relaxed),
+            );
     }
     sh.metrics.render(&e)
 }
