@@ -33,7 +33,7 @@ pub struct NodeConfig {
     pub mempool: MempoolSection,
     /// Mining (role `miner` only).
     pub miner: MinerSection,
-    /// The chain store's memory.
+    /// The chain store's memory, and the free space its filesystem keeps.
     pub store: StoreSection,
     /// The function profiler (seed 001's), `GET /profile`.
     pub profile: ProfileSection,
@@ -103,7 +103,7 @@ impl Default for ProfileSection {
     }
 }
 
-/// The chain store's memory bounds.
+/// The chain store: its memory bounds and the free space it keeps.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct StoreSection {
