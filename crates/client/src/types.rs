@@ -21,7 +21,8 @@ use scalechain_types::{Amount, Hash, Lock, OutPoint, Scheme, Tx, TxOut};
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct ApiError {
     /// A stable code: `bad-request`, `not-found`, `unauthorized`, `too-large`, `busy`,
-    /// `unavailable`.
+    /// `unavailable`, `storage` (the node takes nothing while it cannot write its data
+    /// directory: [`StorageStatus`]).
     pub error: String,
     /// What was wrong, and where.
     pub message: String,
@@ -64,6 +65,40 @@ pub struct Status {
     /// peers', is wrong. The node logs a warning when it turns true.
     #[serde(default)]
     pub clock_warning: bool,
+    /// Whether the node can write its data directory.
+    #[serde(default)]
+    pub storage: StorageStatus,
+}
+
+/// `GET /status`'s `storage`: whether the node can write its data directory. In any state but
+/// `ok` it takes no blocks and no transactions (`POST /txs` answers 503, code `storage`) and
+/// mines nothing; `/status` keeps answering. After a failed write the store refuses reads as
+/// well until the node restarts (what it answers from memory — status, tip, mempool — it
+/// still answers).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct StorageStatus {
+    /// `ok`; `low`: the data directory's filesystem has less free space than
+    /// `min_free_bytes` (the node goes on by itself once space is freed); `full`: a write
+    /// failed for want of space; `failed`: a write failed otherwise. After `full` or `failed`
+    /// the node holds every block it had committed and goes on once restarted (with space
+    /// freed).
+    pub state: String,
+    /// Free bytes on the data directory's filesystem (available to the node's user) at the
+    /// last check, if it could be read.
+    #[serde(default)]
+    pub free_bytes: Option<u64>,
+    /// The free space the node keeps (`store.min_free_bytes`; 0: not checked).
+    #[serde(default)]
+    pub min_free_bytes: u64,
+    /// Why the node stopped taking blocks and transactions, in any state but `ok`.
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+impl Default for StorageStatus {
+    fn default() -> Self {
+        StorageStatus { state: "ok".into(), free_bytes: None, min_free_bytes: 0, error: None }
+    }
 }
 
 /// `GET /tip`: a main-chain position.

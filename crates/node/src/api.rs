@@ -24,7 +24,7 @@ use scalechain_client::types::ApiError as ErrorBody;
 pub use scalechain_client::types::{
     AppEntries, AppEntry, ArrivalJson, ArrivalsJson, BlockJson, BlockTxids, CentredJson, MempoolJson,
     PeerInfo, ProfileControl, ProfileJson, ProfilePath, ProfileStatus, RemovalJson, RemovedJson, Status,
-    SubmitResult, SubmitTxs, Tip, TxResult, TxState, TxStatus, UtxoJson,
+    StorageStatus, SubmitResult, SubmitTxs, Tip, TxResult, TxState, TxStatus, UtxoJson,
 };
 use scalechain_types::codec::Decode;
 use scalechain_types::{Hash, Tx};
@@ -196,6 +196,7 @@ pub(crate) fn lower_hex(what: &str, s: &str) -> Result<Vec<u8>, String> {
     components(schemas(
         ErrorBody,
         Status,
+        StorageStatus,
         Tip,
         BlockTxids,
         TxStatus,
@@ -291,6 +292,7 @@ pub(crate) fn status_of(sh: &Shared) -> Status {
         clock_offset_ms: clock.map(|(median, _)| median),
         clock_warning: clock
             .is_some_and(|(median, _)| median.unsigned_abs() > sh.replica.params.max_future_drift_ms),
+        storage: sh.storage.status(),
     }
 }
 
@@ -419,6 +421,9 @@ async fn submit(
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult<SubmitResult> {
     authorised(&s, &headers)?;
+    if let Some(why) = s.shared.storage.why() {
+        return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "storage", why));
+    }
     let body = body.map_err(|e| {
         // Reading the body fails only through the client (too long, cut short): a 4xx.
         let status = if e.status().is_client_error() { e.status() } else { StatusCode::BAD_REQUEST };
@@ -813,6 +818,11 @@ pub(crate) fn metrics_text(sh: &Shared) -> String {
                 "p2p_connection_errors",
                 "Connections that ended in an error (reset, or data unacknowledged for 20 s).",
                 n.connection_errors.load(Relaxed),
+            )
+            .counter(
+                "p2p_silent_closed",
+                "Inbound peer-to-peer connections closed, having sent nothing, to make room for a newcomer.",
+                n.silent_closed.load(Relaxed),
             );
     }
     sh.metrics.render(&e)

@@ -12,7 +12,7 @@ use scalechain_replica::BlockOutcome;
 use scalechain_types::Block;
 use tokio::sync::{mpsc, oneshot};
 
-use scalechain_chain::Accepted;
+use scalechain_chain::{Accepted, ChainError};
 
 use crate::arrivals::{self, Kind, Via};
 use crate::state::Shared;
@@ -59,14 +59,37 @@ pub fn run(shared: Arc<Shared>, mut jobs: mpsc::Receiver<BlockJob>, done: mpsc::
     }
 }
 
+/// The outcome of a block refused, unread, while the node cannot write its data directory: a
+/// store failure, which the peer protocol does not hold against the sender.
+fn refused(shared: &Shared, block: &Block) -> BlockOutcome {
+    BlockOutcome {
+        hash: block.header.hash(shared.replica.params.hash),
+        height: block.header.height,
+        result: Err(ChainError::Store(shared.storage.refusal())),
+        new_tip: None,
+        connected: 0,
+        disconnected: 0,
+        removed: Default::default(),
+        reorg: Default::default(),
+        released: Vec::new(),
+        snapshot_failure: None,
+    }
+}
+
 /// Accepts one block at the node's clock, counts it and wakes the tip watchers.
 pub fn accept(shared: &Shared, block: Block, origin: BlockOrigin<PeerId>) -> Outcome {
     shared.metrics.blocks_received.add(1);
+    if shared.storage.halted() {
+        return Outcome { outcome: refused(shared, &block), origin };
+    }
     let t0 = Instant::now();
     let outcome = {
         let _s = scalechain_types::profile::span("block.accept");
         shared.replica.accept_block(block, shared.now_ms())
     };
+    if let Err(ChainError::Store(e)) = &outcome.result {
+        shared.storage.write_failed(e);
+    }
     if let Some(why) = &outcome.snapshot_failure {
         tracing::warn!("the store's UTXO snapshot failed (nothing lost; tried again later): {why}");
     }

@@ -33,7 +33,7 @@ pub struct NodeConfig {
     pub mempool: MempoolSection,
     /// Mining (role `miner` only).
     pub miner: MinerSection,
-    /// The chain store's memory.
+    /// The chain store's memory, and the free space its filesystem keeps.
     pub store: StoreSection,
     /// The function profiler (seed 001's), `GET /profile`.
     pub profile: ProfileSection,
@@ -103,7 +103,7 @@ impl Default for ProfileSection {
     }
 }
 
-/// The chain store's memory bounds.
+/// The chain store: its memory bounds and the free space it keeps.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct StoreSection {
@@ -113,12 +113,21 @@ pub struct StoreSection {
     /// they are written out (the heap they take is up to about twice this). At least 1 MiB.
     /// Default 32 MiB.
     pub memtable_bytes: u64,
+    /// Free space the data directory's filesystem keeps: below it the node stops taking blocks
+    /// and transactions (`GET /status` says so under `storage`) until space is freed. Default
+    /// 50 MiB (Bitcoin Core's margin); 0 turns the check off (a full disk is still caught
+    /// when a write fails).
+    pub min_free_bytes: u64,
 }
 
 impl Default for StoreSection {
     fn default() -> Self {
         let d = StoreMemory::default();
-        StoreSection { cache_bytes: d.cache_bytes, memtable_bytes: d.memtable_bytes }
+        StoreSection {
+            cache_bytes: d.cache_bytes,
+            memtable_bytes: d.memtable_bytes,
+            min_free_bytes: 50 << 20,
+        }
     }
 }
 
@@ -214,8 +223,10 @@ pub struct ApiSection {
     pub max_body_bytes: usize,
     /// Transactions per submission, at most. Default 10,000.
     pub max_txs_per_request: usize,
-    /// Connections served at once, at most (never more than half the process's open-file
-    /// limit); past it new connections wait in the listen backlog. Default 512.
+    /// Connections served at once, at most (never more than the open-file limit leaves the API
+    /// once the peer-to-peer sockets and the store have theirs); at the cap a newcomer closes
+    /// the connection idle longest, and waits in the listen backlog only while every
+    /// connection is busy. Default 16,384.
     pub max_connections: usize,
     /// Seconds a client has to send a request's headers (and to start the next request on an
     /// idle connection) before the connection is closed. Default 10.
@@ -362,7 +373,7 @@ impl Default for ApiSection {
             token: None,
             max_body_bytes: 32 << 20,
             max_txs_per_request: 10_000,
-            max_connections: 512,
+            max_connections: 16_384,
             header_timeout_s: 10,
             body_timeout_s: 10,
             request_timeout_s: 60,

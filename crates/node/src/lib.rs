@@ -5,10 +5,14 @@
 //!   peers, metrics);
 //! - `pipeline`: seed 000's receive → buffer → verify → apply pipeline for transactions;
 //! - `blocks`: the block worker, the chain's only writer;
+//! - `storage`: whether the node can write its data directory (free space, failed store
+//!   writes); while it cannot, blocks and transactions are refused;
 //! - `known`: the persisted peer book (`DATA_DIR/peers.json`), dialled again at start;
 //! - `miner`: the miner thread (template and nonce search are the replica's);
 //! - `api`: the HTTP API and its OpenAPI document;
 //! - `serve`: serving the API within connection, header, body and request limits;
+//! - `fds`: the open-file limit raised at start and budgeted between the API, the
+//!   peer-to-peer sockets and the store;
 //! - `metrics`: the OpenMetrics exposition (`prometheus-client`);
 //! - `profile`: the function profiler's statistics, persisted in `DATA_DIR/profile.json`;
 //! - `arrivals`: when each transaction and block arrived, and from where (`GET /arrivals`);
@@ -30,6 +34,7 @@ mod api;
 mod arrivals;
 mod blocks;
 pub mod config;
+mod fds;
 mod known;
 mod metrics;
 mod miner;
@@ -40,6 +45,7 @@ mod redial;
 mod run;
 mod serve;
 mod state;
+mod storage;
 pub mod view;
 
 pub use config::NodeConfig;

@@ -121,6 +121,8 @@ pub struct Metrics {
     pub api_connections: Gauge,
     /// Failed accepts on the API socket (too many open files and the like).
     pub api_accept_errors: Counter,
+    /// API connections closed, idle, to make room for a newcomer at `api.max_connections`.
+    pub api_evictions: Counter,
     /// API connections closed lingering: the client was still sending (`serve::linger`).
     pub api_lingering_closes: Counter,
     registry: Registry,
@@ -158,6 +160,7 @@ impl Metrics {
             api_connections: Gauge::default(),
             api_accept_errors: Counter::default(),
             api_lingering_closes: Counter::default(),
+            api_evictions: Counter::default(),
             registry: Registry::with_prefix(PREFIX),
         };
         let mut r = Registry::with_prefix(PREFIX);
@@ -196,6 +199,12 @@ impl Metrics {
         timer(&mut r, "api_request", "Time from an API request to its response.", &m.api_request);
         r.register("api_connections", "API connections open.", m.api_connections.0.clone());
         counter(&mut r, "api_accept_errors", "Failed accepts on the API socket.", &m.api_accept_errors);
+        counter(
+            &mut r,
+            "api_evictions",
+            "API connections closed, idle, to make room for a newcomer at the connection cap.",
+            &m.api_evictions,
+        );
         counter(
             &mut r,
             "api_lingering_closes",

@@ -40,6 +40,11 @@ pub fn run(
     let mut tip_rx = shared.tip_changed.subscribe();
     let interval = shared.replica.params.target_block_ms;
     while !shared.is_stopping() {
+        // Nothing is mined while the node cannot store it.
+        if shared.storage.halted() {
+            std::thread::sleep(Duration::from_millis(50));
+            continue;
+        }
         let parent = shared.replica.chain.read().tip_header();
         let parent_hash: Hash = parent.hash(shared.replica.params.hash);
         if shared.cfg.miner.pace {

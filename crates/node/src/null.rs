@@ -142,6 +142,7 @@ async fn status(State(n): St) -> Json<Status> {
         uptime_s: n.started.elapsed().as_secs_f64(),
         clock_offset_ms: None,
         clock_warning: false,
+        storage: Default::default(),
     })
 }
 

@@ -184,6 +184,7 @@ pub async fn run(
     reindex: bool,
     stop: impl std::future::Future<Output = ()>,
 ) -> Result<(), NodeError> {
+    let api_fds = descriptors(&cfg);
     let opened = start_up(&cfg, apps, reindex)?;
     let mut netw = start_network(&cfg, &opened).await?;
     let (known, known_path) = redial_known(&cfg, &netw).await;
@@ -193,7 +194,7 @@ pub async fn run(
     let (api_addr, api_task) = match api {
         None => (None, None),
         Some((addr, _)) => {
-            let (bound, task) = serve_api(&shared, &w.pipeline, addr, pages).await?;
+            let (bound, task) = serve_api(&shared, &w.pipeline, addr, pages, api_fds).await?;
             (Some(bound), Some(task))
         }
     };
@@ -228,6 +229,42 @@ pub async fn run(
     }
     let _ = std::fs::remove_file(shared.cfg.data_dir.join("node.json"));
     Ok(())
+}
+
+/// Raises the open-file limit and budgets it ([`crate::fds`]), saying so in the log; the API
+/// connections the budget allows.
+fn descriptors(cfg: &NodeConfig) -> usize {
+    let limits = crate::fds::raise();
+    let p2p = u64::from(cfg.p2p.max_connections)
+        .saturating_mul(3)
+        .saturating_add(u64::from(NetLimits::default().extra_connections));
+    let b = crate::fds::budget(limits.soft, p2p, cfg.api.max_connections);
+    let show = |l: Option<u64>| l.map_or_else(|| "unlimited".to_string(), |n| n.to_string());
+    tracing::info!(
+        soft = limits.soft,
+        hard = limits.hard,
+        api = b.api,
+        p2p = b.p2p,
+        store = b.store,
+        other = b.other,
+        "file descriptors: limit {} (was {}, hard limit {}): up to {} API connections, {} peer-to-peer \
+         sockets, {} for the store, {} for the rest",
+        show(limits.soft),
+        show(limits.before),
+        show(limits.hard),
+        b.api,
+        b.p2p,
+        b.store,
+        b.other
+    );
+    if b.api < cfg.api.max_connections {
+        tracing::warn!(
+            "api.max_connections {} does not fit the open-file limit: serving {} at most",
+            cfg.api.max_connections,
+            b.api
+        );
+    }
+    b.api
 }
 
 /// What start-up prepared, before anything runs.
@@ -334,6 +371,8 @@ fn share(cfg: &NodeConfig, opened: Opened, netw: &net::Net) -> Arc<Shared> {
     let (api_stop, _) = tokio::sync::watch::channel(false);
     let profile = crate::profile::Persisted::open(&cfg.data_dir);
     scalechain_types::profile::set_enabled(cfg.profile.enabled);
+    let storage = crate::storage::Storage::new(&cfg.data_dir, cfg.store.min_free_bytes);
+    storage.check_space();
     Arc::new(Shared {
         cfg: cfg.clone(),
         replica: opened.replica,
@@ -350,6 +389,7 @@ fn share(cfg: &NodeConfig, opened: Opened, netw: &net::Net) -> Arc<Shared> {
         api_token: opened.api.and_then(|(_, t)| t),
         api_stop,
         clock: RwLock::new(None),
+        storage,
     })
 }
 
@@ -424,6 +464,7 @@ async fn serve_api(
     pipeline: &mpsc::Sender<pipeline::Inbound>,
     addr: SocketAddr,
     pages: Pages,
+    max_connections: usize,
 ) -> Result<(SocketAddr, tokio::task::JoinHandle<()>), NodeError> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -440,16 +481,9 @@ async fn serve_api(
         header_timeout: Duration::from_secs(a.header_timeout_s.max(1)),
         body_timeout: Duration::from_secs(a.body_timeout_s.max(1)),
         request_timeout: Duration::from_secs(a.request_timeout_s.max(1)),
-        max_connections: serve::connection_cap(a.max_connections),
+        max_connections,
         max_body_bytes: a.max_body_bytes,
     };
-    if limits.max_connections < a.max_connections {
-        tracing::warn!(
-            "api.max_connections {} is more than half the open-file limit: serving {} at most",
-            a.max_connections,
-            limits.max_connections
-        );
-    }
     let task = tokio::spawn(serve::serve(listener, app, limits, shared.clone(), shared.api_stop.subscribe()));
     Ok((bound, task))
 }
@@ -648,7 +682,8 @@ impl Reactor {
     }
 
     /// The periodic tick: peers dialled again while the node is below its target of
-    /// connections (`redial`), expired orphans leave, the peer book is written if it changed
+    /// connections (`redial`), the data directory's free space checked (`storage`), expired
+    /// orphans leave, the peer book is written if it changed
     /// (at most every 10 s), the profile while recording (every `profile.save_every_s`), then
     /// the machine's tick.
     async fn tick(&mut self) {
@@ -656,6 +691,7 @@ impl Reactor {
             self.shared.metrics.redials.add(1);
             self.send(Command::DialPeer { peer: d.peer, addrs: d.addrs }).await;
         }
+        self.shared.storage.check_space();
         if self.known_saved.elapsed() >= SAVE_KNOWN_EVERY {
             self.save_known();
         }
@@ -734,6 +770,14 @@ impl Reactor {
                 let _ = self.blocks.send(BlockJob { block, origin, reply: None }).await;
             }
             Output::SubmitTxs { txs, origin } => {
+                // While the node cannot write its data directory it takes no transactions:
+                // gossip is dropped unjudged (the sender is not held to account).
+                if self.shared.storage.halted() {
+                    if let TxOrigin::Gossip { source, id } = origin {
+                        self.send(Command::Validate { id, source, verdict: net::Verdict::Ignore }).await;
+                    }
+                    return;
+                }
                 let source = match origin {
                     TxOrigin::Gossip { source, id } => Source::Gossip { id, peer: source },
                     TxOrigin::Pool(peer) => Source::Pool { peer },

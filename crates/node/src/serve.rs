@@ -1,9 +1,14 @@
 //! Serving the HTTP API so that slow or idle clients cannot pin it.
 //!
-//! - **Connections**: at most `api.max_connections` at once (clamped to half the process's
-//!   open-file limit); past it the accept loop waits for one to close, and the kernel's backlog
-//!   holds newcomers. An accept error (`EMFILE` and the like) is logged and retried after a
-//!   pause: it never ends the loop.
+//! - **Connections**: an idle connection costs a task and a small buffer, so many are served
+//!   at once: at most `api.max_connections`, within the descriptors the API is budgeted
+//!   (`crate::fds`). At that cap a newcomer is still taken: the connection idle longest — one
+//!   that has not sent a whole request head yet, or a kept-alive one between requests; never
+//!   one being answered or streaming events — is closed to make room (nginx reuses its idle
+//!   connections so when it runs short), so well-behaved clients do not queue behind slow
+//!   ones. Only when every connection is busy does the newcomer wait, in the kernel's backlog.
+//!   An accept error (`EMFILE` and the like) is logged and retried after a pause: it never
+//!   ends the loop.
 //! - **Headers**: hyper's `header_read_timeout` closes a connection whose request headers are
 //!   not complete within `api.header_timeout_s` (an idle keep-alive connection waiting for its
 //!   next request included).
@@ -23,10 +28,13 @@
 //! - **Stop**: when the node stops, connections finish their request and close, and the
 //!   listener is dropped.
 
+use std::collections::HashMap;
+use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -34,9 +42,10 @@ use axum::Router;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
+use parking_lot::Mutex;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{oneshot, watch, Semaphore};
+use tokio::sync::{oneshot, watch, Semaphore, TryAcquireError};
 use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
 
 use crate::state::Shared;
@@ -64,23 +73,119 @@ pub struct ServeLimits {
     pub max_body_bytes: usize,
 }
 
-/// Half the process's soft limit of open files, if it has one: what the API may use at most,
-/// leaving the rest to the store, the peer-to-peer sockets and the rest of the process.
-pub fn file_limit_share() -> Option<usize> {
-    #[cfg(unix)]
-    {
-        let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile);
-        limit.current.map(|n| usize::try_from(n / 2).unwrap_or(usize::MAX))
+/// What one connection is doing, as the eviction at the cap sees it.
+#[derive(Default)]
+struct ConnState {
+    /// Requests being answered.
+    busy: AtomicU32,
+    /// A response streams for as long as the client stays (server-sent events): never idle.
+    streaming: AtomicBool,
+    /// When it was last active (opened, or a request answered), ms since serving began.
+    active_ms: AtomicU64,
+}
+
+/// An open connection: its state, and what tells it to close.
+type Open = (Arc<ConnState>, oneshot::Sender<()>);
+
+/// The open connections, for closing the one idle longest when the cap is reached.
+struct Conns {
+    epoch: Instant,
+    open: Mutex<HashMap<u64, Open>>,
+    next: AtomicU64,
+}
+
+impl Conns {
+    fn new() -> Conns {
+        Conns { epoch: Instant::now(), open: Mutex::new(HashMap::new()), next: AtomicU64::new(0) }
     }
-    #[cfg(not(unix))]
-    {
-        None
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// A new connection: its id, its state and what tells it to close.
+    fn open(&self) -> (u64, Arc<ConnState>, oneshot::Receiver<()>) {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let state = Arc::new(ConnState::default());
+        state.active_ms.store(self.now_ms(), Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.open.lock().insert(id, (state.clone(), tx));
+        (id, state, rx)
+    }
+
+    fn close(&self, id: u64) {
+        self.open.lock().remove(&id);
+    }
+
+    /// Tells the connection idle longest (no request being answered, no stream) to close;
+    /// false if every connection is busy.
+    fn evict_idlest(&self) -> bool {
+        let mut open = self.open.lock();
+        let idlest = open
+            .iter()
+            .filter(|(_, (s, _))| s.busy.load(Ordering::Relaxed) == 0 && !s.streaming.load(Ordering::Relaxed))
+            // The oldest first among those last active in the same millisecond.
+            .min_by_key(|(id, (s, _))| (s.active_ms.load(Ordering::Relaxed), **id))
+            .map(|(id, _)| *id);
+        match idlest.and_then(|id| open.remove(&id)) {
+            Some((_, close)) => {
+                let _ = close.send(());
+                true
+            }
+            None => false,
+        }
     }
 }
 
-/// `max` clamped to [`file_limit_share`] (at least 1).
-pub fn connection_cap(max: usize) -> usize {
-    file_limit_share().map_or(max, |share| max.min(share)).max(1)
+/// The API's service on one connection, counting its requests in flight and marking a
+/// streaming answer, for [`Conns::evict_idlest`].
+struct Tracked<S> {
+    inner: S,
+    state: Arc<ConnState>,
+    conns: Arc<Conns>,
+}
+
+/// Ends a request in flight when dropped (answered, failed or abandoned).
+struct InFlight {
+    state: Arc<ConnState>,
+    conns: Arc<Conns>,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.state.active_ms.store(self.conns.now_ms(), Ordering::Relaxed);
+        self.state.busy.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl<S, Req, B> hyper::service::Service<Req> for Tracked<S>
+where
+    S: hyper::service::Service<Req, Response = hyper::Response<B>>,
+    S::Future: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<S::Response, S::Error>> + Send>>;
+
+    fn call(&self, req: Req) -> Self::Future {
+        self.state.busy.fetch_add(1, Ordering::Relaxed);
+        let guard = InFlight { state: self.state.clone(), conns: self.conns.clone() };
+        let answer = self.inner.call(req);
+        Box::pin(async move {
+            let r = answer.await;
+            if let Ok(res) = &r {
+                let events = res
+                    .headers()
+                    .get(header::CONTENT_TYPE)
+                    .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+                if events {
+                    guard.state.streaming.store(true, Ordering::Relaxed);
+                }
+            }
+            drop(guard);
+            r
+        })
+    }
 }
 
 /// The answer a request that ran out of time gets: the API's JSON error, status 408.
@@ -119,14 +224,8 @@ pub async fn serve(
 ) {
     let app = with_timeouts(app, &limits);
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let conns = Arc::new(Conns::new());
     loop {
-        let permit = tokio::select! {
-            p = slots.clone().acquire_owned() => match p {
-                Ok(p) => p,
-                Err(_) => break,
-            },
-            _ = stopped(&mut stop) => break,
-        };
         let stream = tokio::select! {
             r = listener.accept() => match r {
                 Ok((s, _)) => s,
@@ -139,10 +238,30 @@ pub async fn serve(
             },
             _ = stopped(&mut stop) => break,
         };
+        let permit = match slots.clone().try_acquire_owned() {
+            Ok(p) => p,
+            Err(TryAcquireError::Closed) => break,
+            Err(TryAcquireError::NoPermits) => {
+                // At the cap: the connection idle longest makes room; with every connection
+                // busy, the newcomer waits for one to end.
+                if conns.evict_idlest() {
+                    shared.metrics.api_evictions.add(1);
+                }
+                tokio::select! {
+                    p = slots.clone().acquire_owned() => match p {
+                        Ok(p) => p,
+                        Err(_) => break,
+                    },
+                    _ = stopped(&mut stop) => break,
+                }
+            }
+        };
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(app.clone());
+        let (id, state, evicted) = conns.open();
+        let service = Tracked { inner: TowerToHyperService::new(app.clone()), state, conns: conns.clone() };
         let mut stop = stop.clone();
         let shared = shared.clone();
+        let conns = conns.clone();
         shared.metrics.api_connections.inc();
         tokio::spawn(async move {
             let (back, returned) = oneshot::channel();
@@ -152,11 +271,14 @@ pub async fn serve(
             let mut conn = Box::pin(builder.serve_connection(TokioIo::new(io), service));
             tokio::select! {
                 _ = conn.as_mut() => {}
+                // Closed to make room for a newcomer (idle, so no answer is cut short).
+                _ = evicted => {}
                 _ = stopped(&mut stop) => {
                     conn.as_mut().graceful_shutdown();
                     let _ = tokio::time::timeout(limits.request_timeout, conn.as_mut()).await;
                 }
             }
+            conns.close(id);
             // hyper has written its last answer; dropping the connection hands the socket back.
             drop(conn);
             if let Ok(stream) = returned.await {
@@ -277,19 +399,4 @@ async fn linger(stream: TcpStream, max_bytes: usize, idle: Duration, total: Dura
         }
     }
     drained
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_cap_stays_below_the_file_limit() {
-        assert!(connection_cap(usize::MAX) < usize::MAX || file_limit_share().is_none());
-        assert_eq!(connection_cap(0), 1);
-        if let Some(share) = file_limit_share() {
-            assert_eq!(connection_cap(share + 10), share.max(1));
-            assert_eq!(connection_cap(1), 1);
-        }
-    }
 }

@@ -56,6 +56,9 @@ pub struct Shared {
     /// protocol's [`clock_offset`](scalechain_p2p::protocol::Protocol::clock_offset), updated
     /// every tick); none while no peer relayed a block.
     pub clock: RwLock<Option<(i64, usize)>>,
+    /// Whether the node can write its data directory (blocks and transactions are refused
+    /// while it cannot).
+    pub storage: crate::storage::Storage,
 }
 
 /// Milliseconds since the Unix epoch.

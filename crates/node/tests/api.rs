@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use scalechain_client::ops::{self, Schema};
 use scalechain_client::types::{
     AppEntry, AppRange, ArrivalJson, ArrivalsJson, BlockId, CentredJson, Owner, PeerInfo, ProfileControl,
-    ProfileJson, ProfilePath, ProfileStatus, RemovalJson, RemovedJson, SubmitTxs, TxState,
+    ProfileJson, ProfilePath, ProfileStatus, RemovalJson, RemovedJson, StorageStatus, SubmitTxs, TxState,
 };
 use scalechain_client::{Client, ClientError};
 use scalechain_consensus::params::{devnet_premine_key, SigMode};
@@ -568,6 +568,19 @@ async fn the_openapi_document_describes_the_types_the_client_decodes() {
     };
     let samples: BTreeMap<&str, Vec<Value>> = [
         ("Status", vec![serde_json::to_value(client.status().await.unwrap()).unwrap()]),
+        (
+            "StorageStatus",
+            vec![
+                serde_json::to_value(client.status().await.unwrap().storage).unwrap(),
+                serde_json::to_value(StorageStatus {
+                    state: "full".into(),
+                    free_bytes: Some(0),
+                    min_free_bytes: 52_428_800,
+                    error: Some("no space left".into()),
+                })
+                .unwrap(),
+            ],
+        ),
         ("Tip", vec![serde_json::to_value(client.tip().await.unwrap()).unwrap()]),
         ("PeerInfo", vec![serde_json::to_value(&peer).unwrap(), serde_json::to_value(&peer_known).unwrap()]),
         ("BlockJson", vec![serde_json::to_value(&block).unwrap()]),

@@ -13,7 +13,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use scalechain_p2p::msg::Role;
-use support::{start, stop};
+use support::{eventually, start, stop};
 use tokio::net::TcpStream;
 
 /// The limit the node is given here (small, so that the test moves little data).
@@ -63,13 +63,21 @@ async fn refusals_of_large_bodies_reach_their_clients_during_a_connection_storm(
             tokio::time::timeout(Duration::from_secs(120), a).await.expect("an answer in time").unwrap();
         assert_eq!(got, Ok((*status, code.to_string())), "{ct}");
     }
-    let metrics = reqwest::get(format!("http://{addr}/metrics")).await.unwrap().text().await.unwrap();
-    let lingered: u64 = metrics
-        .lines()
-        .find_map(|l| l.strip_prefix("scalechain_api_lingering_closes_total "))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no lingering-close count in {metrics}"));
-    assert!(lingered >= 2, "the two refused uploads were closed lingering: {lingered}");
+    // A lingering close is counted when it ends (the client closed, paused or sent enough),
+    // which may be a moment after the client read its answer.
+    let lingered = || async move {
+        let metrics = reqwest::get(format!("http://{addr}/metrics")).await.unwrap().text().await.unwrap();
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix("scalechain_api_lingering_closes_total "))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or_else(|| panic!("no lingering-close count in {metrics}"))
+    };
+    assert!(
+        eventually(Duration::from_secs(60), || async { lingered().await >= 2 }).await,
+        "the two refused uploads were closed lingering: {}",
+        lingered().await
+    );
     drop(storm);
     stop(n).await;
 }

@@ -17,7 +17,9 @@
 //!
 //! Idle connections: the noise and yamux upgrade of a connection must finish within
 //! [`NetLimits::handshake_timeout`]; one IP address may hold only so many connections being set
-//! up and so many established inbound ones ([`NetLimits`]); the established limit is
+//! up and so many established inbound ones ([`NetLimits`]); inbound connections that have sent
+//! nothing hold at most half the slots for connections being set up, the one silent longest
+//! closed for a newcomer (`silent`); the established limit is
 //! `max_connections` plus [`NetLimits::extra_connections`] of room, in which a newcomer
 //! connects while the protocol machine (which keeps `max_connections` peers) evicts an idle
 //! peer for it ([`Command::Disconnect`]).
@@ -33,6 +35,7 @@ use std::time::{Duration, Instant};
 
 use futures::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use futures::StreamExt;
+use libp2p::core::{ConnectedPoint, Transport as _};
 use libp2p::gossipsub::{
     self, IdentTopic, MessageAcceptance, MessageAuthenticity, MessageId, ValidationMode,
 };
@@ -47,6 +50,7 @@ use tokio::sync::mpsc;
 use crate::msg::{message_id, MsgId, ProtocolNames, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES};
 
 mod gate;
+mod silent;
 pub use crate::msg::Topic;
 pub use crate::protocol::Verdict;
 pub use gate::ip_of;
@@ -273,6 +277,8 @@ pub struct NetStats {
     pub connection_errors: AtomicU64,
     /// Inbound requests served.
     pub requests_in: AtomicU64,
+    /// Inbound connections closed, having sent nothing, to make room for a newcomer.
+    pub silent_closed: AtomicU64,
 }
 
 /// Errors starting the network.
@@ -416,23 +422,27 @@ pub async fn start_with(cfg: NetConfig, net_limits: NetLimits) -> Result<Net, Ne
     let max_bytes = cfg.max_message_bytes;
     let max_conn = cfg.max_connections;
     let agent = cfg.agent.clone();
+    // Inbound connections that have said nothing get at most `max_conn` of the `2 × max_conn`
+    // slots for connections being set up; past it the one silent longest is closed.
+    let stats = Arc::new(NetStats::default());
+    let silent = silent::Silent::new(max_conn as usize, stats.clone());
     let mut swarm = libp2p::SwarmBuilder::with_existing_identity(key)
         .with_tokio()
         .with_other_transport(|key| {
-            // libp2p's TCP transport (as `with_tcp` builds it) with the link timeout set on
-            // each connection's socket, dialled or accepted.
-            use libp2p::Transport as _;
-            let noise = noise::Config::new(key)?;
-            Ok::<_, Box<dyn std::error::Error + Send + Sync>>(
-                tcp::tokio::Transport::new(tcp::Config::default().nodelay(true))
-                    .map(|stream: tcp::tokio::TcpStream, _| {
-                        let _ = socket2::SockRef::from(&stream.0).set_tcp_user_timeout(Some(LINK_TIMEOUT));
-                        stream
-                    })
-                    .upgrade(libp2p::core::upgrade::Version::V1Lazy)
-                    .authenticate(noise)
-                    .multiplex(yamux::Config::default()),
-            )
+            // libp2p's TCP transport (as `with_tcp` builds it), each connection's socket, dialled
+            // or accepted, given the link timeout, and each inbound one watched until it speaks.
+            let watch = silent.clone();
+            let noise = noise::Config::new(key)
+                .map_err(|e| -> Box<dyn std::error::Error + Send + Sync> { Box::new(e) })?;
+            Ok(tcp::tokio::Transport::new(tcp::Config::default().nodelay(true))
+                .and_then(move |stream: tcp::tokio::TcpStream, endpoint: ConnectedPoint| {
+                    let _ = socket2::SockRef::from(&stream.0).set_tcp_user_timeout(Some(LINK_TIMEOUT));
+                    let watched = watch.watch(stream, endpoint.is_listener());
+                    futures::future::ok::<_, std::io::Error>(watched)
+                })
+                .upgrade(libp2p::core::upgrade::Version::V1Lazy)
+                .authenticate(noise)
+                .multiplex(yamux::Config::default()))
         })
         .map_err(|e| NetError::Config(e.to_string()))?
         .with_behaviour(|key| {
@@ -499,7 +509,6 @@ pub async fn start_with(cfg: NetConfig, net_limits: NetLimits) -> Result<Net, Ne
     }
     let (cmd_tx, cmd_rx) = mpsc::channel(4096);
     let (evt_tx, evt_rx) = mpsc::channel(cfg.event_buffer.max(16));
-    let stats = Arc::new(NetStats::default());
     let task = Task {
         swarm,
         txs,

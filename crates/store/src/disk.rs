@@ -454,7 +454,14 @@ impl DiskStore {
         entries: impl Iterator<Item = (OutPoint, Coin)>,
     ) -> Result<(), StoreError> {
         snapshot::write(&self.path, m, entries).map_err(|e| {
-            StoreError::Engine(format!("{}: writing the UTXO snapshot: {e}", self.path.display()))
+            if crate::out_of_space(&e) {
+                StoreError::Full {
+                    path: self.path.clone(),
+                    detail: format!("writing the UTXO snapshot: {e}"),
+                }
+            } else {
+                StoreError::Engine(format!("{}: writing the UTXO snapshot: {e}", self.path.display()))
+            }
         })
     }
 
@@ -632,9 +639,23 @@ impl DiskStore {
     fn write(&mut self, batch: OwnedWriteBatch) -> Result<(), StoreError> {
         batch.commit().map_err(|e| {
             self.poisoned = true;
-            StoreError::Engine(format!("{}: write failed: {e}", self.path.display()))
+            self.write_error("write failed", &e)
         })?;
         self.bound_memtables()
+    }
+
+    /// The error of a failed write (`what`): [`StoreError::Full`] when the filesystem is out of
+    /// space, [`StoreError::Engine`] otherwise.
+    fn write_error(&self, what: &str, e: &fjall::Error) -> StoreError {
+        let io = match e {
+            fjall::Error::Io(io) | fjall::Error::Storage(fjall::LsmError::Io(io)) => Some(io),
+            _ => None,
+        };
+        if io.is_some_and(crate::out_of_space) {
+            StoreError::Full { path: self.path.clone(), detail: format!("{what}: {e}") }
+        } else {
+            StoreError::Engine(format!("{}: {what}: {e}", self.path.display()))
+        }
     }
 
     /// Every keyspace, for the engine-wide operations.
@@ -666,7 +687,7 @@ impl DiskStore {
             None => Ok(()),
             Some(e) => {
                 self.poisoned = true;
-                Err(StoreError::Engine(format!("{}: sealing a memtable failed: {e}", self.path.display())))
+                Err(self.write_error("sealing a memtable failed", &e))
             }
         }
     }
@@ -687,7 +708,12 @@ impl DiskStore {
         self.seq = seq;
         self.marker.write(&marker::Mark { seq, chain_id, tip, tip_height }).map_err(|e| {
             self.poisoned = true;
-            StoreError::Engine(format!("writing {}: {e}", self.marker.path().display()))
+            let what = format!("writing {}: {e}", self.marker.path().display());
+            if crate::out_of_space(&e) {
+                StoreError::Full { path: self.path.clone(), detail: what }
+            } else {
+                StoreError::Engine(what)
+            }
         })
     }
 

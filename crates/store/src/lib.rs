@@ -115,6 +115,16 @@ pub enum StoreError {
     /// `init` on a store that already holds a chain.
     #[error("store already holds a chain")]
     AlreadyInitialised,
+    /// A write failed because the filesystem holding the store has no space left (or the
+    /// user's quota is spent). Nothing of the failed write is visible; the store is poisoned
+    /// like after any failed write, and holds every earlier commit.
+    #[error("no space left for the store in {}: {detail}. Free space on its filesystem and restart the node", path.display())]
+    Full {
+        /// The store's directory.
+        path: std::path::PathBuf,
+        /// The write that failed.
+        detail: String,
+    },
     /// The database does not read, or has lost writes its commit marker records.
     #[error("the store in {} is damaged: {detail}. {RECOVERY}", path.display())]
     Damaged {
@@ -123,6 +133,11 @@ pub enum StoreError {
         /// What was found, and where.
         detail: String,
     },
+}
+
+/// True if `e` says the filesystem is full (`ENOSPC`) or the quota spent (`EDQUOT`).
+pub fn out_of_space(e: &std::io::Error) -> bool {
+    matches!(e.kind(), std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded)
 }
 
 /// What to do with a damaged store (part of [`StoreError::Damaged`]'s message).

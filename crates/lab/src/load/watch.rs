@@ -189,6 +189,7 @@ pub(crate) mod tests {
                 uptime_s: 0.0,
                 clock_offset_ms: None,
                 clock_warning: false,
+                storage: Default::default(),
             })
         }
         async fn tip(&self) -> Result<Tip, ClientError> {
