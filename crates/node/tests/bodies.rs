@@ -13,7 +13,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use scalechain_p2p::msg::Role;
-use support::{eventually, start, stop};
+use support::{eventually, metric, start, stop};
 use tokio::net::TcpStream;
 
 /// The limit the node is given here (small, so that the test moves little data).
@@ -67,16 +67,10 @@ async fn refusals_of_large_bodies_reach_their_clients_during_a_connection_storm(
     // waiting unread as hyper finished: a client that loaded cores leave stalled at that
     // instant is closed at once (its answer already written). So the count is reported, not
     // required; the answers above are what the lingering close is for.
-    let lingered = || async move {
-        let metrics = reqwest::get(format!("http://{addr}/metrics")).await.unwrap().text().await.unwrap();
-        metrics
-            .lines()
-            .find_map(|l| l.strip_prefix("scalechain_api_lingering_closes_total "))
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .unwrap_or_else(|| panic!("no lingering-close count in {metrics}"))
-    };
+    let api = format!("http://{addr}");
+    let lingered = || metric(&api, "scalechain_api_lingering_closes_total");
     // A lingering close lasts at most LINGER_TOTAL (10 s).
-    let _ = eventually(Duration::from_secs(12), || async { lingered().await >= 2 }).await;
+    let _ = eventually(Duration::from_secs(12), || async { lingered().await >= 2.0 }).await;
     println!("refused uploads closed lingering: {} of 2", lingered().await);
     drop(storm);
     stop(n).await;

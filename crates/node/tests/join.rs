@@ -13,63 +13,21 @@
 
 mod support;
 
-use std::net::{Ipv4Addr, SocketAddr};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use scalechain_p2p::msg::Role;
-use support::{eventually, get, height, start, stop};
-use tokio::io::AsyncReadExt;
-use tokio::net::{TcpSocket, TcpStream};
+use support::{eventually, get, height, metric, silent_flood, start, stop};
 
 /// Only a broken node takes this long.
 const GENEROUS: Duration = Duration::from_secs(60);
-
-/// Holds `n` silent TCP connections to `to` from 127.0.0.2 onwards (250 addresses in turn),
-/// opening new ones as the node closes them, until the task is dropped; counts those opened.
-fn silent_flood(to: SocketAddr, n: usize) -> (tokio::task::JoinHandle<()>, Arc<AtomicUsize>) {
-    let opened = Arc::new(AtomicUsize::new(0));
-    let count = opened.clone();
-    let task = tokio::spawn(async move {
-        let mut next = 0usize;
-        let mut held: Vec<TcpStream> = Vec::new();
-        loop {
-            let mut alive = Vec::with_capacity(held.len());
-            for mut s in held.drain(..) {
-                let mut b = [0u8; 1];
-                match tokio::time::timeout(Duration::from_micros(100), s.read(&mut b)).await {
-                    Ok(Ok(0)) | Ok(Err(_)) => {}
-                    _ => alive.push(s),
-                }
-            }
-            held = alive;
-            while held.len() < n {
-                let from = Ipv4Addr::new(127, 0, 0, 2 + (next % 250) as u8);
-                next += 1;
-                let Ok(sock) = TcpSocket::new_v4() else { break };
-                if sock.bind(SocketAddr::from((from, 0))).is_err() {
-                    break;
-                }
-                match sock.connect(to).await {
-                    Ok(s) => {
-                        held.push(s);
-                        count.fetch_add(1, Ordering::Relaxed);
-                    }
-                    Err(_) => break,
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    });
-    (task, opened)
-}
 
 /// Starts a newcomer joining `m` while `silent` connections hold `m`'s port; how long it took
 /// to reach `m`'s height.
 async fn join_under(m: &support::Node, silent: usize) -> Duration {
     let port = m.p2p().split('/').nth(4).unwrap().parse::<u16>().unwrap();
-    let (flood, opened) = silent_flood(SocketAddr::from(([127, 0, 0, 1], port)), silent);
+    let (flood, opened) = silent_flood(SocketAddr::from(([127, 0, 0, 1], port)), silent, 250);
     assert!(
         eventually(GENEROUS, || async { opened.load(Ordering::Relaxed) >= silent }).await,
         "the flood is up"
@@ -87,16 +45,6 @@ async fn join_under(m: &support::Node, silent: usize) -> Duration {
     took
 }
 
-/// The node's count of silent connections it closed for newcomers.
-async fn silent_closed(m: &support::Node) -> f64 {
-    let metrics = reqwest::get(format!("{}/metrics", m.api())).await.unwrap().text().await.unwrap();
-    metrics
-        .lines()
-        .find_map(|l| l.strip_prefix("scalechain_p2p_silent_closed_total "))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no silent-connection count in {metrics}"))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_newcomer_joins_while_silent_connections_hold_the_slots() {
     let dm = tempfile::tempdir().unwrap();
@@ -109,7 +57,7 @@ async fn a_newcomer_joins_while_silent_connections_hold_the_slots() {
     eprintln!("newcomer synced with silent connections held: {took:?}");
     // 500 silent connections are more than the slots for connections being set up (128):
     // some were closed for the newcomers.
-    assert!(silent_closed(&m).await > 0.0);
+    assert!(metric(&m.api(), "scalechain_p2p_silent_closed_total").await > 0.0);
     assert!(get(&m.api(), "/status").await["height"].is_u64());
     stop(m).await;
 }

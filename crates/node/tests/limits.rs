@@ -13,14 +13,13 @@
 mod support;
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use scalechain_p2p::msg::Role;
-use support::{eventually, get, height, start, stop};
+use support::{eventually, get, height, metric, silent_flood, start, stop};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpSocket, TcpStream};
+use tokio::net::TcpStream;
 
 /// How long a test waits for what a working node does at once, or after a time-out of a
 /// second or a few: only a broken node takes this long.
@@ -91,16 +90,8 @@ async fn slow_api_clients_neither_pin_the_api_nor_stay_open() {
     }
     // The node counts a connection closed just after closing it: the count comes down to the
     // connections of these requests.
-    let open = || async {
-        let metrics = reqwest::get(format!("{}/metrics", n.api())).await.unwrap().text().await.unwrap();
-        let open: f64 = metrics
-            .lines()
-            .find_map(|l| l.strip_prefix("scalechain_api_connections "))
-            .unwrap()
-            .parse()
-            .unwrap();
-        open
-    };
+    let api = n.api();
+    let open = || metric(&api, "scalechain_api_connections");
     assert!(
         eventually(GENEROUS, || async { open().await <= 2.0 }).await,
         "{} API connections still open",
@@ -132,53 +123,9 @@ async fn at_the_cap_a_newcomer_closes_the_connection_idle_longest() {
     }
     let open = slow[160..].iter().filter(|s| !closed_now(s)).count();
     assert!(open >= 30, "only {open} of the 40 newest slow clients are still open");
-    let metrics = reqwest::get(format!("{}/metrics", n.api())).await.unwrap().text().await.unwrap();
-    let evicted: f64 = metrics
-        .lines()
-        .find_map(|l| l.strip_prefix("scalechain_api_evictions_total "))
-        .unwrap()
-        .parse()
-        .unwrap();
+    let evicted = metric(&n.api(), "scalechain_api_evictions_total").await;
     assert!(evicted >= 150.0, "{evicted} evictions");
     stop(n).await;
-}
-
-/// Opens `n` TCP connections from 127.0.0.2 to `to` that never say anything, and opens them
-/// again as the node closes them, until the task is dropped; counts the connections opened.
-fn idle_flood(to: SocketAddr, n: usize) -> (tokio::task::JoinHandle<()>, Arc<AtomicUsize>) {
-    let opened = Arc::new(AtomicUsize::new(0));
-    let count = opened.clone();
-    let task = tokio::spawn(async move {
-        let open = || async move {
-            let sock = TcpSocket::new_v4().ok()?;
-            sock.bind("127.0.0.2:0".parse().ok()?).ok()?;
-            sock.connect(to).await.ok()
-        };
-        let mut held: Vec<TcpStream> = Vec::new();
-        loop {
-            // Keep only the connections the node has not closed.
-            let mut alive = Vec::with_capacity(held.len());
-            for mut s in held.drain(..) {
-                let mut b = [0u8; 1];
-                match tokio::time::timeout(Duration::from_millis(1), s.read(&mut b)).await {
-                    Ok(Ok(0)) | Ok(Err(_)) => {}
-                    _ => alive.push(s),
-                }
-            }
-            held = alive;
-            while held.len() < n {
-                match open().await {
-                    Some(s) => {
-                        held.push(s);
-                        count.fetch_add(1, Ordering::Relaxed);
-                    }
-                    None => break,
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    });
-    (task, opened)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -191,7 +138,7 @@ async fn idle_connections_flooding_a_node_do_not_keep_a_newcomer_out() {
     assert!(eventually(GENEROUS, || async { height(&m).await >= 2 }).await);
     let port = m.p2p().split('/').nth(4).unwrap().parse::<u16>().unwrap();
     // More idle connections than the node's 64 connection slots, kept up all along.
-    let (flood, opened) = idle_flood(SocketAddr::from(([127, 0, 0, 1], port)), 150);
+    let (flood, opened) = silent_flood(SocketAddr::from(([127, 0, 0, 1], port)), 150, 1);
     assert!(
         eventually(GENEROUS, || async { opened.load(Ordering::Relaxed) >= 150 }).await,
         "the flood is up"

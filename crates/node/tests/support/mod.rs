@@ -167,3 +167,61 @@ pub fn premine_key_transfer(
     tx.sign_inputs_with(p.hash, chain_id, &key);
     (tx.txid(p.hash).to_string(), hex::encode(tx.encode()))
 }
+
+/// The value of metric `name` (the whole sample name, e.g. `scalechain_peer_bans_total`) in the
+/// `/metrics` of the API at `base`; panics naming it if the node does not export it.
+pub async fn metric(base: &str, name: &str) -> f64 {
+    let text = reqwest::get(format!("{base}/metrics")).await.unwrap().text().await.unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in {text}"))
+}
+
+/// Holds `n` TCP connections to `to` that never send a byte, opened from `sources` loopback
+/// addresses in turn (127.0.0.2 onwards, at most 250), opening new ones as the node closes
+/// them, until the task is aborted; counts the connections opened.
+pub fn silent_flood(
+    to: std::net::SocketAddr,
+    n: usize,
+    sources: u8,
+) -> (tokio::task::JoinHandle<()>, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::io::AsyncReadExt;
+    let opened = std::sync::Arc::new(AtomicUsize::new(0));
+    let count = opened.clone();
+    let sources = usize::from(sources.clamp(1, 250));
+    let task = tokio::spawn(async move {
+        let mut next = 0usize;
+        let mut held: Vec<tokio::net::TcpStream> = Vec::new();
+        loop {
+            // Keep only the connections the node has not closed.
+            let mut alive = Vec::with_capacity(held.len());
+            for mut s in held.drain(..) {
+                let mut b = [0u8; 1];
+                match tokio::time::timeout(Duration::from_micros(100), s.read(&mut b)).await {
+                    Ok(Ok(0)) | Ok(Err(_)) => {}
+                    _ => alive.push(s),
+                }
+            }
+            held = alive;
+            while held.len() < n {
+                let from = std::net::Ipv4Addr::new(127, 0, 0, 2 + (next % sources) as u8);
+                next += 1;
+                let Ok(sock) = tokio::net::TcpSocket::new_v4() else { break };
+                if sock.bind(std::net::SocketAddr::from((from, 0))).is_err() {
+                    break;
+                }
+                match sock.connect(to).await {
+                    Ok(s) => {
+                        held.push(s);
+                        count.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(_) => break,
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    });
+    (task, opened)
+}
