@@ -5,7 +5,8 @@
 //! losing half's return to the mempools and are mined again) and nothing the winning half had
 //! confirmed is lost. The nodes let the dead links go (an unanswered ping closes a connection)
 //! and dial each other again on a short back-off; the times from the heal to the first block
-//! across the cut, to one tip and to every transaction confirmed are printed as a JSON line
+//! across the cut, to the four peers on the heavier chain (the miners frozen meanwhile, so
+//! nothing new is mined), to one tip and to every transaction confirmed are printed as a JSON line
 //! (`partition: {...}`). Needs root and the `ip` and
 //! `nft` programs; elsewhere the test says so and passes without running.
 #![allow(clippy::unwrap_used)]
@@ -18,7 +19,7 @@ use scalechain_client::blocking::Client;
 use scalechain_consensus::params::SigMode;
 use scalechain_consensus::{pow, Params};
 use scalechain_lab::launcher::netns::{self, Namespaces, NetnsError};
-use scalechain_lab::launcher::{wait_until, Launcher, NetworkPlan};
+use scalechain_lab::launcher::{signal_pid, wait_until, Launcher, NetworkPlan, Sig};
 use scalechain_types::{Hash, HashKind, Tx};
 
 const EXE: &str = env!("CARGO_BIN_EXE_scalechain");
@@ -135,16 +136,42 @@ fn halves_cut_apart_for_a_minute_heal_onto_the_heavier_chain_losing_nothing() {
         std::thread::sleep(Duration::from_millis(250));
     }
     assert!(accepted_a.len() >= 100 && accepted_b.len() >= 100, "{} {}", accepted_a.len(), accepted_b.len());
+    // Freeze both miners so that the halves' chains stop growing: the heal then has one right
+    // answer, which a block mined during it could otherwise change. Should the halves' works be
+    // equal (the first block seen would decide), half A's miner runs until it finds one more.
+    let signal = |name: &str, sig: Sig| signal_pid(net.node(name).unwrap().pid(), sig).unwrap();
+    let settled_within_halves = || {
+        let tip = |n: &str| client(n).status().unwrap().tip;
+        wait_until("each half on one tip, its miner frozen", SETTLE, || {
+            tip("peer0") == tip("peer1") && tip("peer2") == tip("peer3")
+        })
+        .unwrap();
+    };
+    signal("miner0", Sig::Pause);
+    signal("miner1", Sig::Pause);
+    settled_within_halves();
+    let tip_b = b.status().unwrap();
+    let fork = fork_height(a, b);
+    let (mut work_a, work_b) = (work_above(a, fork), work_above(b, fork));
+    for _ in 0..3 {
+        if work_a != work_b {
+            break;
+        }
+        let h = a.status().unwrap().height;
+        signal("miner0", Sig::Resume);
+        wait_until("half A's miner finding one more block", SETTLE, || a.status().unwrap().height > h)
+            .unwrap();
+        signal("miner0", Sig::Pause);
+        settled_within_halves();
+        work_a = work_above(a, fork);
+    }
+    assert!(work_a != work_b, "the halves' works stayed equal: {work_a:?}");
     // Both halves went on mining, each on a chain of its own.
-    let (tip_a, tip_b) = (a.status().unwrap(), b.status().unwrap());
+    let tip_a = a.status().unwrap(); // half A may have mined again above
     assert_ne!(tip_a.tip, tip_b.tip, "the halves were apart");
     assert!(tip_a.height > start_height && tip_b.height > start_height, "both halves mined");
-    let fork = fork_height(a, b);
-    let (work_a, work_b) = (work_above(a, fork), work_above(b, fork));
-    // Re-read the tips: the works above were read against them (a block mined meanwhile
-    // would make the heavier half heavier still).
-    let (winner, loser) = if work_a >= work_b { (a, b) } else { (b, a) };
-    let winner_tip = winner.status().unwrap();
+    let (winner, loser, winner_tip) =
+        if work_a > work_b { (a, b, tip_a.clone()) } else { (b, a, tip_b.clone()) };
     let winner_confirmed: Vec<Hash> = accepted_a
         .iter()
         .chain(&accepted_b)
@@ -168,6 +195,19 @@ fn halves_cut_apart_for_a_minute_heal_onto_the_heavier_chain_losing_nothing() {
     })
     .unwrap();
     let crossed = healed.elapsed();
+    // With the miners frozen nothing new is mined: the four peers must all take the heavier
+    // half's chain, exactly as it was at the heal.
+    let peers: Vec<&Client> = ["peer0", "peer1", "peer2", "peer3"].iter().map(|n| client(n)).collect();
+    let on_winner = wait_until("the four peers on the heavier half's tip", SETTLE, || {
+        peers.iter().all(|c| c.status().unwrap().tip == winner_tip.tip)
+    });
+    let heavier = healed.elapsed();
+    signal("miner0", Sig::Resume);
+    signal("miner1", Sig::Resume);
+    if let Err(e) = on_winner {
+        let tips: Vec<Hash> = peers.iter().map(|c| c.status().unwrap().tip).collect();
+        panic!("{e}: the heavier half's tip is {}, the peers' {tips:?}", winner_tip.tip);
+    }
     wait_until("all six chain nodes on one tip", SETTLE, || {
         let tips: HashSet<Hash> = chain_nodes.iter().map(|c| c.status().unwrap().tip).collect();
         tips.len() == 1
@@ -180,9 +220,6 @@ fn halves_cut_apart_for_a_minute_heal_onto_the_heavier_chain_losing_nothing() {
     })
     .unwrap();
     let settled = healed.elapsed();
-    // The chain every node ended on holds the heavier half's chain as it was at the heal.
-    let winner_block = a.block(winner_tip.height.into()).unwrap();
-    assert_eq!(winner_block.hash, winner_tip.tip, "the heavier half's chain survived");
     for t in &winner_confirmed {
         assert!(b.tx(t).unwrap().height.is_some(), "{t} was confirmed on the winning side");
     }
@@ -196,6 +233,7 @@ fn halves_cut_apart_for_a_minute_heal_onto_the_heavier_chain_losing_nothing() {
             "winner_height": winner_tip.height,
             "loser_height": loser_height,
             "first_block_across_s": crossed.as_secs_f64(),
+            "peers_on_heavier_s": heavier.as_secs_f64(),
             "one_tip_s": one_tip.as_secs_f64(),
             "all_confirmed_s": settled.as_secs_f64(),
         })

@@ -17,6 +17,11 @@ pub enum Sig {
     Term,
     /// SIGKILL: stop now.
     Kill,
+    /// SIGSTOP: freeze the process where it is (its sockets stay open; the kernel still
+    /// acknowledges what arrives).
+    Pause,
+    /// SIGCONT: let a frozen process run again.
+    Resume,
 }
 
 impl Sig {
@@ -25,6 +30,8 @@ impl Sig {
             Sig::Int => Signal::INT,
             Sig::Term => Signal::TERM,
             Sig::Kill => Signal::KILL,
+            Sig::Pause => Signal::STOP,
+            Sig::Resume => Signal::CONT,
         }
     }
 }
@@ -134,6 +141,32 @@ mod tests {
         std::fs::write(&p, "").unwrap();
         assert_eq!(tail(&p, 3), "(the log is empty)");
         assert!(tail(&dir.path().join("none"), 3).starts_with("(no log: "));
+    }
+
+    /// The state letter of `/proc/<pid>/stat` (`T` when stopped by a signal).
+    fn state(pid: u32) -> char {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        stat.rsplit_once(") ").unwrap().1.chars().next().unwrap()
+    }
+
+    #[test]
+    fn a_paused_process_is_frozen_until_resumed() {
+        let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let pid = child.id();
+        signal_pid(pid, Sig::Pause).unwrap();
+        let frozen = (0..100).any(|_| {
+            std::thread::sleep(Duration::from_millis(10));
+            state(pid) == 'T'
+        });
+        assert!(frozen, "sleep was not stopped: {}", state(pid));
+        signal_pid(pid, Sig::Resume).unwrap();
+        let running = (0..100).any(|_| {
+            std::thread::sleep(Duration::from_millis(10));
+            state(pid) != 'T'
+        });
+        assert!(running, "sleep was not resumed");
+        child.kill().unwrap();
+        child.wait().unwrap();
     }
 
     #[test]
