@@ -34,11 +34,22 @@ async fn peers_are_shown_at_their_current_height_with_their_last_block_time() {
     let a = start(da.path(), Role::Peer, &[m.p2p()], |_| {}).await;
     let b = start(db.path(), Role::Peer, &[m.p2p(), a.p2p()], |_| {}).await;
     let (m_id, a_id) = (peer_id(&m).await, peer_id(&a).await);
-    let connected = eventually(Duration::from_secs(30), || async {
+    let connected = eventually(Duration::from_secs(90), || async {
         shown(&b, &m_id).await.is_some() && shown(&b, &a_id).await.is_some()
     })
     .await;
-    assert!(connected, "B connects to the miner and to A");
+    if !connected {
+        let mut seen = String::new();
+        for (name, n) in [("miner", &m), ("A", &a), ("B", &b)] {
+            let (peers, metrics) = (get(&n.api(), "/peers").await, support::metrics_text(&n.api()).await);
+            let p2p: Vec<&str> = metrics
+                .lines()
+                .filter(|l| l.starts_with("scalechain_p2p_") || l.starts_with("scalechain_peer"))
+                .collect();
+            seen.push_str(&format!("\n{name}: peers {peers}\n{}", p2p.join("\n")));
+        }
+        panic!("B connects to the miner ({m_id}) and to A ({a_id}); what each saw:{seen}");
+    }
     let start_height = height(&m).await;
     // Ten blocks later, B shows both at least there.
     let target = start_height + 10;

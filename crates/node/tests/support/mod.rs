@@ -168,10 +168,15 @@ pub fn premine_key_transfer(
     (tx.txid(p.hash).to_string(), hex::encode(tx.encode()))
 }
 
+/// The `/metrics` text of the API at `base`.
+pub async fn metrics_text(base: &str) -> String {
+    reqwest::get(format!("{base}/metrics")).await.unwrap().text().await.unwrap()
+}
+
 /// The value of metric `name` (the whole sample name, e.g. `scalechain_peer_bans_total`) in the
 /// `/metrics` of the API at `base`; panics naming it if the node does not export it.
 pub async fn metric(base: &str, name: &str) -> f64 {
-    let text = reqwest::get(format!("{base}/metrics")).await.unwrap().text().await.unwrap();
+    let text = metrics_text(base).await;
     text.lines()
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
         .and_then(|v| v.trim().parse().ok())
