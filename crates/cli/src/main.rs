@@ -66,8 +66,9 @@ enum Cmd {
     /// and appends a section to DIR/report.md (see docs/STUDY.md).
     Study {
         /// tx-throughput, block-validation, speedup, hash, components, utxo-memory, voting,
-        /// pipeline, propagation, load, backend, signatures, contention, all, or replot (draw the
-        /// figures again from the CSVs in --out, without measuring).
+        /// propagation, pipeline, load, backend, signatures, contention, sync, scale, sim-check;
+        /// several separated by commas (run in that order); all; or replot (draw the figures
+        /// again from the CSVs in --out, without measuring).
         experiment: String,
         /// Output directory.
         #[arg(long, default_value = "study")]
@@ -581,7 +582,10 @@ fn study(experiment: &str, opts: scalechain_study::Opts) -> Result<(), Fail> {
     let list: Vec<Experiment> = if experiment == "all" {
         Experiment::ALL.to_vec()
     } else {
-        vec![experiment.parse().map_err(|e: String| Fail(2, e))?]
+        experiment
+            .split(',')
+            .map(|name| name.trim().parse().map_err(|e: String| Fail(2, e)))
+            .collect::<Result<_, _>>()?
     };
     if opts.threads == Some(0) || opts.runs == Some(0) {
         return Err(Fail(2, "--threads and --runs must be at least 1".into()));

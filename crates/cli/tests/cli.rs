@@ -265,22 +265,54 @@ fn sigkill_during_import_recovers_and_resumes() {
     }
 }
 
-/// `scalechain study all --quick` runs every experiment end to end in seconds (`propagation` on
+/// The study's experiments in two groups of about a minute each with `--quick` (most of it
+/// waiting on node processes' blocks), so the smoke test runs them side by side.
+const STUDY_GROUPS: [&str; 2] = [
+    "tx-throughput,block-validation,speedup,hash,components,utxo-memory,voting,propagation,pipeline,load",
+    "backend,signatures,contention,sync,scale,sim-check",
+];
+
+/// The file `name` in whichever of `dirs` holds it (the first when none does).
+fn in_either(dirs: &[&Path], name: impl AsRef<Path>) -> std::path::PathBuf {
+    let name = name.as_ref();
+    dirs.iter().map(|d| d.join(name)).find(|p| p.exists()).unwrap_or_else(|| dirs[0].join(name))
+}
+
+/// Every experiment of `scalechain study --quick` runs end to end in seconds (`propagation` on
 /// networks of 2 and 3 node processes, `load` and `sync` on a devnet of 4, `scale` on simulated
-/// networks of 16 to 64 nodes) and writes, for
-/// each, a CSV with the documented columns, an SVG and a report section. Bad arguments are
-/// refused.
+/// networks of 16 to 64 nodes) and writes, for each, a CSV with the documented columns, an SVG
+/// and a report section; the experiments are named as a comma-separated list (two lists,
+/// [`STUDY_GROUPS`], run at once; together they are `all`). Bad arguments are refused.
 #[test]
 fn study_quick_smoke() {
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("study");
-    let o = bin()
-        .args(["study", "all", "--quick", "--max-log2", "6", "--runs", "1", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let (out_a, out_b) = (dir.path().join("study-a"), dir.path().join("study-b"));
+    let all: Vec<&str> = STUDY_GROUPS.iter().flat_map(|g| g.split(',')).collect();
+    assert_eq!(all.len(), 16, "every experiment once: {all:?}");
+    let runs: Vec<_> = STUDY_GROUPS
+        .iter()
+        .zip([&out_a, &out_b])
+        .map(|(group, out)| {
+            bin()
+                .args(["study", group, "--quick", "--max-log2", "6", "--runs", "1", "--out"])
+                .arg(out)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for r in runs {
+        let o = r.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let dirs = [out_a.as_path(), out_b.as_path()];
+    let out = &dirs;
+    let report: String = dirs
+        .iter()
+        .map(|d| std::fs::read_to_string(d.join("report.md")).unwrap())
+        .collect::<Vec<_>>()
+        .join("\n");
     for (exp, header) in [
         ("tx-throughput", "n,mode,threads,build,median_s,tx_per_s,runs,commit,seed"),
         ("block-validation", "n,mode,threads,build,fork_s,merkle_s,tx_verify_s,total_s,bound_s"),
@@ -296,28 +328,28 @@ fn study_quick_smoke() {
         ("scale", "series,nodes,interval_s,compact,blocks,stale_pct,block_p50_ms,block_p90_ms"),
         ("sim-check", "series,placement,nodes,model,sim_p50_ms,real_p50_ms,sim_p90_ms,real_p90_ms"),
     ] {
-        let csv = std::fs::read_to_string(out.join(format!("{exp}.csv"))).unwrap();
+        let csv = std::fs::read_to_string(in_either(out, format!("{exp}.csv"))).unwrap();
         assert!(csv.starts_with(header), "{exp}: {}", csv.lines().next().unwrap_or(""));
         assert!(csv.lines().count() > 1, "{exp} has no rows");
-        let svg = std::fs::read_to_string(out.join(format!("{exp}.svg"))).unwrap();
+        let svg = std::fs::read_to_string(in_either(out, format!("{exp}.svg"))).unwrap();
         assert!(svg.starts_with("<svg") && svg.contains("<polyline"), "{exp}.svg");
         assert!(report.contains(&format!("## `{exp}` (quick)")), "{exp} section missing");
     }
     // Seed 003's optimisations: each case's rounds (one trial each with --quick), and backend's
     // per-operation rows of this build.
     for (exp, cases) in [("backend", 1), ("signatures", 2), ("contention", 2)] {
-        let csv = std::fs::read_to_string(out.join(format!("{exp}.csv"))).unwrap();
+        let csv = std::fs::read_to_string(in_either(out, format!("{exp}.csv"))).unwrap();
         assert!(csv.starts_with("case,round,offered_tps,trial,ns_per_op,send_tps,throughput_tps"), "{exp}");
         let rounds = csv.lines().filter(|l| l.contains(",saturated,") || l.contains(",below,")).count();
         assert_eq!(rounds, 2 * cases, "{exp}: {csv}");
-        let svg = std::fs::read_to_string(out.join(format!("{exp}.svg"))).unwrap();
+        let svg = std::fs::read_to_string(in_either(out, format!("{exp}.svg"))).unwrap();
         assert!(svg.starts_with("<svg"), "{exp}.svg");
         assert!(report.contains(&format!("## `{exp}` (quick)")), "{exp} section missing");
     }
-    let backend = std::fs::read_to_string(out.join("backend.csv")).unwrap();
+    let backend = std::fs::read_to_string(in_either(out, "backend.csv")).unwrap();
     assert_eq!(backend.lines().filter(|l| l.contains(",op ")).count(), 4, "{backend}");
     // tx-throughput: every mode at every n, and positive rates.
-    let csv = std::fs::read_to_string(out.join("tx-throughput.csv")).unwrap();
+    let csv = std::fs::read_to_string(in_either(out, "tx-throughput.csv")).unwrap();
     for mode in ["sequential", "batch", "parallel", "bound", "bound_single"] {
         assert_eq!(csv.lines().filter(|l| l.split(',').nth(1) == Some(mode)).count(), 7, "{mode}");
     }
@@ -328,7 +360,7 @@ fn study_quick_smoke() {
         .is_some_and(|r| r > 0.0)));
     // scale: 16 and 64 simulated nodes with block and transaction propagation times, and the
     // stale rate at two intervals with compact blocks on and off.
-    let csv = std::fs::read_to_string(out.join("scale.csv")).unwrap();
+    let csv = std::fs::read_to_string(in_either(out, "scale.csv")).unwrap();
     for n in ["16", "64"] {
         let row = csv.lines().find(|l| l.starts_with(&format!("propagation,{n},"))).unwrap();
         let f: Vec<&str> = row.split(',').collect();
@@ -348,10 +380,10 @@ fn study_quick_smoke() {
     assert!(nodes.iter().all(|l| l.split(',').nth(20) == Some("1001")), "{csv}");
     let buckets = csv.lines().filter(|l| l.starts_with("seed001-histogram,")).count();
     assert_eq!(buckets, 50 * nodes.len(), "{csv}");
-    assert!(out.join("scale-costs.toml").exists());
+    assert!(in_either(out, "scale-costs.toml").exists());
     // sim-check: 4 nodes on loopback and across seed 001's sites, measured and simulated with
     // both CPU models, transactions and blocks; every time present and positive.
-    let csv = std::fs::read_to_string(out.join("sim-check.csv")).unwrap();
+    let csv = std::fs::read_to_string(in_either(out, "sim-check.csv")).unwrap();
     for place in ["loopback", "wan-seed001"] {
         for model in ["own-cores", "shared-host"] {
             let row = csv.lines().find(|l| l.starts_with(&format!("tx,{place},4,{model},"))).unwrap();
@@ -362,9 +394,9 @@ fn study_quick_smoke() {
             assert!(csv.lines().any(|l| l.starts_with(&format!("block,{place},4,{model},"))), "{csv}");
         }
     }
-    assert!(out.join("sim-check-costs.toml").exists());
+    assert!(in_either(out, "sim-check-costs.toml").exists());
     // voting: both schemes in every mode, with positive rates.
-    let csv = std::fs::read_to_string(out.join("voting.csv")).unwrap();
+    let csv = std::fs::read_to_string(in_either(out, "voting.csv")).unwrap();
     for scheme in ["elgamal", "paillier"] {
         for mode in ["single", "batch", "batch-parallel", "end-to-end"] {
             let row = csv.lines().find(|l| l.starts_with(&format!("{scheme},{mode},"))).unwrap();
@@ -375,7 +407,7 @@ fn study_quick_smoke() {
         }
     }
     // propagation: node processes took the 1,001 transactions, and every node logged all of them.
-    let csv = std::fs::read_to_string(out.join("propagation.csv")).unwrap();
+    let csv = std::fs::read_to_string(in_either(out, "propagation.csv")).unwrap();
     for series in ["tx-propagation", "local-accept", "block-propagation"] {
         assert_eq!(
             csv.lines().filter(|l| l.starts_with(&format!("{series},loopback,"))).count(),
@@ -427,7 +459,7 @@ fn study_quick_smoke() {
     assert_eq!(arrivals.len(), 3, "{csv}");
     assert!(arrivals.iter().all(|l| l.split(',').nth(5) == Some("1001")), "{arrivals:?}");
     // pipeline: every source at every group size, positive rates.
-    let csv = std::fs::read_to_string(out.join("pipeline.csv")).unwrap();
+    let csv = std::fs::read_to_string(in_either(out, "pipeline.csv")).unwrap();
     let mut sources = vec![("memory", 7), ("verify-bound", 7), ("same-machine", 5)];
     if scalechain_lab::launcher::netns::is_root() {
         sources.push(("namespace-same-cores", 5));
@@ -453,7 +485,7 @@ fn study_quick_smoke() {
     }
     assert!(report.contains("What the node sources spent"), "{report}");
     // load: every workload's fixed-rate and fixed-load rounds, everything sent confirmed.
-    let csv = std::fs::read_to_string(out.join("load.csv")).unwrap();
+    let csv = std::fs::read_to_string(in_either(out, "load.csv")).unwrap();
     for w in ["transfer", "ballot-elgamal", "ballot-paillier"] {
         let rows: Vec<&str> = csv.lines().filter(|l| l.starts_with(&format!("{w},"))).collect();
         assert!(rows.iter().any(|l| l.contains(",fixed-load,")), "{w}: {csv}");
@@ -463,9 +495,15 @@ fn study_quick_smoke() {
     // The seed's figures stand beside ours.
     assert!(report.contains("Beside seed 000 Table 5.1") && report.contains("Seed 004"));
     assert!(report.contains("Seed 003 measured 310 ballots/s") && report.contains("cores per validator"));
-    let o = bin().args(["study", "nonsense", "--out"]).arg(&out).output().unwrap();
+    let o = bin().args(["study", "nonsense", "--out"]).arg(&out_a).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("unknown experiment"));
+    // One bad name in a list refuses the list before anything runs.
+    let fresh = dir.path().join("fresh");
+    let o = bin().args(["study", "speedup,nonsense", "--quick", "--out"]).arg(&fresh).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown experiment \"nonsense\""));
+    assert!(!fresh.join("speedup.csv").exists(), "nothing ran");
 }
 
 /// `scalechain vote demo` runs a whole election: the tally equals the truth, the decryption
