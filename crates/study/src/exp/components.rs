@@ -61,8 +61,8 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
     } else {
         (validator::THREADS, Duration::from_secs(1), runs.min(3))
     };
-    // The workload, 11 components, the read handle, then two rows per thread count.
-    ctx.start(13 + 2 * threads.len() as u64, "generating the workload");
+    // The workload, 12 components, the read handle, then two rows per thread count.
+    ctx.start(14 + 2 * threads.len() as u64, "generating the workload");
     let w =
         ctx.pool(ctx.machine.cores)?.install(|| transfers(&p, &CHAIN_ID, &Spec::simple(n, ctx.opts.seed)));
     let txs = &w.txs;
@@ -181,6 +181,20 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
             black_box(with_env(&p, &cfg, &w.utxos, |env| verify_txs(env, &txs[k..k + 1])));
         }),
     );
+    // Seed 004's `full_validation_1_thread`: the same validation in a thread spawned (and
+    // joined) for each one.
+    record(
+        "full_validation_spawned",
+        per_op(runs, target_s, |i| {
+            let k = pick(i);
+            let (p, cfg, utxos) = (&p, &cfg, &w.utxos);
+            std::thread::scope(|s| {
+                let h = s
+                    .spawn(move || black_box(with_env(p, cfg, utxos, |env| verify_txs(env, &txs[k..k + 1]))));
+                black_box(h.join().is_ok());
+            });
+        }),
+    );
     // Seed 004's validator unit: a read handle's cost, then the thread sweep.
     let pool = validator::pool_of(&p, &w.utxos, txs);
     record(
@@ -205,6 +219,53 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
         record(&format!("validator_unit_{n}_threads_write"), (write_ns, written.round() as u64));
     }
     ctx.finish(Experiment::Components, &table, charts, section)
+}
+
+/// Seed 004's component row whose name ends with `(bench)`, ns.
+fn seed_component(bench: &str) -> Option<f64> {
+    seeds::COMPONENTS.iter().find(|r| r.component.ends_with(&format!("({bench})"))).map(|r| r.ns)
+}
+
+/// Seed 004's one-thread validation beside ours, per build: the same validation in the
+/// benchmark's thread and in a thread spawned for each.
+fn spawned_beside_seed(t: &Table) -> String {
+    let (Some(seed_here), Some(seed_spawned)) =
+        (seed_component("full_validation"), seed_component("full_validation_1_thread"))
+    else {
+        return String::new();
+    };
+    let claim = seeds::SEED_004_CLAIMS.iter().find(|c| c.what.starts_with("single threaded full validation"));
+    let mut s = format!(
+        "\n**One validation in a thread of its own, beside seed 004.** Seed 004's \
+         `full_validation_1_thread` ran its full validation in a thread spawned and joined per \
+         iteration (which also created the transaction there); its own two slopes give {} µs \
+         against {} µs in the benchmark's thread, {:+.1}%{}. Ours: `full_validation` in the \
+         benchmark's thread and `full_validation_spawned` in a scoped thread spawned and joined for \
+         each (the transaction is made beforehand).\n\n\
+         | | in the benchmark's thread (µs) | in a spawned thread (µs) | change |\n|---|---:|---:|---:|\n\
+         | seed 004 (secp256k1 ECDSA, JSON) | {} | {} | {:+.1}% |\n",
+        sig4(seed_spawned / 1e3),
+        sig4(seed_here / 1e3),
+        (seed_spawned / seed_here - 1.0) * 100.0,
+        claim.map_or(String::new(), |c| format!(" (printed: \"under performs … by about {}%\")", c.value)),
+        sig4(seed_here / 1e3),
+        sig4(seed_spawned / 1e3),
+        (seed_spawned / seed_here - 1.0) * 100.0,
+    );
+    for build in t.distinct("build") {
+        let ns = |name: &str| {
+            t.rows.iter().find(|r| r[0] == name && r[3] == build).and_then(|r| r[1].parse::<f64>().ok())
+        };
+        if let (Some(here), Some(spawned)) = (ns("full_validation"), ns("full_validation_spawned")) {
+            s.push_str(&format!(
+                "| ScaleChain, {build} (Ed25519, binary) | {} | {} | {:+.1}% |\n",
+                sig4(here / 1e3),
+                sig4(spawned / 1e3),
+                (spawned / here - 1.0) * 100.0
+            ));
+        }
+    }
+    s
 }
 
 /// Is `r` a row of the validator unit (not a per-transaction component)?
@@ -309,6 +370,7 @@ fn section(t: &Table) -> String {
         ));
         s.push_str(&unit.markdown(&["component", "ns", "iterations", "build"]));
     }
+    s.push_str(&spawned_beside_seed(t));
     s.push_str(&format!(
         "\n**Seed 004** ({}):\n\n| component | ns | note |\n|---|---:|---|\n",
         seeds::COMPONENTS_SOURCE
@@ -317,4 +379,29 @@ fn section(t: &Table) -> String {
         s.push_str(&format!("| {} | {} | {} |\n", r.component, sig4(r.ns), r.note));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(name: &str, ns: f64, build: &str) -> Vec<String> {
+        vec![name.into(), format!("{ns:.1}"), "1".into(), build.into(), "1".into(), "c".into(), "1".into()]
+    }
+
+    #[test]
+    fn the_spawned_thread_row_stands_beside_the_seeds_with_both_changes() {
+        let mut t = Table::new(COLUMNS);
+        t.push(row("full_validation", 20_000.0, "portable"));
+        t.push(row("full_validation_spawned", 50_000.0, "portable"));
+        t.push(row("full_validation", 10_000.0, "native"));
+        let s = spawned_beside_seed(&t);
+        // The seed's two slopes: 182.32 and 346.24 µs, +89.9%, and its printed 93.88%.
+        assert!(s.contains("| seed 004 (secp256k1 ECDSA, JSON) | 182.3 | 346.2 | +89.9% |"), "{s}");
+        assert!(s.contains("93.88%"), "{s}");
+        assert!(s.contains("| ScaleChain, portable (Ed25519, binary) | 20.00 | 50.00 | +150.0% |"), "{s}");
+        // A build without the spawned row has no line of its own.
+        assert!(!s.contains("ScaleChain, native"), "{s}");
+        assert!(section(&t).contains("One validation in a thread of its own"));
+    }
 }
