@@ -66,7 +66,8 @@ enum Cmd {
     /// and appends a section to DIR/report.md (see docs/STUDY.md).
     Study {
         /// tx-throughput, block-validation, speedup, hash, components, utxo-memory, voting,
-        /// propagation, pipeline, load, backend, signatures, contention, sync, scale, sim-check;
+        /// propagation, pipeline, load, backend, signatures, contention, sync, scale, sim-check,
+        /// profile;
         /// several separated by commas (run in that order); all; or replot (draw the figures
         /// again from the CSVs in --out, without measuring).
         experiment: String,

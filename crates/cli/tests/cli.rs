@@ -269,7 +269,7 @@ fn sigkill_during_import_recovers_and_resumes() {
 /// waiting on node processes' blocks), so the smoke test runs them side by side.
 const STUDY_GROUPS: [&str; 2] = [
     "tx-throughput,block-validation,speedup,hash,components,utxo-memory,voting,propagation,pipeline,load",
-    "backend,signatures,contention,sync,scale,sim-check",
+    "backend,signatures,contention,sync,scale,sim-check,profile",
 ];
 
 /// The file `name` in whichever of `dirs` holds it (the first when none does).
@@ -288,7 +288,7 @@ fn study_quick_smoke() {
     let dir = tempfile::tempdir().unwrap();
     let (out_a, out_b) = (dir.path().join("study-a"), dir.path().join("study-b"));
     let all: Vec<&str> = STUDY_GROUPS.iter().flat_map(|g| g.split(',')).collect();
-    assert_eq!(all.len(), 16, "every experiment once: {all:?}");
+    assert_eq!(all.len(), 17, "every experiment once: {all:?}");
     let runs: Vec<_> = STUDY_GROUPS
         .iter()
         .zip([&out_a, &out_b])
@@ -327,6 +327,7 @@ fn study_quick_smoke() {
         ("sync", "series,t_s,height,txs,tx_per_s,build,commit"),
         ("scale", "series,nodes,interval_s,compact,blocks,stale_pct,block_p50_ms,block_p90_ms"),
         ("sim-check", "series,placement,nodes,model,sim_p50_ms,real_p50_ms,sim_p90_ms,real_p90_ms"),
+        ("profile", "path,calls,avg_us,excl_us,max_us,total_ms,build,commit"),
     ] {
         let csv = std::fs::read_to_string(in_either(out, format!("{exp}.csv"))).unwrap();
         assert!(csv.starts_with(header), "{exp}: {}", csv.lines().next().unwrap_or(""));
@@ -346,6 +347,16 @@ fn study_quick_smoke() {
         assert!(svg.starts_with("<svg"), "{exp}.svg");
         assert!(report.contains(&format!("## `{exp}` (quick)")), "{exp} section missing");
     }
+    // profile: the miner offered each of the 1,001 to its pool once, and the report sets the
+    // span beside seed 001's function.
+    let csv = std::fs::read_to_string(in_either(out, "profile.csv")).unwrap();
+    let offers: u64 = csv
+        .lines()
+        .filter(|l| l.split(',').next().is_some_and(|p| p.ends_with("mempool.offer")))
+        .map(|l| l.split(',').nth(1).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(offers, 1_001, "{csv}");
+    assert!(report.contains("| AcceptToMemoryPoolWithTime | 11, 405 | 11, 447 |"), "{report}");
     let backend = std::fs::read_to_string(in_either(out, "backend.csv")).unwrap();
     assert_eq!(backend.lines().filter(|l| l.contains(",op ")).count(), 4, "{backend}");
     // tx-throughput: every mode at every n, and positive rates.

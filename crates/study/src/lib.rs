@@ -85,11 +85,13 @@ pub enum Experiment {
     Scale,
     /// How far to trust the simulator: the same scenario on real processes and simulated.
     SimCheck,
+    /// Seed 001 Tables 4 / 7 / 10: the node's function profile while it takes the 1,001.
+    Profile,
 }
 
 impl Experiment {
     /// Every experiment, in the order `all` runs them.
-    pub const ALL: [Experiment; 16] = [
+    pub const ALL: [Experiment; 17] = [
         Experiment::TxThroughput,
         Experiment::BlockValidation,
         Experiment::Speedup,
@@ -106,6 +108,7 @@ impl Experiment {
         Experiment::Sync,
         Experiment::Scale,
         Experiment::SimCheck,
+        Experiment::Profile,
     ];
 
     /// The command-line name (also the file stem of its outputs).
@@ -127,6 +130,7 @@ impl Experiment {
             Experiment::Sync => "sync",
             Experiment::Scale => "scale",
             Experiment::SimCheck => "sim-check",
+            Experiment::Profile => "profile",
         }
     }
 }
@@ -279,6 +283,7 @@ pub fn run(exp: Experiment, opts: Opts) -> Result<Table, StudyError> {
         Experiment::Sync => exp::sync::run(&ctx),
         Experiment::Scale => exp::scale::run(&ctx),
         Experiment::SimCheck => exp::sim_check::run(&ctx),
+        Experiment::Profile => exp::profile::run(&ctx),
     }
 }
 
@@ -310,6 +315,7 @@ pub fn replot(exp: Experiment, dir: &std::path::Path) -> Result<bool, StudyError
         Experiment::Sync => exp::sync::charts(&table),
         Experiment::Scale => exp::scale::charts(&table),
         Experiment::SimCheck => exp::sim_check::charts(&table),
+        Experiment::Profile => exp::profile::charts(&table),
     };
     plot::write_svg(&dir.join(format!("{}.svg", exp.name())), &charts)?;
     Ok(true)

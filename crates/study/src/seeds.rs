@@ -17,6 +17,8 @@
 
 /// File name of seed 000 ("Blockchain System for Scalability Study", McGill capstone, 2023).
 pub const SEED_000: &str = "000_2fd7bc2a54c4fdfa.txt";
+/// File name of seed 001 ("Performance profiling for FAB coin", T. Milev, 2018).
+pub const SEED_001: &str = "001_f407da228e90f582.txt";
 /// File name of seed 002 ("Performance Evaluation of Hashing Algorithms on Commodity Hardware").
 pub const SEED_002: &str = "002_1f8d50100ded282b.txt";
 /// File name of seed 003 ("Blockchain based remote voting system: A performance perspective",
@@ -53,6 +55,13 @@ pub const MACHINES: &[SeedMachine] = &[
         seed: SEED_000,
         description: "Thread-count study (section 2.3, Appendix C, Figures 5.2-5.4): the team's 5 machines, \
                       two with 2 cores, one with 4 cores, two with 8 cores; no further model details given.",
+    },
+    SeedMachine {
+        seed: SEED_001,
+        description: "Three machines (section 2): a workstation in the office in Markham, ON, Canada (where \
+                      the transactions were generated, Table 4) and two AWS instances, in London, UK \
+                      (Table 7) and Mumbai, India (Table 10); no CPU or instance type is given. Pings from \
+                      Canada about 200 ms to London and 350 ms to Mumbai.",
     },
     SeedMachine {
         seed: SEED_002,
@@ -893,6 +902,186 @@ pub const SEED_NO_SIGNATURES_THROUGHPUT_PCT: f64 = 18.0;
 pub const SEED_LOCK_ROWS: [(u64, f64, f64, f64, f64); 3] =
     [(50, 340.0, 367.0, 2.56, 2.23), (200, 316.4, 359.7, 3.6, 2.9), (500, 285.2, 340.0, 5.56, 4.12)];
 
+// ---------------------------------------------------------------------------------------------
+// Seed 001, the function profile (Tables 4, 7 and 10)
+// ---------------------------------------------------------------------------------------------
+
+/// Where [`PROFILE_ROWS`] and [`SEED_001_CLAIMS`] come from.
+pub const PROFILE_SOURCE: &str =
+    "seed 001_f407da228e90f582.txt, section 3: Table 4 (testNetNoDNS, the local \
+     machine that generated the 1,001 transactions; 33 min 34 s recorded), Table 7 (mainNet, London; 59 min \
+     15 s, 3 restarts) and Table 10 (mainNet, Mumbai; 1 h 2 min, 2 restarts). Columns: calls, average run \
+     time µs, run time excluding profiled callees µs. The text of Table 4 keeps only its two \
+     `generatetoaddress` rows and Table 10's is garbled: only the rows legible in it are given.";
+
+/// One row of seed 001's profile tables, as printed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ProfileRow {
+    /// The table: "Table 4", "Table 7" or "Table 10".
+    pub table: &'static str,
+    /// The call path, nested calls joined by " → " as the seed prints them.
+    pub path: &'static str,
+    /// The function the row is about (the path's last call).
+    pub function: &'static str,
+    /// "# calls".
+    pub calls: u64,
+    /// "Avg. run time μs".
+    pub avg_us: f64,
+    /// "Run time excl. subord." where printed.
+    pub excl_us: Option<f64>,
+}
+
+/// Seed 001's profile rows for the functions that have a counterpart in the node (admission,
+/// script and signature checks, the tip update, block assembly), as printed.
+pub const PROFILE_ROWS: &[ProfileRow] = &[
+    ProfileRow {
+        table: "Table 4",
+        path: "generatetoaddress → BlockAssembler::CreateNewBlock",
+        function: "CreateNewBlock",
+        calls: 210,
+        avg_us: 169.0,
+        excl_us: None,
+    },
+    ProfileRow {
+        table: "Table 4",
+        path: "generatetoaddress → PeerLogicValidation::UpdatedBlockTip",
+        function: "UpdatedBlockTip",
+        calls: 210,
+        avg_us: 7.0,
+        excl_us: None,
+    },
+    ProfileRow {
+        table: "Table 7",
+        path: "PeerLogicValidation::ProcessMessages → ProcessMessage → AcceptToMemoryPoolWithTime",
+        function: "AcceptToMemoryPoolWithTime",
+        calls: 11,
+        avg_us: 405.0,
+        excl_us: Some(8.0),
+    },
+    ProfileRow {
+        table: "Table 7",
+        path: "… → AcceptToMemoryPoolWithTime → AcceptToMemoryPoolWorker",
+        function: "AcceptToMemoryPoolWorker",
+        calls: 11,
+        avg_us: 397.0,
+        excl_us: Some(130.0),
+    },
+    ProfileRow {
+        table: "Table 7",
+        path: "… → AcceptToMemoryPoolWorker → VerifyScript",
+        function: "VerifyScript (in admission)",
+        calls: 42,
+        avg_us: 70.0,
+        excl_us: None,
+    },
+    ProfileRow {
+        table: "Table 7",
+        path: "VerifyScript",
+        function: "VerifyScript",
+        calls: 43_702,
+        avg_us: 174.0,
+        excl_us: None,
+    },
+    ProfileRow {
+        table: "Table 7",
+        path: "PeerLogicValidation::ProcessMessages → ProcessMessage → VerifyScript",
+        function: "VerifyScript (blocks)",
+        calls: 47_942,
+        avg_us: 168.0,
+        excl_us: None,
+    },
+    ProfileRow {
+        table: "Table 7",
+        path: "UpdateTip",
+        function: "UpdateTip",
+        calls: 6,
+        avg_us: 69.0,
+        excl_us: None,
+    },
+    ProfileRow {
+        table: "Table 7",
+        path: "… ProcessMessage → UpdateTip (the path's start is cut in the text)",
+        function: "UpdateTip (blocks)",
+        calls: 112_797,
+        avg_us: 47.0,
+        excl_us: None,
+    },
+    ProfileRow {
+        table: "Table 10",
+        path: "PeerLogicValidation::ProcessMessages → ProcessMessage → AcceptToMemoryPoolWithTime",
+        function: "AcceptToMemoryPoolWithTime",
+        calls: 11,
+        avg_us: 447.0,
+        excl_us: Some(10.0),
+    },
+    ProfileRow {
+        table: "Table 10",
+        path: "… → AcceptToMemoryPoolWithTime → AcceptToMemoryPoolWorker",
+        function: "AcceptToMemoryPoolWorker",
+        calls: 11,
+        avg_us: 438.0,
+        excl_us: Some(160.0),
+    },
+    ProfileRow {
+        table: "Table 10",
+        path: "… → AcceptToMemoryPoolWorker → VerifyScript",
+        function: "VerifyScript (in admission)",
+        calls: 42,
+        avg_us: 73.0,
+        excl_us: None,
+    },
+    ProfileRow {
+        table: "Table 10",
+        path: "VerifyScript",
+        function: "VerifyScript",
+        calls: 43_476,
+        avg_us: 177.0,
+        excl_us: None,
+    },
+    ProfileRow {
+        table: "Table 10",
+        path: "UpdateTip",
+        function: "UpdateTip",
+        calls: 4,
+        avg_us: 87.0,
+        excl_us: None,
+    },
+];
+
+/// The prose numbers of seed 001's profile, each with where it is stated.
+pub const SEED_001_CLAIMS: &[Claim] = &[
+    Claim {
+        what: "AcceptToMemoryPoolWithTime takes 436 microseconds to run on average (testNetNoDNS)",
+        value: 436.0,
+        unit: "us",
+        source: "seed 001_f407da228e90f582.txt, section 3.2 (about Table 4)",
+    },
+    Claim {
+        what: "total run time of AcceptToMemoryPool for the 1001 transactions, around 400 ms (397 ms latest)",
+        value: 397.0,
+        unit: "ms",
+        source: "seed 001_f407da228e90f582.txt, section 3.1",
+    },
+    Claim {
+        what: "UpdadeTip [sic] takes 52 microseconds to run on average",
+        value: 52.0,
+        unit: "us",
+        source: "seed 001_f407da228e90f582.txt, section 3.3.1",
+    },
+    Claim {
+        what: "VerifyScript average run speed ranging from about 160 (to about 180) microseconds",
+        value: 160.0,
+        unit: "us",
+        source: "seed 001_f407da228e90f582.txt, section 3.3.1",
+    },
+    Claim {
+        what: "VerifyScript average run speed ranging (from about 160) to about 180 microseconds",
+        value: 180.0,
+        unit: "us",
+        source: "seed 001_f407da228e90f582.txt, section 3.3.1",
+    },
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1014,12 +1203,12 @@ mod tests {
 
     #[test]
     fn claims_and_machines_are_well_formed() {
-        for c in SEED_000_CLAIMS.iter().chain(SEED_004_CLAIMS) {
+        for c in SEED_000_CLAIMS.iter().chain(SEED_001_CLAIMS).chain(SEED_004_CLAIMS) {
             assert!(c.value.is_finite() && c.value > 0.0, "{}", c.what);
             assert!(!c.what.is_empty() && !c.unit.is_empty());
             assert!(c.source.starts_with("seed "), "{}", c.source);
         }
-        for seed in [SEED_000, SEED_002, SEED_004] {
+        for seed in [SEED_000, SEED_001, SEED_002, SEED_004] {
             assert!(MACHINES.iter().any(|m| m.seed == seed), "{seed}");
         }
         for src in [
@@ -1032,8 +1221,12 @@ mod tests {
             COMPONENTS_SOURCE,
             VOTING_SOURCE,
             OPTIMISATIONS_SOURCE,
+            PROFILE_SOURCE,
         ] {
-            assert!([SEED_000, SEED_002, SEED_003, SEED_004].iter().any(|s| src.contains(s)), "{src}");
+            assert!(
+                [SEED_000, SEED_001, SEED_002, SEED_003, SEED_004].iter().any(|s| src.contains(s)),
+                "{src}"
+            );
         }
     }
 }

@@ -7,6 +7,7 @@ pub mod hash;
 pub mod load;
 pub mod optimise;
 pub mod pipeline;
+pub mod profile;
 pub mod propagation;
 pub mod scale;
 pub mod sim_check;

@@ -24,7 +24,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use scalechain_client::types::ArrivalJson;
+use scalechain_client::types::{ArrivalJson, ProfileControl, ProfilePath};
 use scalechain_client::Client;
 use scalechain_consensus::params::{devnet_premine_key, SigMode};
 use scalechain_consensus::{genesis_block, Params};
@@ -278,12 +278,15 @@ pub struct RunOpts {
     pub extra_blocks: u64,
     /// Interval of the arrival logs' polling.
     pub poll: Duration,
+    /// Record the submit node's function profile from the submission on
+    /// ([`RawRun::profile`]).
+    pub profile: bool,
 }
 
 impl RunOpts {
     /// This experiment's: one peer linked is enough, no extra blocks, 50 ms polls.
     pub fn propagation() -> RunOpts {
-        RunOpts { all_linked: false, extra_blocks: 0, poll: POLL }
+        RunOpts { all_linked: false, extra_blocks: 0, poll: POLL, profile: false }
     }
 }
 
@@ -303,6 +306,9 @@ pub struct RawRun {
     /// Cores the rest of the machine kept busy over the same span (this process, the relays,
     /// anything else running): how far the nodes had the machine to themselves.
     pub other_cores: f64,
+    /// The submit node's function profile (`GET /profile`) from the submission until the
+    /// 1,001 were confirmed everywhere, with [`RunOpts::profile`]; empty otherwise.
+    pub profile: Vec<ProfilePath>,
 }
 
 impl RawRun {
@@ -483,6 +489,11 @@ async fn measure(
     let refused = |i: usize, v: &scalechain_client::types::TxResult| {
         StudyError::Wrong(format!("transaction {i} of the workload refused: {:?} {:?}", v.reason, v.detail))
     };
+    if opts.profile {
+        // Statistics from the submission on only: the start-up's are forgotten.
+        let on = ProfileControl { enabled: Some(true), reset: true };
+        submit.profile_control(&on).await.map_err(api)?;
+    }
     let (ids, t0, cpu0, machine0) = match submission {
         Submission::Batch => {
             let (cpu0, machine0) = (cpu(), machine());
@@ -634,7 +645,20 @@ async fn measure(
     for ((_, c), log) in clients.iter().zip(&mut logs) {
         read_new(c, log).await?;
     }
-    Ok(RawRun { logs, ids, t0, cpu_ms_node, other_cores })
+    let mut profile = Vec::new();
+    if opts.profile {
+        const PAGE: usize = 1_000;
+        loop {
+            let after = profile.last().map(|p: &ProfilePath| p.path.clone());
+            let page = submit.profile(after.as_deref(), Some(PAGE)).await.map_err(api)?;
+            profile.extend(page.paths);
+            // At most ten pages: the node keeps a bounded number of paths.
+            if !page.more || profile.len() >= 10 * PAGE {
+                break;
+            }
+        }
+    }
+    Ok(RawRun { logs, ids, t0, cpu_ms_node, other_cores, profile })
 }
 
 /// The run's figures from the nodes' logs (the submit node first, the miner last).

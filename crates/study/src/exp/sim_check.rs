@@ -361,8 +361,12 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
             let mut sim: Vec<Vec<Observed>> = vec![Vec::new(); MODELS.len()];
             for r in 0..runs {
                 ctx.progress.set_message(format!("{} {n} nodes, run {}/{runs}", setting.label(), r + 1));
-                let opts =
-                    RunOpts { all_linked: true, extra_blocks, poll: std::time::Duration::from_millis(250) };
+                let opts = RunOpts {
+                    all_linked: true,
+                    extra_blocks,
+                    poll: std::time::Duration::from_millis(250),
+                    profile: false,
+                };
                 let raw = propagation::run_raw(&exe, n, &txs, p.hash, &setting.placement(), &opts)?;
                 real.push(from_real(&raw));
                 for (m, model) in MODELS.iter().enumerate() {
@@ -557,6 +561,7 @@ mod tests {
             t0: 1_000,
             cpu_ms_node: 7.0,
             other_cores: 0.1,
+            profile: Vec::new(),
         };
         let o = from_real(&raw);
         assert_eq!(o.txs, vec![Item { origin: 0, at_us: vec![Some(1_100), Some(1_400), Some(1_500)] }]);
