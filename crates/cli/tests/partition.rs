@@ -24,7 +24,10 @@ use scalechain_types::{Hash, HashKind, Tx};
 
 const EXE: &str = env!("CARGO_BIN_EXE_scalechain");
 
-/// How long the halves stay apart.
+/// How long the halves stay apart: well past the longest a dead link can go unnoticed (a ping
+/// sent up to `PING_INTERVAL`, 15 s, after the cut and unanswered for `PING_TIMEOUT`, 20 s;
+/// sooner where data sent across the cut meets the link time-out, 20 s), so both halves let
+/// their links across it go.
 const CUT: Duration = Duration::from_secs(60);
 /// Longest the network may take to settle on one chain after the heal.
 const SETTLE: Duration = Duration::from_secs(120);
@@ -80,7 +83,7 @@ fn fork_height(a: &Client, b: &Client) -> u64 {
 }
 
 #[test]
-fn halves_cut_apart_for_a_minute_heal_onto_the_heavier_chain_losing_nothing() {
+fn halves_cut_apart_heal_onto_the_heavier_chain_losing_nothing() {
     if !netns::is_root() || !have("ip", "-V") || !have("nft", "--version") {
         eprintln!("skipped: the partition needs root and the `ip` and `nft` programs (Debian: nftables)");
         return;
@@ -107,14 +110,32 @@ fn halves_cut_apart_for_a_minute_heal_onto_the_heavier_chain_losing_nothing() {
                 && CHAIN_B.iter().all(|n| linked(n, &CHAIN_A))
                 && chain_nodes.iter().all(|c| c.status().unwrap().height >= 3)
         });
-    if let Err(e) = r {
+    // What each node sees (for a failure's message): height, tip, linked nodes, counters.
+    let seen = || {
+        let mut out = String::new();
         for (n, c) in &clients {
-            let s = c.status().unwrap();
+            let Ok(s) = c.status() else {
+                out.push_str(&format!("\n{n}: no answer (frozen?)"));
+                continue;
+            };
             let peers: Vec<String> = c.peers().unwrap().iter().map(|p| p.peer_id.clone()).collect();
             let named: Vec<&str> = ids.iter().filter(|(_, id)| peers.contains(id)).map(|(n, _)| *n).collect();
-            eprintln!("{n}: height {} peers {named:?}", s.height);
+            let counters: Vec<String> =
+                ["p2p_ping_failures", "p2p_connection_errors", "peer_redials", "peer_penalties", "peer_bans"]
+                    .iter()
+                    .map(|k| format!("{k} {}", counter(c, &format!("scalechain_{k}_total"))))
+                    .collect();
+            out.push_str(&format!(
+                "\n{n}: height {} tip {} peers {named:?} {}",
+                s.height,
+                s.tip,
+                counters.join(", ")
+            ));
         }
-        panic!("{e}");
+        out
+    };
+    if let Err(e) = r {
+        panic!("{e}:{}", seen());
     }
 
     // Groups that name no host, or one host twice, are refused before anything changes.
@@ -193,7 +214,7 @@ fn halves_cut_apart_for_a_minute_heal_onto_the_heavier_chain_losing_nothing() {
     wait_until("a block across the healed cut", SETTLE, || {
         a.block(tip_b.tip.into()).is_ok() || b.block(tip_a.tip.into()).is_ok()
     })
-    .unwrap();
+    .unwrap_or_else(|e| panic!("{e}:{}", seen()));
     let crossed = healed.elapsed();
     // With the miners frozen nothing new is mined: the four peers must all take the heavier
     // half's chain, exactly as it was at the heal.
@@ -205,8 +226,7 @@ fn halves_cut_apart_for_a_minute_heal_onto_the_heavier_chain_losing_nothing() {
     signal("miner0", Sig::Resume);
     signal("miner1", Sig::Resume);
     if let Err(e) = on_winner {
-        let tips: Vec<Hash> = peers.iter().map(|c| c.status().unwrap().tip).collect();
-        panic!("{e}: the heavier half's tip is {}, the peers' {tips:?}", winner_tip.tip);
+        panic!("{e}: the heavier half's tip is {}:{}", winner_tip.tip, seen());
     }
     wait_until("all six chain nodes on one tip", SETTLE, || {
         let tips: HashSet<Hash> = chain_nodes.iter().map(|c| c.status().unwrap().tip).collect();

@@ -1,8 +1,9 @@
 //! Headers-first block sync as a state machine.
 //!
 //! A node learns peers' tips from their handshakes and from blocks they gossip. When a peer
-//! claims more height than the local tip, the node asks it for headers after a locator of its
-//! main chain, checks that they link up and meet their own targets, queues the hashes of the
+//! claims more height than the local tip — or as much, with a tip the node does not have (a
+//! branch of the same length, which may hold more work: two halves of a partition that healed
+//! at one height) — the node asks it for headers after a locator of its main chain, checks that they link up and meet their own targets, queues the hashes of the
 //! unknown blocks and fetches them in small batches from the peers that have them, re-asking
 //! elsewhere when a request times out or a peer leaves. Blocks themselves are validated by the
 //! chain; this module only decides what to ask and of whom.
@@ -74,6 +75,9 @@ pub struct SyncState<K> {
     cfg: SyncConfig,
     /// Peers' claimed tip heights.
     peers: BTreeMap<K, u64>,
+    /// Peers whose claimed tip the node did not have when they claimed it: at the node's own
+    /// height they are asked for headers too. Cleared when their headers bring nothing new.
+    other_branch: BTreeSet<K>,
     header_req: Option<(K, u64)>,
     /// Blocks to fetch, by download order (the order their headers came in: parents first).
     queue: BTreeMap<u64, Hash>,
@@ -89,6 +93,7 @@ impl<K: Eq + Clone + Ord> SyncState<K> {
         SyncState {
             cfg,
             peers: BTreeMap::new(),
+            other_branch: BTreeSet::new(),
             header_req: None,
             queue: BTreeMap::new(),
             queued: BTreeMap::new(),
@@ -103,9 +108,22 @@ impl<K: Eq + Clone + Ord> SyncState<K> {
         *e = (*e).max(height);
     }
 
+    /// Whether the tip `peer` claims (in its handshake) is one the node lacks. A peer at the
+    /// node's own height with such a tip is on another branch of equal length: the node asks it
+    /// for headers as it would a taller peer, and the chain keeps whichever branch has more
+    /// work.
+    pub fn peer_tip_unknown(&mut self, peer: K, unknown: bool) {
+        if unknown {
+            self.other_branch.insert(peer);
+        } else {
+            self.other_branch.remove(&peer);
+        }
+    }
+
     /// A peer left: its requests are re-queued.
     pub fn peer_gone(&mut self, peer: &K) {
         self.peers.remove(peer);
+        self.other_branch.remove(peer);
         self.header_failed(peer);
         let lost: Vec<Hash> =
             self.inflight.iter().filter(|(_, f)| f.peer == *peer).map(|(h, _)| *h).collect();
@@ -194,11 +212,12 @@ impl<K: Eq + Clone + Ord> SyncState<K> {
         out
     }
 
-    /// The peer claiming the most height above `above` (ties: the smallest key).
+    /// The peer claiming the most height above `above`, or as much with a tip the node lacks
+    /// (ties: the smallest key).
     fn best_peer(&self, above: u64) -> Option<K> {
         self.peers
             .iter()
-            .filter(|(_, h)| **h > above)
+            .filter(|(k, h)| **h > above || (**h == above && self.other_branch.contains(*k)))
             .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
             .map(|(k, _)| k.clone())
     }
@@ -213,7 +232,11 @@ impl<K: Eq + Clone + Ord> SyncState<K> {
         known: impl Fn(&Hash) -> bool,
     ) -> Result<usize, Offence> {
         self.header_failed(peer);
-        let Some(first) = headers.first() else { return Ok(0) };
+        let Some(first) = headers.first() else {
+            // Nothing after our locator: the peer's branch is not longer than ours after all.
+            self.other_branch.remove(peer);
+            return Ok(0);
+        };
         if !known(&first.prev_hash) {
             return Err(Offence::BadHeaders);
         }
@@ -231,6 +254,11 @@ impl<K: Eq + Clone + Ord> SyncState<K> {
             self.peer_tip(peer.clone(), last.height);
         }
         let mut added = 0;
+        // Headers that bring nothing new end the interest in the peer's other branch (it was
+        // fetched, or it was ours after all); new ones keep it until they are fetched.
+        if hashes.iter().all(&known) {
+            self.other_branch.remove(peer);
+        }
         for h in hashes {
             if self.queue.len() >= MAX_QUEUED {
                 break;
@@ -268,10 +296,11 @@ impl<K: Eq + Clone + Ord> SyncState<K> {
             }
         }
         if !missing.is_empty() {
-            // The peer does not have them after all: stop counting on its height.
+            // The peer does not have them after all: stop counting on its height or branch.
             if let Some(t) = self.peers.get_mut(peer) {
                 *t = 0;
             }
+            self.other_branch.remove(peer);
             self.requeue(&missing);
         }
     }
@@ -346,6 +375,42 @@ mod tests {
             s.on_block(h);
         }
         assert!(!s.busy());
+    }
+
+    #[test]
+    fn a_peer_at_our_height_on_another_branch_is_asked_for_headers_until_they_bring_nothing_new() {
+        let (headers, hashes) = mined(5);
+        let genesis = hashes[0];
+        let mut s = SyncState::new(SyncConfig::default());
+        // Both peers at our height 5: "a" with our tip, "b" with one we lack.
+        s.peer_tip("a", 5);
+        s.peer_tip_unknown("a", false);
+        s.peer_tip("b", 5);
+        s.peer_tip_unknown("b", true);
+        let acts = s.tick(0, 5, || vec![genesis]);
+        assert!(matches!(&acts[..], [Action::GetHeaders("b", _)]), "{acts:?}");
+        // Its branch: queued and fetched; the interest stays until headers bring nothing new.
+        assert_eq!(s.on_headers(&"b", &headers, HashKind::Sha256, |h| *h == genesis).unwrap(), 5);
+        for h in &hashes[1..] {
+            s.on_block(h);
+        }
+        let acts = s.tick(1, 5, || vec![genesis]);
+        assert!(matches!(&acts[..], [Action::GetHeaders("b", _)]), "{acts:?}");
+        let all: BTreeSet<Hash> = hashes.iter().copied().collect();
+        assert_eq!(s.on_headers(&"b", &headers, HashKind::Sha256, |h| all.contains(h)).unwrap(), 0);
+        assert!(s.tick(2, 5, || unreachable!()).is_empty(), "nothing new: no more asks");
+        // An empty answer ends it too; a peer that leaves is forgotten.
+        s.peer_tip_unknown("b", true);
+        assert_eq!(s.tick(3, 5, || vec![genesis]).len(), 1);
+        assert_eq!(s.on_headers(&"b", &[], HashKind::Sha256, |_| true).unwrap(), 0);
+        assert!(s.tick(4, 5, || unreachable!()).is_empty());
+        s.peer_tip_unknown("b", true);
+        s.peer_gone(&"b");
+        assert!(s.tick(5, 5, || unreachable!()).is_empty());
+        // A peer below our height is never asked, whatever its tip.
+        s.peer_tip("c", 4);
+        s.peer_tip_unknown("c", true);
+        assert!(s.tick(6, 5, || unreachable!()).is_empty());
     }
 
     #[test]

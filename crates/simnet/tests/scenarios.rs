@@ -147,7 +147,11 @@ fn a_late_node_syncs_headers_first_and_a_restarted_node_catches_up() {
 /// network must settle on one chain holding every accepted transaction, nobody penalised.
 /// `compact`: blocks travel as compact blocks (the default) or whole.
 fn fork_and_settle(compact: bool) -> (Sim, [NodeId; 4]) {
-    let mut cfg = SimConfig::devnet(31);
+    // A history in which the miners fork and the losing blocks' transactions are readmitted,
+    // with either block encoding (the assertions below check that it still is one: a change of
+    // the protocol's timing can make another seed necessary).
+    const SEED: u64 = 14;
+    let mut cfg = SimConfig::devnet(SEED);
     cfg.compact_blocks = compact;
     let mut sim = Sim::new(cfg);
     let (m1, p1) = (sim.add_node(Role::Miner), sim.add_node(Role::Peer));
@@ -159,7 +163,7 @@ fn fork_and_settle(compact: bool) -> (Sim, [NodeId; 4]) {
         sim.set_latency(a, b, 900);
     }
     sim.connect_all();
-    let mut load = Load::new(&sim.config().params, sim.config().sig, 31);
+    let mut load = Load::new(&sim.config().params, sim.config().sig, SEED);
     drive_load(&mut sim, &mut load, &[p2], 20, 30);
     assert!(sim.disconnected_blocks() > 0, "no reorganisation: the miners never forked (compact {compact})");
     // Close the gap and leave one miner: the network settles on one chain.

@@ -333,6 +333,7 @@ impl<K: Ord + Clone + std::hash::Hash + std::fmt::Debug> Protocol<K> {
     /// mempool (neither side a bootstrap node, once per connection).
     fn learn(&mut self, now_ms: u64, peer: &K, h: &Hello, chain: &impl ChainView) {
         self.sync.peer_tip(peer.clone(), h.tip_height);
+        self.sync.peer_tip_unknown(peer.clone(), !chain.has_block(&h.tip_hash));
         let height = self.sync.peer_height(peer).unwrap_or(h.tip_height);
         let pool_sync =
             self.cfg.role != Role::Bootstrap && h.role != Role::Bootstrap && self.cfg.pool_sync.max_txs > 0;

@@ -92,13 +92,14 @@ fn out(p: &mut Protocol<u32>) -> Vec<Output<u32>> {
     p.drain().collect()
 }
 
+/// A handshake claiming the tip at `height` of the chain every `Fake` is a prefix of.
 fn hello(chain: Hash, height: u64, role: Role) -> Hello {
     Hello {
         version: PROTOCOL_VERSION,
         chain_id: chain,
         role,
         tip_height: height,
-        tip_hash: Hash([1; 32]),
+        tip_hash: mined(height as usize).1[height as usize],
         agent: "x".into(),
     }
 }
@@ -1338,4 +1339,17 @@ fn a_block_from_a_clock_hours_ahead_is_held_unpunished_and_the_peers_median_offs
         o,
         vec![Event::Clock { median_offset_ms: (bound + 60_000) as i64, peers: 3, out_of_bound: true }]
     );
+}
+
+#[test]
+fn a_peer_at_our_height_with_a_tip_we_lack_is_asked_for_headers() {
+    let chain = Fake::new(3);
+    let mut p = machine(Role::Peer);
+    // Peer 1 holds our tip; peer 2 another block at our height (a branch of equal length).
+    connect(&mut p, &chain, 1, Some(hello(CHAIN, 3, Role::Peer)));
+    connect(&mut p, &chain, 2, Some(Hello { tip_hash: Hash([7; 32]), ..hello(CHAIN, 3, Role::Peer) }));
+    out(&mut p);
+    p.step(0, Input::Tick, &chain);
+    let r = requests(&out(&mut p));
+    assert!(matches!(&r[..], [(2, _, Request::GetHeaders { .. })]), "{r:?}");
 }
