@@ -5,7 +5,10 @@
 //! - `election`: the EA's keys into `--ea-dir` (secret file mode 0600), the election published;
 //! - `register`: the EA's registration token for a voter's public key (offline), at most the
 //!   election's maximum of voters (listed in `--ea-dir`);
+//! - `register --package-dir`: fresh voter keys, registered, one voter package each (what the
+//!   explorer's booth opens);
 //! - `cast`: a voter's encrypted ballot with its proofs and signature, submitted;
+//! - `audit`: anyone's check of a ballot audited in the booth (it opens to the shown choice);
 //! - `tally`: the election's ballots read from the chain's state, added, decrypted with proofs,
 //!   the result file written;
 //! - `verify`: anyone's check of a result file against the chain's ballots (exit 1 if wrong).
@@ -40,6 +43,7 @@ use scalechain_types::{Hash, HashKind, Scheme, SecretKey};
 use scalechain_voting::app::{
     ballots_prefix, check_ballot, election_key, CastBallot, Election, Message, SchemeKey, VOTE_KIND,
 };
+use scalechain_voting::booth::{BallotAudit, BoothFileError, VoterPackage};
 use scalechain_voting::tally::{self, EaKeys, StoredBallot, TallyError, TallyResult};
 use scalechain_voting::{elgamal, paillier, Statement};
 
@@ -151,14 +155,24 @@ pub enum VoteCmd {
         fee_rate: u64,
     },
     /// As the election authority: the registration token of a voter (offline); prints it. At
-    /// most `--voters-max` voters get one (a voter registered again gets the same token).
+    /// most `--voters-max` voters get one (a voter registered again gets the same token). With
+    /// `--package-dir DIR --count N` instead: N fresh voter keys, each registered, and one voter
+    /// package per voter written into DIR (key, token and election id: the file the browser
+    /// booth opens); prints each file and its voter's public key.
     Register {
         /// The EA's directory.
         #[arg(long)]
         ea_dir: PathBuf,
-        /// The voter's Ed25519 public key, hex.
-        #[arg(long)]
-        voter_pubkey: String,
+        /// The voter's Ed25519 public key, hex (the voter keeps the key: `vote keygen`).
+        #[arg(long, required_unless_present = "package_dir", conflicts_with = "package_dir")]
+        voter_pubkey: Option<String>,
+        /// Where to write the voter packages (created; each file mode 0600, named
+        /// voter-0001.json and on; existing files are not overwritten).
+        #[arg(long, requires = "count")]
+        package_dir: Option<PathBuf>,
+        /// How many voters to make packages for.
+        #[arg(long, requires = "package_dir")]
+        count: Option<u64>,
     },
     /// As a voter: cast an encrypted ballot; prints the txid.
     // `--token` is the voter's registration token here: the node's token is `--api-token`.
@@ -178,6 +192,16 @@ pub enum VoteCmd {
         /// The EA's registration token, hex.
         #[arg(long = "token", value_name = "TOKEN")]
         registration: String,
+    },
+    /// Anyone: check an audited ballot (the file the booth saves when a voter audits instead of
+    /// casting): its proofs verify for its voter and election, and its ciphertexts open with the
+    /// revealed randomness to the shown choice (exit 1 if not).
+    Audit {
+        #[command(flatten)]
+        node: VoteNodeOpts,
+        /// The audit file.
+        #[arg(long)]
+        audit: PathBuf,
     },
     /// As the election authority: tally the chain's ballots once the window has closed, decrypt
     /// with proofs, print the counts and write the result file.
@@ -242,7 +266,12 @@ pub fn run(cmd: VoteCmd) -> Result<(), Fail> {
             let pay = Payer { wallet, passphrase_file, fee_rate };
             election(&node, &ea_dir, &e, &pay)
         }
-        VoteCmd::Register { ea_dir, voter_pubkey } => register(&ea_dir, &voter_pubkey),
+        VoteCmd::Register { ea_dir, voter_pubkey, package_dir, count } => match (voter_pubkey, package_dir) {
+            (Some(pk), _) => register(&ea_dir, &pk),
+            (None, Some(out)) => register_packages(&ea_dir, &out, count.unwrap_or(0)),
+            (None, None) => Err(usage("register: give --voter-pubkey, or --package-dir and --count")),
+        },
+        VoteCmd::Audit { node, audit } => audit_cmd(&node, &audit),
         VoteCmd::Cast { node, election, choice, voter_key, registration } => {
             cast(&node, &election, choice, &voter_key, &registration)
         }
@@ -703,17 +732,99 @@ impl<'a> Written<'a> {
     }
 }
 
-fn register(dir: &Path, voter_pubkey: &str) -> Result<(), Fail> {
-    let voter = hex_array::<32>("voter public key", voter_pubkey)?;
+/// The EA's keys and election from `dir`, checked to belong together, and the election's
+/// maximum of voters.
+fn ea_election(dir: &Path) -> Result<(EaKeys, Election, HashKind, u64), Fail> {
     let keys = ea_keys(dir)?;
     let (e, kind) = election_file(dir)?;
     if !keys.runs(&e) {
         return Err(usage(format!("the keys in {} are not those of its election", dir.display())));
     }
     let max = e.voters().map_err(|x| usage(format!("{}: {x}", dir.join(ELECTION_FILE).display())))?;
+    Ok((keys, e, kind, max))
+}
+
+fn register(dir: &Path, voter_pubkey: &str) -> Result<(), Fail> {
+    let voter = hex_array::<32>("voter public key", voter_pubkey)?;
+    let (keys, e, kind, max) = ea_election(dir)?;
     enrol(&dir.join(REGISTRY_FILE), &voter, max)?;
     println!("{}", hex::encode(keys.register(kind, &e.id(kind), &voter)));
     Ok(())
+}
+
+/// `count` fresh voters, each registered (within the election's maximum) and given a voter
+/// package in `out`: `voter-0001.json` and on, the first numbers whose files do not exist.
+fn register_packages(dir: &Path, out: &Path, count: u64) -> Result<(), Fail> {
+    if count == 0 {
+        return Err(usage("--count: at least 1 voter"));
+    }
+    let (keys, e, kind, max) = ea_election(dir)?;
+    let registry = dir.join(REGISTRY_FILE);
+    let listed = match std::fs::read_to_string(&registry) {
+        Ok(text) => text.lines().filter(|l| !l.trim().is_empty()).count() as u64,
+        Err(x) if x.kind() == std::io::ErrorKind::NotFound => 0,
+        Err(x) => return Err(usage(format!("{}: {x}", registry.display()))),
+    };
+    if listed.saturating_add(count) > max {
+        return Err(Fail(
+            1,
+            format!(
+                "--count {count}: the election counts at most {max} voters and {} lists {listed} \
+                 registered already: room for {} (the chain would refuse the ballot past the \
+                 maximum, vote-election-full)",
+                registry.display(),
+                max.saturating_sub(listed)
+            ),
+        ));
+    }
+    std::fs::create_dir_all(out).map_err(|x| usage(format!("creating {}: {x}", out.display())))?;
+    let id = e.id(kind);
+    let mut number = 0u64;
+    for _ in 0..count {
+        let path = loop {
+            number += 1;
+            let p = out.join(format!("voter-{number:04}.json"));
+            if !p.exists() {
+                break p;
+            }
+        };
+        let seed = random_seed()?;
+        let voter = pk32(&SecretKey::from_seed(Scheme::Ed25519, seed));
+        enrol(&registry, &voter, max)?;
+        let package =
+            VoterPackage { election: id, hash: kind, seed, token: keys.register(kind, &id, &voter) };
+        create_file(&path, &package.to_json(), true)?;
+        println!("{} {}", path.display(), hex::encode(voter));
+    }
+    eprintln!(
+        "{count} voter packages for election {id} in {} (each holds its voter's secret key: hand \
+         each to its voter only; the booth is at /explorer/election/{id}/booth on a node's API \
+         address)",
+        out.display()
+    );
+    Ok(())
+}
+
+fn audit_cmd(node: &VoteNodeOpts, path: &Path) -> Result<(), Fail> {
+    let at = |x: BoothFileError| usage(format!("{}: {x}", path.display()));
+    let audit = BallotAudit::from_json(&read_small(path)?).map_err(at)?;
+    let api = Api::connect(node, "--token")?;
+    let e = api.election(&audit.election)?;
+    match audit.check(api.kind, &e) {
+        Ok(choice) => {
+            println!(
+                "ok: ballot {} of election {} encrypts a vote for candidate {choice} only: its \
+                 proofs verify for voter {}, and its ciphertexts open with the revealed randomness \
+                 (an audited ballot is never cast)",
+                audit.tracker,
+                audit.election,
+                hex::encode(audit.voter_key)
+            );
+            Ok(())
+        }
+        Err(x @ BoothFileError::Fails(_)) => Err(Fail(1, format!("{}: {x}", path.display()))),
+        Err(x) => Err(at(x)),
+    }
 }
 
 /// Lists `voter` in the registry file `path` (created if missing), unless it is there already,

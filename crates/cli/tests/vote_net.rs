@@ -13,6 +13,12 @@
 //! election's maximum: `register` gives no token past it, and the chain refuses the ballot
 //! past it even with a token minted from a copy of the keys; a voter's second ballot is told
 //! whose ballot waits in the mempool, then that the voter has voted.
+//!
+//! The browser booth (`a_whole_election_through_the_booth_in_a_browser`): voter packages from
+//! `vote register --package-dir`, 20 voters casting through the explorer's booth page in headless
+//! Chromium (one audits first, checked by the page and by `vote audit`), a second ballot and a
+//! token for another key refused in words, bad input answered with messages, every tracker on
+//! the bulletin board, the tally verified on the election's page and equal to the choices.
 #![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
@@ -138,25 +144,26 @@ fn verify_in_a_browser(api: &str, id: &str, result: &Path) {
             "return location.pathname.startsWith('/explorer/election/');",
         )
         .await;
-        c.find(Locator::Css("#result-file"))
-            .await
-            .unwrap()
-            .send_keys(result.to_str().unwrap())
-            .await
-            .unwrap();
-        browser::until(
-            &c,
-            Duration::from_secs(60),
-            "the verdict",
-            "return document.querySelector('#verdict') !== null;",
-        )
-        .await;
-        let verdict = browser::text(&c, "#verdict").await;
+        let verdict = verdict_of(&c, result).await;
         assert!(verdict.contains("Verified.") && verdict.contains("decryption proofs"), "{verdict}");
         c.execute("document.getElementById('verify-result').scrollIntoView();", vec![]).await.unwrap();
         browser::shot(&c, "election").await;
         c.close().await.unwrap();
     });
+}
+
+/// On an election's page: the result file `result` chosen in its verify box; the verdict's text.
+async fn verdict_of(c: &fantoccini::Client, result: &Path) -> String {
+    use fantoccini::Locator;
+    c.find(Locator::Css("#result-file")).await.unwrap().send_keys(result.to_str().unwrap()).await.unwrap();
+    browser::until(
+        c,
+        Duration::from_secs(60),
+        "the verdict",
+        "return document.querySelector('#verdict') !== null;",
+    )
+    .await;
+    browser::text(c, "#verdict").await
 }
 
 fn vote(args: &[&str]) -> Output {
@@ -628,4 +635,325 @@ fn the_ballot_past_an_elections_maximum_is_refused_and_the_tally_holds() {
     assert!(stdout.contains("1 ballots"), "{stdout}");
     assert_eq!(v["counts"], serde_json::json!([1, 0]), "{v}");
     assert!(Instant::now() < deadline, "the test took more than 180 s");
+}
+
+/// What the booth's page says once `id`'s element has a verdict: `(passed, text)`.
+async fn booth_verdict(c: &fantoccini::Client, id: &str, what: &str) -> (bool, String) {
+    browser::until(
+        c,
+        Duration::from_secs(30),
+        what,
+        &format!(
+            "const e = document.getElementById('{id}'); \
+             return e.classList.contains('pass') || e.classList.contains('fail');"
+        ),
+    )
+    .await;
+    let pass = c
+        .execute(&format!("return document.getElementById('{id}').classList.contains('pass');"), vec![])
+        .await
+        .unwrap();
+    (pass == serde_json::json!(true), browser::text(c, &format!("#{id}")).await)
+}
+
+/// Goes to `url` and records, from then on, what the page's scripts leave uncaught (errors and
+/// rejected promises), for [`no_page_errors`].
+async fn watched(c: &fantoccini::Client, url: &str) {
+    c.goto(url).await.unwrap();
+    c.execute(
+        "window.__uncaught = []; \
+         addEventListener('error', (e) => window.__uncaught.push(String(e.message))); \
+         addEventListener('unhandledrejection', (e) => window.__uncaught.push(String(e.reason)));",
+        vec![],
+    )
+    .await
+    .unwrap();
+}
+
+/// Nothing the page's scripts did since [`watched`] went uncaught.
+async fn no_page_errors(c: &fantoccini::Client, what: &str) {
+    let errors = c.execute("return window.__uncaught;", vec![]).await.unwrap();
+    assert_eq!(errors, serde_json::json!([]), "{what}: uncaught in the page");
+}
+
+/// Opens the booth of election `id` and loads the voter package `package` (a file).
+async fn booth_load(c: &fantoccini::Client, base: &str, id: &str, package: &Path) -> (bool, String) {
+    use fantoccini::Locator;
+    watched(c, &format!("{base}/explorer/election/{id}/booth")).await;
+    c.find(Locator::Css("#package-file")).await.unwrap().send_keys(package.to_str().unwrap()).await.unwrap();
+    booth_verdict(c, "package-state", "the package read").await
+}
+
+/// Is the booth's element `id` hidden?
+async fn hidden(c: &fantoccini::Client, id: &str) -> bool {
+    let script = format!("return document.getElementById('{id}').hidden;");
+    c.execute(&script, vec![]).await.unwrap() == serde_json::json!(true)
+}
+
+/// Chooses `choice` and encrypts; returns the tracker the page shows.
+async fn booth_encrypt(c: &fantoccini::Client, choice: usize) -> String {
+    use fantoccini::Locator;
+    c.find(Locator::Css(&format!("#choice-{choice}"))).await.unwrap().click().await.unwrap();
+    c.find(Locator::Css("#encrypt")).await.unwrap().click().await.unwrap();
+    browser::until(
+        c,
+        Duration::from_secs(30),
+        "the ballot encrypted",
+        "return !document.getElementById('step-seal').hidden;",
+    )
+    .await;
+    browser::text(c, "#tracker").await
+}
+
+/// Casts the encrypted ballot: the verdict.
+async fn booth_cast(c: &fantoccini::Client) -> (bool, String) {
+    use fantoccini::Locator;
+    c.find(Locator::Css("#cast")).await.unwrap().click().await.unwrap();
+    booth_verdict(c, "verdict", "the node's verdict").await
+}
+
+/// A whole election through the explorer's booth in headless Chromium (required in CI): the EA
+/// publishes with `vote election` and writes 21 voter packages with `vote register
+/// --package-dir`; 20 voters cast through the booth page — the first audits a ballot first (the
+/// page checks it, `vote audit` checks it, and a tampered audit fails), then casts a fresh one —;
+/// that voter casts again and is refused in words; a package holding a token for another key is
+/// refused before anything is sent; bad input (a key that is not one, an unknown election, a node
+/// that is down) gets a message. Every tracker is on the bulletin board, the EA tallies with
+/// `vote tally`, the election's page verifies the result, and the counts are the choices made.
+#[test]
+fn a_whole_election_through_the_booth_in_a_browser() {
+    use fantoccini::Locator;
+    let Some(d) = browser::driver() else { return };
+    let began = Instant::now();
+    let Setup { deadline, tmp, mut _net, api, node, wallet, pass, .. } = setup(240);
+    let height = || node.status().unwrap().height;
+    let ea = tmp.path().join("ea");
+    let ea_s = ea.to_str().unwrap();
+    // The election enters the next block; ballots from the one after. The window leaves the
+    // voters' part of this test about 40 blocks (one a second on a devnet).
+    let start = height() + 2;
+    let end = start + 40;
+    let args = election_args(&api, (&wallet, &pass), ea_s, ("elgamal", 3, 25), (start, end));
+    let id = vote_ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let packages = tmp.path().join("packages");
+    let out =
+        vote(&["register", "--ea-dir", ea_s, "--package-dir", packages.to_str().unwrap(), "--count", "21"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let listed = String::from_utf8_lossy(&out.stdout).lines().count();
+    assert_eq!(listed, 21, "one line per package");
+    let package = |i: usize| packages.join(format!("voter-{i:04}.json"));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(package(1)).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "a voter package holds a secret key");
+    }
+    // Past the election's maximum (25): no more packages, none written.
+    let out =
+        vote(&["register", "--ea-dir", ea_s, "--package-dir", packages.to_str().unwrap(), "--count", "5"]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("room for 4"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read_dir(&packages).unwrap().count(), 21);
+    // Bad input for the booth: a package whose key is not one, one naming an election that does
+    // not exist, one whose token is another voter's.
+    let text = |i: usize| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(package(i)).unwrap()).unwrap()
+    };
+    let mut broken = text(21);
+    let secret = broken["voter_key"].as_str().unwrap().to_string();
+    broken["voter_key"] = serde_json::json!(format!("{}q{}", &secret[..10], &secret[11..]));
+    let broken_file = tmp.path().join("broken.json");
+    std::fs::write(&broken_file, broken.to_string()).unwrap();
+    let mut stranger = text(21);
+    stranger["token"] = text(20)["token"].clone();
+    let mut unknown = text(21);
+    unknown["election"] = serde_json::json!("ab".repeat(32));
+    let unknown_file = tmp.path().join("unknown.json");
+    std::fs::write(&unknown_file, unknown.to_string()).unwrap();
+    wait_until("the election in a block", deadline, || app_value(&node, &format!("65{id}")).is_ok());
+    wait_until("the window to open", deadline, || height() + 1 >= start);
+
+    let choices: Vec<usize> = (0..20).map(|i| [0, 1, 2, 2, 1, 2, 1][i % 7]).collect();
+    let mut expected = [0u64; 3];
+    let base = format!("http://{api}");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let trackers = rt.block_on(async {
+        let c = browser::browser(&d, false).await;
+        // The election's page leads to its booth.
+        c.goto(&format!("{base}/explorer/election/{id}")).await.unwrap();
+        c.find(Locator::Css("#booth-link")).await.unwrap().click().await.unwrap();
+        let ten = Duration::from_secs(10);
+        browser::until(&c, ten, "the booth", "return location.pathname.endsWith('/booth');").await;
+        let read = "return document.getElementById('booth-election').textContent.includes('3 candidates');";
+        browser::until(&c, ten, "the booth reads its election", read).await;
+
+        // An election that does not exist: the explorer's 404 page; a package naming one: a message.
+        c.goto(&format!("{base}/explorer/election/{}/booth", "ab".repeat(32))).await.unwrap();
+        assert!(browser::text(&c, "#error-message").await.contains("no election"));
+        watched(&c, &format!("{base}/explorer/booth")).await;
+        let input = c.find(Locator::Css("#package-file")).await.unwrap();
+        input.send_keys(unknown_file.to_str().unwrap()).await.unwrap();
+        let (ok, said) = booth_verdict(&c, "package-state", "the unknown election named").await;
+        assert!(!ok && said.contains("no election") && said.contains(&"ab".repeat(32)), "{said}");
+        no_page_errors(&c, "an unknown election").await;
+        // A key that is not one: named, not echoed.
+        let (ok, said) = booth_load(&c, &base, &id, &broken_file).await;
+        assert!(!ok && said.contains("voter_key") && said.contains("character 11 of 64"), "{said}");
+        assert!(!said.contains(&secret[..8]), "the secret key is never shown: {said}");
+        no_page_errors(&c, "a key that is not one").await;
+        browser::shot(&c, "booth-bad-key").await;
+        // A token for another key: refused in the page, nothing sent (no choice is offered).
+        c.execute("document.querySelector('#booth details').open = true;", vec![]).await.unwrap();
+        c.find(Locator::Css("#package-text")).await.unwrap().send_keys(&stranger.to_string()).await.unwrap();
+        c.find(Locator::Css("#package-load")).await.unwrap().click().await.unwrap();
+        let (ok, said) = booth_verdict(&c, "package-state", "the stranger's token refused").await;
+        assert!(!ok && said.contains("not valid for its voter key"), "{said}");
+        assert!(said.contains("nothing was sent"), "{said}");
+        assert!(hidden(&c, "step-choose").await, "no choice offered");
+        no_page_errors(&c, "a token for another key").await;
+        browser::shot(&c, "booth-other-token").await;
+
+        // Twenty voters; the first audits before casting.
+        let mut trackers = Vec::new();
+        for (i, &choice) in choices.iter().enumerate() {
+            let (ok, said) = booth_load(&c, &base, &id, &package(i + 1)).await;
+            assert!(ok, "voter {}: {said}", i + 1);
+            let mut tracker = booth_encrypt(&c, choice).await;
+            if i == 0 {
+                browser::shot(&c, "booth").await;
+                c.find(Locator::Css("#audit")).await.unwrap().click().await.unwrap();
+                let (ok, said) = booth_verdict(&c, "audit-verdict", "the audit").await;
+                assert!(ok && said.contains(&format!("Candidate {choice} only")), "{said}");
+                browser::shot(&c, "booth-audit").await;
+                let audit = "return document.getElementById('audit-json').value;";
+                let audit = c.execute(audit, vec![]).await.unwrap();
+                let audit_file = tmp.path().join("audit.json");
+                std::fs::write(&audit_file, audit.as_str().unwrap()).unwrap();
+                let said = vote_ok(&["audit", "--api", &api, "--audit", audit_file.to_str().unwrap()]);
+                assert!(said.contains(&format!("candidate {choice} only")), "{said}");
+                assert!(said.contains(&tracker), "{said}");
+                // The same ballot said to be for another candidate: the check fails.
+                let mut lie: serde_json::Value = serde_json::from_str(audit.as_str().unwrap()).unwrap();
+                lie["choice"] = serde_json::json!((choice + 1) % 3);
+                std::fs::write(&audit_file, lie.to_string()).unwrap();
+                let out = vote(&["audit", "--api", &api, "--audit", audit_file.to_str().unwrap()]);
+                assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
+                // The audited ballot is gone: casting needs a fresh one.
+                assert!(hidden(&c, "step-seal").await, "the audited ballot cannot be cast");
+                let audited = tracker;
+                tracker = booth_encrypt(&c, choice).await;
+                assert_ne!(tracker, audited, "a fresh ballot");
+                trackers.push(audited);
+            }
+            let (ok, said) = booth_cast(&c).await;
+            assert!(ok && said.contains("Accepted"), "voter {}: {said}", i + 1);
+            assert_eq!(browser::text(&c, "#cast-tracker").await, tracker);
+            if i == 0 {
+                browser::shot(&c, "booth-cast").await;
+            }
+            no_page_errors(&c, &format!("voter {}", i + 1)).await;
+            expected[choice] += 1;
+            trackers.push(tracker);
+        }
+        let audited = trackers.remove(0);
+
+        // The first voter's ballot on the board (once a block holds it), then that voter again.
+        let first = trackers[0].clone();
+        let board = format!("{base}/explorer/election/{id}/ballots?tracker={first}");
+        let mut on_chain = false;
+        while !on_chain {
+            assert!(Instant::now() < deadline, "the first ballot on the board");
+            c.goto(&board).await.unwrap();
+            on_chain = browser::text(&c, "#found").await.starts_with("On the chain");
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+        let (ok, _) = booth_load(&c, &base, &id, &package(1)).await;
+        assert!(ok);
+        booth_encrypt(&c, 1).await;
+        let (ok, said) = booth_cast(&c).await;
+        assert!(!ok && said.contains("you have already voted"), "{said}");
+        assert!(said.contains("vote-double-vote"), "{said}");
+        no_page_errors(&c, "a second ballot").await;
+        browser::shot(&c, "booth-twice").await;
+        // The audited ballot was never cast.
+        c.goto(&format!("{base}/explorer/election/{id}/ballots?tracker={audited}")).await.unwrap();
+        assert!(browser::text(&c, "#found").await.starts_with("Not on the chain"));
+
+        // Chromium's own figures: encrypting and proving (the booth's module, as loaded), and
+        // what the booth page weighs.
+        c.goto(&format!("{base}/explorer/election/{id}/booth")).await.unwrap();
+        let m = c
+            .execute_async(
+                "const done = arguments[arguments.length - 1]; \
+                 import('/explorer/assets/booth.js') \
+                   .then((b) => done([3, 10, 50].map((n) => b.measure(n, 5)))) \
+                   .catch((e) => done(String(e)));",
+                vec![],
+            )
+            .await
+            .unwrap();
+        let weight = c
+            .execute(
+                "return [performance.getEntriesByType('navigation')[0], \
+                         ...performance.getEntriesByType('resource')] \
+                   .map((e) => [e.name, e.encodedBodySize]);",
+                vec![],
+            )
+            .await
+            .unwrap();
+        eprintln!("booth in Chromium: encrypt and prove (ms per ballot, 5 each): {m}");
+        eprintln!("booth page weight (bytes as served): {weight}");
+        c.close().await.unwrap();
+        trackers
+    });
+    assert_eq!(trackers.len(), 20);
+    let cast_phase = began.elapsed();
+
+    // Every tracker is on the board, once blocks hold them all.
+    wait_until("every ballot in a block", deadline, || {
+        let (_, page) = raw("GET", &api, &format!("/explorer/election/{id}/ballots"), None);
+        trackers.iter().all(|t| page.contains(&format!("data-tracker=\"{t}\"")))
+    });
+    wait_until("the window to close", deadline, || height() >= end);
+    let result = tmp.path().join("result.json");
+    let (v, _) = tally_and_verify(&api, &id, ea_s, &result);
+    assert_eq!(v["counts"], serde_json::json!(expected), "the tally is the choices made");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let c = browser::browser(&d, false).await;
+        // The election's page verifies the EA's result; the board lists the 20 ballots.
+        c.goto(&format!("{base}/explorer/election/{id}")).await.unwrap();
+        let verdict = verdict_of(&c, &result).await;
+        assert!(verdict.contains("Verified.") && verdict.contains("each of the 20 ballots"), "{verdict}");
+        for (j, n) in expected.iter().enumerate() {
+            let cell = browser::text(&c, &format!("#counts tbody tr:nth-child({}) td.num", j + 1)).await;
+            assert_eq!(cell, n.to_string(), "candidate {j}");
+        }
+        c.goto(&format!("{base}/explorer/election/{id}/ballots")).await.unwrap();
+        assert_eq!(c.find_all(Locator::Css("#ballots tbody tr")).await.unwrap().len(), 20);
+        browser::shot(&c, "booth-board").await;
+        // The node goes down under an open booth: the page says so.
+        watched(&c, &format!("{base}/explorer/election/{id}/booth")).await;
+        _net.stop_node("miner").unwrap();
+        c.find(Locator::Css("#package-file"))
+            .await
+            .unwrap()
+            .send_keys(package(21).to_str().unwrap())
+            .await
+            .unwrap();
+        let (ok, said) = booth_verdict(&c, "package-state", "the node down").await;
+        assert!(!ok && said.contains("cannot be reached"), "{said}");
+        no_page_errors(&c, "the node down").await;
+        browser::shot(&c, "booth-node-down").await;
+        c.close().await.unwrap();
+    });
+    eprintln!(
+        "the booth's election: 20 voters cast in {:.1} s (from the start), the whole test {:.1} s",
+        cast_phase.as_secs_f64(),
+        began.elapsed().as_secs_f64()
+    );
 }

@@ -8,6 +8,10 @@
 //! [`BALLOT_SCAN_BLOCKS`] blocks of the window; one verification runs at a time, of at most
 //! [`VERIFY_MAX_ELGAMAL`] or [`VERIFY_MAX_PAILLIER`] ballots (more is a job for the command
 //! line); a result file is at most [`MAX_RESULT_BYTES`].
+//!
+//! The voting booth and the bulletin board are the `booth` submodule.
+
+mod booth;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -36,14 +40,18 @@ use super::data::{self, ReadError};
 use super::pages::{blocking, error_page, PageError};
 use super::{gated, secure, View};
 
-/// The election pages (`/explorer/elections`, `/explorer/election/{id}` and its verification),
-/// behind the API's token as the explorer's other pages: for a node whose chain runs the voting
-/// module.
+/// The election pages (`/explorer/elections`, `/explorer/election/{id}` and its verification,
+/// its booth, descriptor and bulletin board, and the booth for any election: the `booth` module), behind
+/// the API's token as the explorer's other pages: for a node whose chain runs the voting module.
 pub fn router(view: Arc<dyn NodeView>) -> Router {
     let routes = Router::new()
         .route("/explorer/elections", get(list))
         .route("/explorer/election/{id}", get(page))
-        .route("/explorer/election/{id}/verify", post(verify));
+        .route("/explorer/election/{id}/verify", post(verify))
+        .route("/explorer/booth", get(booth::any))
+        .route("/explorer/election/{id}/booth", get(booth::page))
+        .route("/explorer/election/{id}/descriptor", get(booth::descriptor))
+        .route("/explorer/election/{id}/ballots", get(booth::board));
     gated(routes, &view).with_state(view)
 }
 

@@ -2,7 +2,7 @@
 //! the overview (live charts fed by server-sent events), the chain picture with its side
 //! branches, blocks, transactions, addresses, the mempool, peers, the profiler, study reports
 //! and a search ([`router`]) — and seed 003's elections ([`election::router`], mounted by
-//! whoever registers the voting module).
+//! whoever registers the voting module) with their voting booth and bulletin board.
 //!
 //! The explorer sits above the node: it reads a running node only through
 //! [`NodeView`] (status, peers, metrics, profile, the API's token, the replica), and the
@@ -12,8 +12,9 @@
 //!
 //! Pages are rendered here from the API's own types ([`Status`], [`TxJson`], [`UtxoJson`],
 //! [`PeerInfo`], [`ProfileJson`]) with askama templates (`templates/`, compiled into the
-//! binary; every value is HTML-escaped), plus one small ES module and one style sheet
-//! (`assets/`, also compiled in). Every answer carries a Content Security Policy that allows
+//! binary; every value is HTML-escaped), plus one small ES module, the booth's bundled ES module
+//! (built from `booth/` with pinned npm packages; the bundle is committed, so building the node
+//! needs no npm) and one style sheet (`assets/`, also compiled in). Every answer carries a Content Security Policy that allows
 //! no inline script and nothing from elsewhere, so the pages work offline.
 //!
 //! Work per page is bounded: block and mempool lists are paginated, and the scans that have no
@@ -101,6 +102,10 @@ fn secure(mut r: Response) -> Response {
 const ASSETS: &[(&str, &str, &str)] = &[
     ("explorer.css", "text/css; charset=utf-8", include_str!("../assets/explorer.css")),
     ("explorer.js", "text/javascript; charset=utf-8", include_str!("../assets/explorer.js")),
+    // The booth's module, bundled from `booth/` (reproducibly: `.ci/booth-bundle.sh`), and its
+    // source map with the sources inlined.
+    ("booth.js", "text/javascript; charset=utf-8", include_str!("../assets/booth.js")),
+    ("booth.js.map", "application/json", include_str!("../assets/booth.js.map")),
     ("favicon.svg", "image/svg+xml", include_str!("../assets/favicon.svg")),
 ];
 

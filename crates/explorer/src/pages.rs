@@ -158,11 +158,11 @@ where
     }
 }
 
-type QueryPairs = Result<Query<Vec<(String, String)>>, QueryRejection>;
+pub(super) type QueryPairs = Result<Query<Vec<(String, String)>>, QueryRejection>;
 
 /// The query's parameters (the first of a repeated one); unknown ones are ignored, as links
 /// from elsewhere may carry their own.
-fn params(q: QueryPairs) -> Result<HashMap<String, String>, PageError> {
+pub(super) fn params(q: QueryPairs) -> Result<HashMap<String, String>, PageError> {
     let Query(pairs) = q.map_err(|e| PageError::bad(format!("query: {}", e.body_text())))?;
     let mut out = HashMap::new();
     for (k, v) in pairs {

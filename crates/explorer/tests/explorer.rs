@@ -1,7 +1,8 @@
 //! The web explorer's pages against a running miner, on the server side: each page renders with
 //! the explorer's headers, values from the chain are escaped, links lead where they say,
 //! pagination and bad paths give the explorer's own 400 and 404 pages (HTML, never a 500), the
-//! search finds each kind of key, the live stream sends, and the explorer can be turned off.
+//! search finds each kind of key, the live stream sends, the voting booth, its module and the
+//! bulletin board answer as the other pages do, and the explorer can be turned off.
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -346,4 +347,43 @@ async fn an_empty_api_token_is_refused_at_start() {
     .expect("refused at once");
     let e = r.expect_err("an empty token is refused").to_string();
     assert!(e.contains("api.token is empty"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_booth_its_module_and_the_board_answer_under_the_explorers_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = start(dir.path(), Role::Peer, &[], |_| {}).await;
+    let base = n.api();
+    // The booth for the election a package names, its module and the module's source map.
+    let body = html(&base, "/explorer/booth", 200).await;
+    assert!(body.contains("id=\"package-file\"") && body.contains("src=\"/explorer/assets/booth.js\""));
+    let (s, h, js) = page(&base, "/explorer/assets/booth.js").await;
+    assert_eq!((s, h["content-type"].to_str().unwrap()), (200, "text/javascript; charset=utf-8"));
+    assert!(h["content-security-policy"].to_str().unwrap().contains("connect-src 'self'"));
+    assert!(js.ends_with("//# sourceMappingURL=booth.js.map\n"), "the map is named");
+    let (s, h, map) = page(&base, "/explorer/assets/booth.js.map").await;
+    assert_eq!((s, h["content-type"].to_str().unwrap()), (200, "application/json"));
+    let map: serde_json::Value = serde_json::from_str(&map).unwrap();
+    let sources = map["sources"].as_array().unwrap();
+    assert!(sources.iter().any(|s| s.as_str().unwrap().ends_with("booth/src/elgamal.js")), "{sources:?}");
+    assert_eq!(map["sourcesContent"].as_array().unwrap().len(), sources.len(), "the sources ship inlined");
+    // Bad and unknown ids: the explorer's pages, and JSON for the descriptor the booth reads.
+    let unknown = "ab".repeat(32);
+    for path in
+        [format!("/explorer/election/{unknown}/booth"), format!("/explorer/election/{unknown}/ballots")]
+    {
+        assert!(html(&base, &path, 404).await.contains(&format!("no election {unknown}")), "{path}");
+    }
+    html(&base, "/explorer/election/zz/booth", 400).await;
+    html(&base, &format!("/explorer/election/{unknown}/ballots?tracker=zz"), 400).await;
+    for (path, status) in [
+        (format!("/explorer/election/{unknown}/descriptor"), 404),
+        ("/explorer/election/zz/descriptor".into(), 400),
+    ] {
+        let (s, h, body) = page(&base, &path).await;
+        assert_eq!((s, h["content-type"].to_str().unwrap()), (status, "application/json"), "{path}");
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert!(v["error"].as_str().is_some_and(|e| !e.is_empty()), "{path}: {body}");
+    }
+    stop(n).await;
 }

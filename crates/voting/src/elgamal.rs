@@ -238,6 +238,38 @@ pub fn cast<R: Rng + CryptoRng>(
     candidates: usize,
     rng: &mut R,
 ) -> Result<Ballot, VoteError> {
+    cast_opened(k, st, choice, candidates, rng).map(|(ballot, _)| ballot)
+}
+
+/// What opens a ballot (Benaloh's challenge, "cast or audit"): the choice and each candidate's
+/// randomness `r_j`, with which anyone checks that the ballot encrypts that choice
+/// ([`check_opening`]). A ballot whose opening was shown must never be cast: it no longer hides
+/// the vote.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Opening {
+    /// The chosen candidate.
+    pub choice: usize,
+    /// `r_j` of each candidate's ciphertext.
+    pub r: Vec<Scalar>,
+}
+
+impl std::fmt::Debug for Opening {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Opening({} values)", self.r.len())
+    }
+}
+
+/// [`cast`], also returning the ballot's [`Opening`] (for an audit). Draws from `rng`, in
+/// order, per candidate `r`, the real branch's nonce, the simulated branch's challenge and
+/// response, then the sum proof's nonce: 64 bytes each, reduced mod ℓ (the booth's
+/// `crates/explorer/booth/src/elgamal.js` draws the same, so the same bytes give the same ballot).
+pub fn cast_opened<R: Rng + CryptoRng>(
+    k: &PublicKey,
+    st: &Statement<'_>,
+    choice: usize,
+    candidates: usize,
+    rng: &mut R,
+) -> Result<(Ballot, Opening), VoteError> {
     if candidates == 0 || candidates > MAX_CANDIDATES {
         return Err(VoteError::CandidateCount { got: candidates, max: MAX_CANDIDATES });
     }
@@ -248,9 +280,11 @@ pub fn cast<R: Rng + CryptoRng>(
     let mut cts = Vec::with_capacity(candidates);
     let mut bits = Vec::with_capacity(candidates);
     let mut r_sum = Scalar::ZERO;
+    let mut rs = Vec::with_capacity(candidates);
     for j in 0..candidates {
         let v = u64::from(j == choice);
         let r = random_scalar(rng);
+        rs.push(r);
         r_sum += r;
         let ct = Ciphertext {
             alpha: RistrettoPoint::mul_base(&r),
@@ -283,7 +317,32 @@ pub fn cast<R: Rng + CryptoRng>(
     let w = random_scalar(rng);
     let t = [RistrettoPoint::mul_base(&w), w * k.0];
     let c = sum_challenge(st, &kb, &compress(&a), &compress(&b), &t.map(|p| compress(&p)));
-    Ok(Ballot { cts, bits, sum: SumProof { t, s: w + c * r_sum } })
+    let ballot = Ballot { cts, bits, sum: SumProof { t, s: w + c * r_sum } };
+    Ok((ballot, Opening { choice, r: rs }))
+}
+
+/// Does `opening` open `ballot` under `k`: for every candidate `j`, `α_j = r_j·G` and
+/// `β_j = v_j·G + r_j·K` with `v_j = 1` for the choice and 0 otherwise? Public data only
+/// (variable time). [`VoteError::NotOpened`] names the first candidate that does not open.
+pub fn check_opening(k: &PublicKey, ballot: &Ballot, opening: &Opening) -> Result<(), VoteError> {
+    let l = ballot.cts.len();
+    if opening.choice >= l {
+        return Err(VoteError::ChoiceOutOfRange { choice: opening.choice, candidates: l });
+    }
+    if opening.r.len() != l {
+        return Err(VoteError::WrongLength { expected: l, got: opening.r.len() });
+    }
+    for (j, (ct, r)) in ballot.cts.iter().zip(&opening.r).enumerate() {
+        let alpha = RistrettoPoint::mul_base(r);
+        let mut beta = RistrettoPoint::vartime_multiscalar_mul([*r], [k.0]);
+        if j == opening.choice {
+            beta += G;
+        }
+        if alpha != ct.alpha || beta != ct.beta {
+            return Err(VoteError::NotOpened { candidate: j, choice: opening.choice });
+        }
+    }
+    Ok(())
 }
 
 fn sums(cts: &[Ciphertext]) -> (RistrettoPoint, RistrettoPoint) {

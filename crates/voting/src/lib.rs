@@ -13,9 +13,11 @@
 //! [`app`] is the application module that puts elections and ballots on the chain (with a batch
 //! pre-check of ballot proofs for block validation); [`demo`] runs a whole election; [`tally`]
 //! holds the EA's key file, the tally of stored ballots with its result file, and anyone's
-//! verification of it (the library side of `scalechain vote election|register|tally|verify`).
+//! verification of it (the library side of `scalechain vote election|register|tally|verify`);
+//! [`booth`] the files of the browser booth: voter packages and ballot audits.
 
 pub mod app;
+pub mod booth;
 pub mod demo;
 pub mod elgamal;
 pub mod paillier;
@@ -115,6 +117,18 @@ pub enum VoteError {
     BadBitProof {
         /// The candidate.
         candidate: usize,
+    },
+    /// An audited ballot's ciphertext does not open, with the revealed randomness, to the vote
+    /// the shown choice gives it.
+    #[error(
+        "candidate {candidate}'s ciphertext does not open to the audited choice {choice} with the \
+         revealed randomness"
+    )]
+    NotOpened {
+        /// The candidate whose ciphertext does not open.
+        candidate: usize,
+        /// The choice shown.
+        choice: usize,
     },
     /// The votes are not proven to sum to one.
     #[error("the proof that the ballot holds exactly one vote does not verify")]

@@ -79,7 +79,7 @@ impl std::fmt::Debug for EaKeys {
     }
 }
 
-fn hex32(v: &Value, field: &str) -> Result<[u8; 32], String> {
+pub(crate) fn hex32(v: &Value, field: &str) -> Result<[u8; 32], String> {
     let s =
         v.get(field).and_then(Value::as_str).ok_or_else(|| format!("{field}: missing or not a string"))?;
     let mut out = [0u8; 32];
@@ -87,7 +87,7 @@ fn hex32(v: &Value, field: &str) -> Result<[u8; 32], String> {
     Ok(out)
 }
 
-fn hex64(v: &Value, field: &str) -> Result<[u8; 64], String> {
+pub(crate) fn hex64(v: &Value, field: &str) -> Result<[u8; 64], String> {
     let s =
         v.get(field).and_then(Value::as_str).ok_or_else(|| format!("{field}: missing or not a string"))?;
     let mut out = [0u8; 64];
