@@ -1,9 +1,9 @@
 //! Headers-first block sync as a state machine.
 //!
 //! A node learns peers' tips from their handshakes and from blocks they gossip. When a peer
-//! claims more height than the local tip — or as much, with a tip the node does not have (a
-//! branch of the same length, which may hold more work: two halves of a partition that healed
-//! at one height) — the node asks it for headers after a locator of its main chain, checks that they link up and meet their own targets, queues the hashes of the
+//! claims more height than the local tip — or a tip the node does not have, at any height (another
+//! branch, which may hold more work than a longer one: two halves of a partition retarget
+//! apart) — the node asks it for headers after a locator of its main chain, checks that they link up and meet their own targets, queues the hashes of the
 //! unknown blocks and fetches them in small batches from the peers that have them, re-asking
 //! elsewhere when a request times out or a peer leaves. Blocks themselves are validated by the
 //! chain; this module only decides what to ask and of whom.
@@ -75,8 +75,8 @@ pub struct SyncState<K> {
     cfg: SyncConfig,
     /// Peers' claimed tip heights.
     peers: BTreeMap<K, u64>,
-    /// Peers whose claimed tip the node did not have when they claimed it: at the node's own
-    /// height they are asked for headers too. Cleared when their headers bring nothing new.
+    /// Peers whose claimed tip the node did not have when they claimed it: they are asked for
+    /// headers whatever their height. Cleared when their headers bring nothing new.
     other_branch: BTreeSet<K>,
     header_req: Option<(K, u64)>,
     /// Blocks to fetch, by download order (the order their headers came in: parents first).
@@ -108,10 +108,10 @@ impl<K: Eq + Clone + Ord> SyncState<K> {
         *e = (*e).max(height);
     }
 
-    /// Whether the tip `peer` claims (in its handshake) is one the node lacks. A peer at the
-    /// node's own height with such a tip is on another branch of equal length: the node asks it
-    /// for headers as it would a taller peer, and the chain keeps whichever branch has more
-    /// work.
+    /// Whether the tip `peer` claims (in its handshake) is one the node lacks. Such a peer is on
+    /// another branch, which may hold more work whatever its length (difficulty retargets apart
+    /// on the two sides of a partition): the node asks it for headers as it would a taller
+    /// peer, and the chain keeps whichever branch has more work.
     pub fn peer_tip_unknown(&mut self, peer: K, unknown: bool) {
         if unknown {
             self.other_branch.insert(peer);
@@ -212,12 +212,12 @@ impl<K: Eq + Clone + Ord> SyncState<K> {
         out
     }
 
-    /// The peer claiming the most height above `above`, or as much with a tip the node lacks
-    /// (ties: the smallest key).
+    /// Of the peers claiming more height than `above` or a tip the node lacks, the one claiming
+    /// the most height (ties: the smallest key).
     fn best_peer(&self, above: u64) -> Option<K> {
         self.peers
             .iter()
-            .filter(|(k, h)| **h > above || (**h == above && self.other_branch.contains(*k)))
+            .filter(|(k, h)| **h > above || self.other_branch.contains(*k))
             .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
             .map(|(k, _)| k.clone())
     }
@@ -378,7 +378,7 @@ mod tests {
     }
 
     #[test]
-    fn a_peer_at_our_height_on_another_branch_is_asked_for_headers_until_they_bring_nothing_new() {
+    fn a_peer_on_another_branch_is_asked_for_headers_until_they_bring_nothing_new() {
         let (headers, hashes) = mined(5);
         let genesis = hashes[0];
         let mut s = SyncState::new(SyncConfig::default());
@@ -407,10 +407,14 @@ mod tests {
         s.peer_tip_unknown("b", true);
         s.peer_gone(&"b");
         assert!(s.tick(5, 5, || unreachable!()).is_empty());
-        // A peer below our height is never asked, whatever its tip.
+        // A peer below our height with a tip we lack is asked too (its branch may hold more
+        // work); one with a tip we have is not.
         s.peer_tip("c", 4);
-        s.peer_tip_unknown("c", true);
+        s.peer_tip_unknown("c", false);
         assert!(s.tick(6, 5, || unreachable!()).is_empty());
+        s.peer_tip_unknown("c", true);
+        let acts = s.tick(7, 5, || vec![genesis]);
+        assert!(matches!(&acts[..], [Action::GetHeaders("c", _)]), "{acts:?}");
     }
 
     #[test]

@@ -1342,12 +1342,13 @@ fn a_block_from_a_clock_hours_ahead_is_held_unpunished_and_the_peers_median_offs
 }
 
 #[test]
-fn a_peer_at_our_height_with_a_tip_we_lack_is_asked_for_headers() {
+fn a_peer_with_a_tip_we_lack_is_asked_for_headers_even_below_our_height() {
     let chain = Fake::new(3);
     let mut p = machine(Role::Peer);
-    // Peer 1 holds our tip; peer 2 another block at our height (a branch of equal length).
+    // Peer 1 holds our tip; peer 2 a block at height 2 that is not ours (another branch, which
+    // may hold more work than ours).
     connect(&mut p, &chain, 1, Some(hello(CHAIN, 3, Role::Peer)));
-    connect(&mut p, &chain, 2, Some(Hello { tip_hash: Hash([7; 32]), ..hello(CHAIN, 3, Role::Peer) }));
+    connect(&mut p, &chain, 2, Some(Hello { tip_hash: Hash([7; 32]), ..hello(CHAIN, 2, Role::Peer) }));
     out(&mut p);
     p.step(0, Input::Tick, &chain);
     let r = requests(&out(&mut p));
