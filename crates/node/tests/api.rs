@@ -91,7 +91,6 @@ async fn call_bytes(url: &str, body: Vec<u8>) -> (u16, serde_json::Value) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_requests_get_json_4xx_and_good_ones_answer() {
-    let _one = crate::support::one_at_a_time().await;
     let mut n = start(None).await;
     let base = format!("http://{}", n.api);
     // An address of a chain hashing with another function (this node's is SHA-256).
@@ -198,7 +197,6 @@ async fn bad_requests_get_json_4xx_and_good_ones_answer() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn write_endpoints_need_the_token_when_one_is_set() {
-    let _one = crate::support::one_at_a_time().await;
     let mut n = start(Some("s3cret")).await;
     let e = Client::new(&n.api).unwrap().submit(&[]).await.unwrap_err();
     match &e {
@@ -221,7 +219,6 @@ async fn write_endpoints_need_the_token_when_one_is_set() {
 /// wrong, and the document covers every route with its parameters and body.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn extractor_rejections_are_json_4xx_and_the_document_covers_every_route() {
-    let _one = crate::support::one_at_a_time().await;
     let n = start(None).await;
     let base = format!("http://{}", n.api);
     let hex64 = "ab".repeat(32);
@@ -428,7 +425,6 @@ fn expected(s: &Schema) -> Option<Value> {
 /// exactly the properties, required ones included, of its schema.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_openapi_document_describes_the_types_the_client_decodes() {
-    let _one = crate::support::one_at_a_time().await;
     let n = start(None).await;
     let client = Client::new(&n.api).unwrap();
     let doc = client.openapi().await.unwrap();

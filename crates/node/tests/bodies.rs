@@ -7,11 +7,13 @@
 //! The test waits on answers; its bound only keeps a broken node from hanging it.
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::support::{eventually, metric, start, stop};
 use scalechain_p2p::msg::Role;
+use support::{eventually, metric, start, stop};
 use tokio::net::TcpStream;
 
 /// The limit the node is given here (small, so that the test moves little data).
@@ -34,7 +36,6 @@ async fn post(addr: SocketAddr, content_type: &str, body: Vec<u8>) -> Result<(u1
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refusals_of_large_bodies_reach_their_clients_during_a_connection_storm() {
-    let _one = crate::support::one_at_a_time().await;
     let dir = tempfile::tempdir().unwrap();
     let n = start(dir.path(), Role::Peer, &[], |c| {
         c.api.max_body_bytes = MAX_BODY;

@@ -7,16 +7,17 @@
 //! waits on heights and fields reached; its bounds only keep a broken node from hanging it.
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::time::Duration;
 
-use crate::support::{eventually, get, height, start, stop};
 use scalechain_p2p::msg::Role;
+use support::{eventually, get, height, start, stop};
 
 const HOUR_MS: i64 = 60 * 60 * 1000;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn blocks_from_a_clock_ahead_are_held_and_a_clock_behind_still_syncs() {
-    let _one = crate::support::one_at_a_time().await;
     let dirs: Vec<_> = (0..4).map(|_| tempfile::tempdir().unwrap()).collect();
     // A miner three hours ahead (past the devnet's two-hour drift bound), and an honest peer
     // that knows only it.

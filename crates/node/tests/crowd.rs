@@ -10,14 +10,16 @@
 //! (which served at most half the soft limit and queued the rest) could not meet.
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{get, start, stop};
 use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
 use scalechain_p2p::msg::Role;
+use support::{get, start, stop};
 
 /// Where the holder connects and how many connections it holds.
 const HOLD_ENV: &str = "SCALECHAIN_TEST_HOLD";
@@ -65,7 +67,7 @@ fn holder() {
 /// many it holds.
 fn hold(api: SocketAddr, n: usize) -> (Child, usize) {
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "crowd::holder", "--nocapture", "--test-threads", "1"])
+        .args(["--exact", "holder", "--nocapture", "--test-threads", "1"])
         .env(HOLD_ENV, format!("{api} {n}"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -102,7 +104,6 @@ async fn status_latency(base: &str, within: Duration) -> Option<Duration> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_clients_by_the_thousand_do_not_keep_status_waiting() {
-    let _one = crate::support::one_at_a_time().await;
     let hard = getrlimit(Resource::Nofile).maximum;
     setrlimit(Resource::Nofile, Rlimit { current: Some(SOFT), maximum: hard }).unwrap();
     let dir = tempfile::tempdir().unwrap();

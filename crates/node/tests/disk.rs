@@ -8,14 +8,16 @@
 //! The test waits on states and heights; its bounds only keep a broken node from hanging it.
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::support::{eventually, get, height, start, stop, transfers, Node};
 use scalechain_chain::{Chain, DiskStore};
 use scalechain_consensus::{Apps, VerifyConfig};
 use scalechain_p2p::msg::Role;
+use support::{eventually, get, height, start, stop, transfers, Node};
 
 /// Only a broken node takes this long.
 const GENEROUS: Duration = Duration::from_secs(60);
@@ -113,7 +115,6 @@ async fn stays(n: &Node, h: u64) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_disk_stops_the_node_without_losing_a_block_and_a_restart_goes_on() {
-    let _one = crate::support::one_at_a_time().await;
     if !rustix::process::geteuid().is_root() {
         eprintln!("skipped: mounting a small tmpfs for the data directory needs root");
         return;

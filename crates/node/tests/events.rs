@@ -3,17 +3,18 @@
 //! node stops, without an error.
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::time::Duration;
 
-use crate::support::{start, stop};
 use futures::StreamExt;
 use scalechain_client::types::{BlockId, NodeEvent};
 use scalechain_client::Client;
 use scalechain_p2p::msg::Role;
+use support::{start, stop};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_miners_tips_arrive_as_events_and_the_stream_ends_with_the_node() {
-    let _one = crate::support::one_at_a_time().await;
     let dir = tempfile::tempdir().unwrap();
     let m = start(dir.path(), Role::Miner, &[], |_| {}).await;
     let client = Client::new(&m.api()).unwrap();
@@ -58,13 +59,12 @@ async fn a_miners_tips_arrive_as_events_and_the_stream_ends_with_the_node() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_peer_that_nobody_watched_opens_its_stream_at_its_current_tip() {
-    let _one = crate::support::one_at_a_time().await;
     let (dm, dp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let m = start(dm.path(), Role::Miner, &[], |_| {}).await;
     let p = start(dp.path(), Role::Peer, &[m.p2p()], |_| {}).await;
     let peer = Client::new(&p.api()).unwrap();
     // The peer takes blocks with no stream open (nothing subscribed to its tip).
-    let synced = crate::support::eventually(Duration::from_secs(20), || async {
+    let synced = support::eventually(Duration::from_secs(20), || async {
         peer.tip().await.is_ok_and(|t| t.height >= 3)
     })
     .await;

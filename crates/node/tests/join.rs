@@ -11,19 +11,21 @@
 //! newcomer was refused until they timed out).
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use crate::support::{eventually, get, height, metric, silent_flood, start, stop};
 use scalechain_p2p::msg::Role;
+use support::{eventually, get, height, metric, silent_flood, start, stop};
 
 /// Only a broken node takes this long.
 const GENEROUS: Duration = Duration::from_secs(60);
 
 /// Starts a newcomer joining `m` while `silent` connections hold `m`'s port; how long it took
 /// to reach `m`'s height.
-async fn join_under(m: &crate::support::Node, silent: usize) -> Duration {
+async fn join_under(m: &support::Node, silent: usize) -> Duration {
     let port = m.p2p().split('/').nth(4).unwrap().parse::<u16>().unwrap();
     let (flood, opened) = silent_flood(SocketAddr::from(([127, 0, 0, 1], port)), silent, 250);
     assert!(
@@ -45,7 +47,6 @@ async fn join_under(m: &crate::support::Node, silent: usize) -> Duration {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_newcomer_joins_while_silent_connections_hold_the_slots() {
-    let _one = crate::support::one_at_a_time().await;
     let dm = tempfile::tempdir().unwrap();
     let m = start(dm.path(), Role::Miner, &[], |c| c.p2p.handshake_timeout_s = 600).await;
     assert!(eventually(GENEROUS, || async { height(&m).await >= 2 }).await);

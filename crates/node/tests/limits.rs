@@ -10,12 +10,14 @@
 //! hanging a test; they are generous because two loaded cores can be slow.
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use crate::support::{eventually, get, height, metric, silent_flood, start, stop};
 use scalechain_p2p::msg::Role;
+use support::{eventually, get, height, metric, silent_flood, start, stop};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -65,7 +67,6 @@ async fn get_in_time(base: &str, path: &str) -> serde_json::Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_api_clients_neither_pin_the_api_nor_stay_open() {
-    let _one = crate::support::one_at_a_time().await;
     let dir = tempfile::tempdir().unwrap();
     let n = start(dir.path(), Role::Peer, &[], |c| {
         // Long enough that /status is asked for well within it, however loaded the machine.
@@ -101,7 +102,6 @@ async fn slow_api_clients_neither_pin_the_api_nor_stay_open() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn at_the_cap_a_newcomer_closes_the_connection_idle_longest() {
-    let _one = crate::support::one_at_a_time().await;
     let dir = tempfile::tempdir().unwrap();
     let n = start(dir.path(), Role::Peer, &[], |c| {
         // Far longer than the test: no slow client is closed for its time-out.
@@ -130,7 +130,6 @@ async fn at_the_cap_a_newcomer_closes_the_connection_idle_longest() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_connections_flooding_a_node_do_not_keep_a_newcomer_out() {
-    let _one = crate::support::one_at_a_time().await;
     let (dm, dp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     // The idle connections are not closed for not finishing their handshake while the test
     // runs: the newcomer gets in only because one address cannot take every slot, never because

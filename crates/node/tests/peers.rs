@@ -7,24 +7,25 @@
 //! node from hanging it.
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::time::Duration;
 
-use crate::support::{eventually, get, height, start, stop};
 use scalechain_p2p::msg::Role;
+use support::{eventually, get, height, start, stop};
 
 /// The entry of `/peers` at `n` for `peer_id`.
-async fn shown(n: &crate::support::Node, peer_id: &str) -> Option<serde_json::Value> {
+async fn shown(n: &support::Node, peer_id: &str) -> Option<serde_json::Value> {
     let v = get(&n.api(), "/peers").await;
     v.as_array().unwrap().iter().find(|p| p["peer_id"] == peer_id).cloned()
 }
 
-async fn peer_id(n: &crate::support::Node) -> String {
+async fn peer_id(n: &support::Node) -> String {
     get(&n.api(), "/status").await["peer_id"].as_str().unwrap().to_string()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn peers_are_shown_at_their_current_height_with_their_last_block_time() {
-    let _one = crate::support::one_at_a_time().await;
     let (dm, da, db) =
         (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let m = start(dm.path(), Role::Miner, &[], |_| {}).await;
@@ -40,8 +41,7 @@ async fn peers_are_shown_at_their_current_height_with_their_last_block_time() {
     if !connected {
         let mut seen = String::new();
         for (name, n) in [("miner", &m), ("A", &a), ("B", &b)] {
-            let (peers, metrics) =
-                (get(&n.api(), "/peers").await, crate::support::metrics_text(&n.api()).await);
+            let (peers, metrics) = (get(&n.api(), "/peers").await, support::metrics_text(&n.api()).await);
             let p2p: Vec<&str> = metrics
                 .lines()
                 .filter(|l| l.starts_with("scalechain_p2p_") || l.starts_with("scalechain_peer"))

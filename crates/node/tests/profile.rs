@@ -5,13 +5,15 @@
 //! ignored. The profiler is per process, so this binary holds this one test.
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::time::Duration;
 
-use crate::support::{eventually, get, height, start, stop, transfers};
 use scalechain_client::types::{ProfileControl, ProfileJson};
 use scalechain_client::{Client, ClientBuilder, ClientError};
 use scalechain_p2p::msg::Role;
 use serde_json::json;
+use support::{eventually, get, height, start, stop, transfers};
 
 fn find<'a>(doc: &'a ProfileJson, path: &str) -> Option<&'a scalechain_client::types::ProfilePath> {
     doc.paths.iter().find(|p| p.path == path)
@@ -19,7 +21,6 @@ fn find<'a>(doc: &'a ProfileJson, path: &str) -> Option<&'a scalechain_client::t
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_profiles_its_hot_paths_keeps_the_statistics_and_survives_a_corrupt_file() {
-    let _one = crate::support::one_at_a_time().await;
     let dir = tempfile::tempdir().unwrap();
     let with_profiler = |c: &mut scalechain_node::NodeConfig| {
         c.profile.enabled = true;

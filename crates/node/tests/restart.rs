@@ -4,14 +4,15 @@
 //! an arrival log keeps its configured capacity and says what it forgot.
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::time::Duration;
 
-use crate::support::{eventually, get, height, peer_ids, post, start, stop, transfers};
 use scalechain_p2p::msg::Role;
+use support::{eventually, get, height, peer_ids, post, start, stop, transfers};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_restarted_without_bootstrap_reconnects_to_its_old_peers() {
-    let _one = crate::support::one_at_a_time().await;
     let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let a = start(da.path(), Role::Peer, &[], |_| {}).await;
     let b = start(db.path(), Role::Peer, &[a.p2p()], |_| {}).await;
@@ -48,7 +49,6 @@ async fn a_node_restarted_without_bootstrap_reconnects_to_its_old_peers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transactions_admitted_while_the_miner_restarts_are_mined_once_it_is_back() {
-    let _one = crate::support::one_at_a_time().await;
     let (dm, dp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let m = start(dm.path(), Role::Miner, &[], |_| {}).await;
     let p = start(dp.path(), Role::Peer, &[m.p2p()], |_| {}).await;
@@ -77,12 +77,12 @@ async fn transactions_admitted_while_the_miner_restarts_are_mined_once_it_is_bac
     // Both nodes logged when each transfer and block reached them, and from where: the peer
     // took the transfers from its API, the restarted miner from the peer's mempool; the miner
     // mined the blocks, the peer had them from the miner.
-    let peer_id = |n: &crate::support::Node| {
+    let peer_id = |n: &support::Node| {
         let api = n.api();
         async move { get(&api, "/status").await["peer_id"].as_str().unwrap().to_string() }
     };
     let (m_id, p_id) = (peer_id(&m).await, peer_id(&p).await);
-    let arrivals = |n: &crate::support::Node| {
+    let arrivals = |n: &support::Node| {
         let api = n.api();
         async move { get(&api, "/arrivals?limit=10000").await["entries"].as_array().unwrap().clone() }
     };
@@ -128,7 +128,6 @@ async fn transactions_admitted_while_the_miner_restarts_are_mined_once_it_is_bac
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_arrival_log_keeps_its_capacity_and_says_what_it_forgot() {
-    let _one = crate::support::one_at_a_time().await;
     let d = tempfile::tempdir().unwrap();
     let n = start(d.path(), Role::Peer, &[], |c| c.arrivals.capacity = 5).await;
     let txs = transfers(0..7);

@@ -230,12 +230,3 @@ pub fn silent_flood(
     });
     (task, opened)
 }
-
-/// Held by every test of the node's test binary while it runs, so that its tests run one at a
-/// time, as in binaries of their own: they start nodes that take the machine's cores, flood them
-/// with connections, change the process's open-file limit or share its profiler, and two light
-/// ones side by side were seen to miss their bounds (`tests/it.rs`).
-pub async fn one_at_a_time() -> tokio::sync::MutexGuard<'static, ()> {
-    static ONE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-    ONE.lock().await
-}
