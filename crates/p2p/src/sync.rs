@@ -1,11 +1,12 @@
 //! Headers-first block sync as a state machine.
 //!
 //! A node learns peers' tips from their handshakes and from blocks they gossip. When a peer
-//! claims more height than the local tip — or a tip the node does not have, at any height (another
-//! branch, which may hold more work than a longer one: two halves of a partition retarget
-//! apart) — the node asks it for headers after a locator of its main chain, checks that they link up and meet their own targets, queues the hashes of the
-//! unknown blocks and fetches them in small batches from the peers that have them, re-asking
-//! elsewhere when a request times out or a peer leaves. Blocks themselves are validated by the
+//! claims more height than the local tip — or a tip the node does not have, at any height
+//! (another branch, which may hold more work than a longer one: two halves of a partition
+//! retarget apart) — the node asks it for headers after a locator of its main chain, checks
+//! that they link up and meet their own targets, queues the hashes of the unknown blocks and
+//! fetches them in small batches from the peers that have them, re-asking elsewhere when a
+//! request times out or a peer leaves. Blocks themselves are validated by the
 //! chain; this module only decides what to ask and of whom.
 //!
 //! Pure: the clock comes in as `now_ms`, outputs are [`Action`]s the caller (the protocol
@@ -233,7 +234,7 @@ impl<K: Eq + Clone + Ord> SyncState<K> {
     ) -> Result<usize, Offence> {
         self.header_failed(peer);
         let Some(first) = headers.first() else {
-            // Nothing after our locator: the peer's branch is not longer than ours after all.
+            // Nothing after our locator: the peer's tip is on our main chain after all.
             self.other_branch.remove(peer);
             return Ok(0);
         };
@@ -253,17 +254,18 @@ impl<K: Eq + Clone + Ord> SyncState<K> {
         if let Some(last) = headers.last() {
             self.peer_tip(peer.clone(), last.height);
         }
-        let mut added = 0;
+        let unknown: Vec<Hash> = hashes.into_iter().filter(|h| !known(h)).collect();
         // Headers that bring nothing new end the interest in the peer's other branch (it was
         // fetched, or it was ours after all); new ones keep it until they are fetched.
-        if hashes.iter().all(&known) {
+        if unknown.is_empty() {
             self.other_branch.remove(peer);
         }
-        for h in hashes {
+        let mut added = 0;
+        for h in unknown {
             if self.queue.len() >= MAX_QUEUED {
                 break;
             }
-            if !known(&h) && !self.inflight.contains_key(&h) && !self.queued.contains_key(&h) {
+            if !self.inflight.contains_key(&h) && !self.queued.contains_key(&h) {
                 let order = self.next_order;
                 self.next_order += 1;
                 self.queued.insert(h, order);
