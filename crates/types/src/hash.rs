@@ -182,7 +182,7 @@ impl HashKind {
         match self {
             HashKind::Sha256 => Hasher::Sha256(sha2::Sha256::new()),
             HashKind::Sha512_256 => Hasher::Sha512_256(sha2::Sha512_256::new()),
-            HashKind::Blake3 => Hasher::Blake3(Box::new(blake3::Hasher::new())),
+            HashKind::Blake3 => Hasher::Blake3(Box::default()),
         }
     }
 }
