@@ -343,6 +343,9 @@ fn study_quick_smoke() {
         assert!(csv.starts_with("case,round,offered_tps,trial,ns_per_op,send_tps,throughput_tps"), "{exp}");
         let rounds = csv.lines().filter(|l| l.contains(",saturated,") || l.contains(",below,")).count();
         assert_eq!(rounds, 2 * cases, "{exp}: {csv}");
+        // backend's ladder: one middle rung between them, and the saturation table.
+        let middle = csv.lines().filter(|l| l.contains(",offered 300,")).count();
+        assert_eq!(middle, if exp == "backend" { cases } else { 0 }, "{exp}: {csv}");
         let svg = std::fs::read_to_string(in_either(out, format!("{exp}.svg"))).unwrap();
         assert!(svg.starts_with("<svg"), "{exp}.svg");
         assert!(report.contains(&format!("## `{exp}` (quick)")), "{exp} section missing");
@@ -359,6 +362,7 @@ fn study_quick_smoke() {
     assert!(report.contains("| AcceptToMemoryPoolWithTime | 11, 405 | 11, 447 |"), "{report}");
     let backend = std::fs::read_to_string(in_either(out, "backend.csv")).unwrap();
     assert_eq!(backend.lines().filter(|l| l.contains(",op ")).count(), 4, "{backend}");
+    assert!(report.contains("| case | keeps up to (offered tx/s) | peak throughput (tx/s) |"), "{report}");
     // tx-throughput: every mode at every n, and positive rates.
     let csv = std::fs::read_to_string(in_either(out, "tx-throughput.csv")).unwrap();
     for mode in ["sequential", "batch", "parallel", "bound", "bound_single"] {

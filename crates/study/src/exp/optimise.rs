@@ -40,7 +40,7 @@ use scalechain_types::{Hash, HashKind, Scheme, SecretKey};
 use super::e2e::{self, Setting, MINERS, PEERS};
 use crate::seeds::{
     SEED_COMBINED, SEED_ECDSA_TIME_CHANGE_PCT, SEED_LOCK_ROWS, SEED_NO_SIGNATURES_THROUGHPUT_PCT,
-    SEED_SHA256_TIME_CHANGE_PCT, SEED_SWAP_LATENCY_TEXT, SEED_SWAP_THROUGHPUT_PCT,
+    SEED_SHA256_TIME_CHANGE_PCT, SEED_SWAP_LATENCY_TEXT, SEED_SWAP_SATURATION_TPS, SEED_SWAP_THROUGHPUT_PCT,
 };
 use crate::{median, Ctx, Experiment, StudyError};
 
@@ -122,15 +122,72 @@ fn trials(ctx: &Ctx) -> usize {
     }
 }
 
-/// Runs every case's devnet once per trial, the cases interleaved, into `table`.
+/// The rounds of `backend`: a ladder of offered rates from [`BELOW_TPS`] up to
+/// [`SATURATED_TPS`] on each devnet, lowest first (so only the last rung leaves a backlog), as
+/// seed 003 swept its send rate to find where each build saturates (its Figs 6.3 / 6.4). The
+/// lowest rung is `below`, the highest `saturated`, so the two-round comparisons read them as
+/// they read the other experiments' rounds.
+fn ladder(quick: bool) -> Vec<Round> {
+    let two = rounds(quick);
+    let (Some(over), Some(under)) =
+        (two.iter().find(|r| r.name == SATURATED), two.iter().find(|r| r.name == BELOW))
+    else {
+        return two;
+    };
+    let rate = |r: &Round| match r.rate {
+        Rate::Fixed { tps } => tps,
+        _ => 0.0,
+    };
+    let (lo, hi) = (rate(under), rate(over));
+    let steps = if quick { 2 } else { LADDER_STEPS };
+    let mut out = vec![under.clone()];
+    for i in 1..steps {
+        let tps = (lo + (hi - lo) * i as f64 / steps as f64).round();
+        let secs = under.duration.map_or(0, |d| d.as_secs());
+        out.push(Round {
+            name: rung_name(tps),
+            rate: Rate::Fixed { tps },
+            txs: (tps * secs as f64).ceil() as u64,
+            ..under.clone()
+        });
+    }
+    out.push(over.clone());
+    out
+}
+
+/// Steps of [`ladder`] between its lowest and highest rung in a full run: 2,000, 5,600, 9,200,
+/// 12,800, 16,400 and 20,000 tx/s.
+pub const LADDER_STEPS: usize = 5;
+
+/// The name of a middle rung of [`ladder`] (a CSV cell).
+fn rung_name(tps: f64) -> String {
+    format!("offered {tps}")
+}
+
+/// A case keeps up with a rung when its mean throughput is at least this share of the rate
+/// offered.
+pub const KEEPS_UP: f64 = 0.95;
+
+/// Runs every case's devnet once per trial, the cases interleaved, into `table`, each devnet
+/// through the two rounds of [`rounds`].
 fn run_cases(ctx: &Ctx, name: &str, cases: &[Case], table: &mut Table) -> Result<(), StudyError> {
+    run_cases_with(ctx, name, cases, &rounds(ctx.opts.quick), table)
+}
+
+/// [`run_cases`] through `rounds`.
+fn run_cases_with(
+    ctx: &Ctx,
+    name: &str,
+    cases: &[Case],
+    rounds: &[Round],
+    table: &mut Table,
+) -> Result<(), StudyError> {
     let trials = trials(ctx);
-    let rounds = rounds(ctx.opts.quick);
     ctx.start((trials * cases.len() * (rounds.len() + 1)) as u64, &format!("{name}: starting"));
     for trial in 1..=trials {
         for case in cases {
             ctx.progress.set_message(format!("{name}: {} (trial {trial})", case.label));
-            let groups = vec![(case.label.clone(), rounds.clone())];
+            let groups = vec![(case.label.clone(), rounds.to_vec())];
             e2e::run_groups(ctx, &case.exe, &case.setting, &groups, |_, _, round, r| {
                 table.push(row(ctx, &case.label, round, trial, r));
             })?;
@@ -584,7 +641,7 @@ pub fn run_backend(ctx: &Ctx) -> Result<Table, StudyError> {
             cases.push(Case { label: combined_label(&base), setting, exe });
         }
     }
-    run_cases(ctx, "backend", &cases, &mut table)?;
+    run_cases_with(ctx, "backend", &cases, &ladder(ctx.opts.quick), &mut table)?;
     ctx.finish(Experiment::Backend, &table, backend_charts, backend_section)
 }
 
@@ -594,7 +651,114 @@ fn node_builds(t: &Table) -> Vec<String> {
 }
 
 pub(crate) fn backend_charts(t: &Table) -> Vec<Chart> {
-    change_chart(t, &backend_pairs(&node_builds(t)))
+    let mut charts = change_chart(t, &backend_pairs(&node_builds(t)));
+    let cases = t.distinct("case");
+    let curve = |column: &str| -> Vec<Series> {
+        cases
+            .iter()
+            .map(|c| {
+                let pts =
+                    rungs(t, c).into_iter().filter_map(|(x, r)| Some((x, mean(t, c, &r, column)?))).collect();
+                Series::line(c.clone(), pts)
+            })
+            .filter(|s| !s.points.is_empty())
+            .collect()
+    };
+    let mut through = curve("throughput_tps");
+    if let Some(hi) = through.iter().flat_map(|s| s.points.iter().map(|p| p.0)).reduce(f64::max) {
+        // Keeping up exactly: throughput equal to the rate offered.
+        through.push(Series::line("throughput = offered", vec![(0.0, 0.0), (hi, hi)]));
+    }
+    charts.push(Chart {
+        title: "Throughput against the offered rate, per build (seed 003 Fig 6.3's sweep)".into(),
+        x_label: "offered (tx/s)".into(),
+        y_label: "throughput (tx/s)".into(),
+        log_x: false,
+        log_y: false,
+        series: through,
+    });
+    charts.push(Chart {
+        title: "Average latency against the offered rate, per build (seed 003 Fig 6.4's sweep)".into(),
+        x_label: "offered (tx/s)".into(),
+        y_label: "average latency (ms)".into(),
+        log_x: false,
+        log_y: true,
+        series: curve("lat_avg_ms"),
+    });
+    charts
+}
+
+/// The offered rates a case's rounds ran at, lowest first, with each round's name.
+fn rungs(t: &Table, case: &str) -> Vec<(f64, String)> {
+    let mut v: Vec<(f64, String)> = Vec::new();
+    for r in t.select("case", case) {
+        let (Some(x), Some(name)) = (t.num(r, "offered_tps"), t.col("round").map(|c| r[c].clone())) else {
+            continue;
+        };
+        if !name.starts_with("op ") && !v.iter().any(|(_, n)| *n == name) {
+            v.push((x, name));
+        }
+    }
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    v
+}
+
+/// A case's saturation: the highest offered rate it kept up with (mean throughput at least
+/// [`KEEPS_UP`] of it), and the highest mean throughput of any rung. `None` without rungs.
+fn saturation(t: &Table, case: &str) -> Option<(Option<f64>, f64)> {
+    let mut kept = None;
+    let mut peak: Option<f64> = None;
+    for (offered, round) in rungs(t, case) {
+        let Some(tps) = mean(t, case, &round, "throughput_tps") else { continue };
+        if tps >= KEEPS_UP * offered {
+            kept = Some(offered);
+        }
+        peak = Some(peak.map_or(tps, |p| p.max(tps)));
+    }
+    Some((kept, peak?))
+}
+
+/// The saturation table: each case's, then each comparison's change beside seed 003's 300 →
+/// 350 TPS.
+fn saturation_section(t: &Table, pairs: &[Pair]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\nSaturation (seed 003 Figs 6.3 / 6.4 swept the send rate; each swap moved its saturation from \
+         {} to {} TPS, {}). Ours: each devnet offered a ladder of rates, lowest first; a case keeps up \
+         with a rate when its mean throughput is at least {:.0}% of it. The ladder's rungs are coarse \
+         (the table gives the rung, not an interpolation).\n",
+        sig4(SEED_SWAP_SATURATION_TPS.0),
+        sig4(SEED_SWAP_SATURATION_TPS.1),
+        signed(pct(SEED_SWAP_SATURATION_TPS.1, SEED_SWAP_SATURATION_TPS.0)),
+        KEEPS_UP * 100.0
+    );
+    s.push_str("| case | keeps up to (offered tx/s) | peak throughput (tx/s) |\n|---|---|---|\n");
+    for c in t.distinct("case") {
+        if let Some((kept, peak)) = saturation(t, &c) {
+            let _ = writeln!(
+                s,
+                "| {c} | {} | {} |",
+                kept.map_or("below the lowest rung".into(), sig4),
+                sig4(peak)
+            );
+        }
+    }
+    s.push_str("\n| change | keeps up to | peak throughput | seed 003: saturation |\n|---|---|---|---|\n");
+    for p in pairs {
+        let (Some(b), Some(v)) = (saturation(t, &p.baseline), saturation(t, &p.variant)) else { continue };
+        let kept = match (b.0, v.0) {
+            (Some(b), Some(v)) => signed(pct(v, b)),
+            _ => "–".into(),
+        };
+        let seed = if p.baseline.ends_with(SINGLE_LOCK_SUFFIX) {
+            "– (Fig 6.5 ran one rate)".to_string()
+        } else {
+            signed(pct(SEED_SWAP_SATURATION_TPS.1, SEED_SWAP_SATURATION_TPS.0))
+        };
+        let _ = writeln!(s, "| {} | {kept} | {} | {seed} |", p.what, signed(pct(v.1, b.1)));
+    }
+    s
 }
 
 fn op_cost(t: &Table, build: &str, op: &str) -> Option<f64> {
@@ -653,6 +817,7 @@ fn backend_section(t: &Table) -> String {
     }
     s.push('\n');
     s.push_str(&cases_section(t, "End to end:", &pairs));
+    s.push_str(&saturation_section(t, &pairs));
     s
 }
 
@@ -738,6 +903,54 @@ mod tests {
         // Labels are CSV cells.
         let labels = [CHECKED.to_string(), SKIPPED.to_string(), p[0].baseline.clone(), p[0].variant.clone()];
         assert!(labels.iter().all(|l| !l.contains(',')), "{labels:?}");
+    }
+
+    #[test]
+    fn the_ladder_climbs_from_below_to_saturated_and_finds_where_each_case_keeps_up() {
+        let rates = |quick| -> Vec<(String, f64)> {
+            ladder(quick)
+                .into_iter()
+                .map(|r| match r.rate {
+                    Rate::Fixed { tps } => (r.name, tps),
+                    _ => (r.name, 0.0),
+                })
+                .collect()
+        };
+        let full = rates(false);
+        assert_eq!(full.len(), LADDER_STEPS + 1);
+        assert_eq!(full[0], (BELOW.to_string(), BELOW_TPS));
+        assert_eq!(full[LADDER_STEPS], (SATURATED.to_string(), SATURATED_TPS));
+        assert!(full.windows(2).all(|w| w[0].1 < w[1].1), "{full:?}");
+        assert_eq!(full[1], ("offered 5600".to_string(), 5_600.0));
+        assert_eq!(rates(true).len(), 3);
+
+        let mut t = Table::new(COLUMNS);
+        let mut rung = |case: &str, name: &str, offered: f64, tps: f64| {
+            let mut r = round_row(case, name, 1, tps, 100.0);
+            r[2] = offered.to_string();
+            t.push(r);
+        };
+        // "portable" keeps up to 5,600 and peaks at 8,000; "native" keeps up to 9,200.
+        for (name, offered, a, b) in [
+            (BELOW, 2_000.0, 2_000.0, 2_000.0),
+            ("offered 5600", 5_600.0, 5_500.0, 5_600.0),
+            ("offered 9200", 9_200.0, 8_000.0, 9_000.0),
+            (SATURATED, 20_000.0, 7_900.0, 9_500.0),
+        ] {
+            rung("portable", name, offered, a);
+            rung("native", name, offered, b);
+        }
+        assert_eq!(saturation(&t, "portable"), Some((Some(5_600.0), 8_000.0)));
+        assert_eq!(saturation(&t, "native"), Some((Some(9_200.0), 9_500.0)));
+        let s = saturation_section(&t, &backend_pairs(&node_builds(&t)));
+        assert!(s.contains("| portable | 5600 | 8000 |"), "{s}");
+        // 9,200 against 5,600 is +64.3%; the peaks +18.8%; seed 003's 300 → 350 is +16.7%.
+        assert!(s.contains("| +64.3% | +18.8% | +16.7% |"), "{s}");
+        let charts = backend_charts(&t);
+        let through = charts.iter().find(|c| c.title.starts_with("Throughput against")).unwrap();
+        let native = through.series.iter().find(|s| s.label == "native").unwrap();
+        assert_eq!(native.points.len(), 4);
+        assert_eq!(native.points[0], (2_000.0, 2_000.0));
     }
 
     #[test]
