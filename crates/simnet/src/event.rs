@@ -445,6 +445,10 @@ pub struct Counters {
     /// (runs that keep no events only): neither in `delivered` nor in `lost` (a few would have
     /// been lost with their link had they been delivered).
     pub elided: u64,
+    /// Copies of gossip not sent because their receiver had said IDONTWANT for them.
+    pub declined: u64,
+    /// IDONTWANT control messages sent (their bytes are in `up_bytes` / `down_bytes`).
+    pub idontwant: u64,
     /// Messages lost: to the loss rate, to a partition, with their link.
     pub lost: [u64; 3],
     /// Verification rounds run.

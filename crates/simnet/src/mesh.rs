@@ -13,6 +13,12 @@
 //!   small and not modelled as traffic).
 //! - **Leaving**: a link that goes down leaves both meshes.
 //!
+//! - **IDONTWANT** (gossipsub 1.2, on in the node: libp2p's threshold of 1,000 bytes): a node
+//!   that receives a message larger than [`GossipParams::idontwant_bytes`] for the first time
+//!   tells its other mesh peers at once, and a mesh peer that has heard so does not forward the
+//!   message to it (`World::declined`). The control message's bytes are counted; it takes the
+//!   link's latency and no uplink time.
+//!
 //! Not modelled: lazy gossip (IHAVE/IWANT to peers outside the mesh), peer scores, the
 //! outbound quota of a mesh, per-topic meshes (every subscriber subscribes to every topic, so
 //! one mesh stands for them all). A message the mesh loses is recovered by the protocol itself
@@ -26,6 +32,13 @@ use rand_core::Rng;
 
 use crate::wire::NodeId;
 
+/// libp2p-gossipsub's `idontwant_message_size_threshold`, which the node keeps: bytes.
+pub const IDONTWANT_BYTES: usize = 1_000;
+
+/// The encoded length of one IDONTWANT control message for one id, framing included, bytes
+/// (a 20-byte id in a protobuf `ControlIDontWant`, in an RPC frame).
+pub const IDONTWANT_WIRE_BYTES: u64 = 28;
+
 /// The mesh's degree bounds and heartbeat.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GossipParams {
@@ -37,12 +50,15 @@ pub struct GossipParams {
     pub d_hi: usize,
     /// The heartbeat's interval, ms.
     pub heartbeat_ms: u64,
+    /// Messages longer than this many bytes are announced with IDONTWANT on first receipt
+    /// (`None`: gossipsub 1.1, no IDONTWANT).
+    pub idontwant_bytes: Option<usize>,
 }
 
 impl GossipParams {
     /// The node's own settings.
     pub fn node() -> GossipParams {
-        GossipParams { d: 8, d_lo: 6, d_hi: 12, heartbeat_ms: 700 }
+        GossipParams { d: 8, d_lo: 6, d_hi: 12, heartbeat_ms: 700, idontwant_bytes: Some(IDONTWANT_BYTES) }
     }
 }
 
@@ -131,7 +147,7 @@ mod tests {
 
     #[test]
     fn heartbeats_keep_the_mesh_within_its_bounds() {
-        let p = GossipParams { d: 4, d_lo: 3, d_hi: 6, heartbeat_ms: 700 };
+        let p = GossipParams { d: 4, d_lo: 3, d_hi: 6, heartbeat_ms: 700, idontwant_bytes: None };
         let mut rng = ChaCha20Rng::seed_from_u64(3);
         let mut m = Mesh::default();
         let a = NodeId(0);

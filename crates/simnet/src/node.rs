@@ -204,6 +204,14 @@ impl Honest {
                 if !self.remember(id, w) {
                     return;
                 }
+                if self.announces(&data, w) {
+                    // Gossipsub 1.2: IDONTWANT to the other mesh peers on first receipt.
+                    let to: Vec<NodeId> =
+                        w.mesh_of(self.id).filter(|&p| p != from && w.subscribed(p)).collect();
+                    for peer in to {
+                        w.send_idontwant(self.id, peer);
+                    }
+                }
                 let bytes = data.to_vec();
                 self.pending.insert(id, (topic, data, from));
                 self.step(Input::Gossip { topic, id, source: from, data: bytes }, w);
@@ -224,11 +232,21 @@ impl Honest {
         }
     }
 
+    /// Is `data` long enough that gossipsub announces it with IDONTWANT?
+    fn announces(&self, data: &[u8], w: &World) -> bool {
+        w.gossip.idontwant_bytes.is_some_and(|t| data.len() > t)
+    }
+
     /// Forwards gossip to the node's subscribed mesh peers but `from` (gossipsub forwards
-    /// along its mesh).
+    /// along its mesh), and but those that said IDONTWANT for it.
     fn forward(&mut self, topic: Topic, id: MsgId, data: &Arc<[u8]>, from: NodeId, w: &mut World) {
+        let big = self.announces(data, w);
         let to: Vec<NodeId> = w.mesh_of(self.id).filter(|&p| p != from && w.subscribed(p)).collect();
         for peer in to {
+            if big && w.declined(peer, self.id, &id) {
+                w.counters.declined += 1;
+                continue;
+            }
             w.send(self.id, peer, Wire::Gossip { topic, id, data: data.clone() });
         }
     }

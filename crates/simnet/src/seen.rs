@@ -66,6 +66,11 @@ impl Seen {
         true
     }
 
+    /// When `id` was first seen (ms), if it is remembered.
+    pub fn first_seen_ms(&self, id: &MsgId) -> Option<u64> {
+        self.ids.get(id).copied()
+    }
+
     /// Will `id` still be remembered at `at_ms` (by time; see the module's note on size)?
     pub fn holds(&self, id: &MsgId, at_ms: u64) -> bool {
         self.ids.get(id).is_some_and(|&first| first + SEEN_MS > at_ms)

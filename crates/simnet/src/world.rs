@@ -22,6 +22,7 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 
 use rand_chacha::ChaCha20Rng;
 use rand_core::{Rng, SeedableRng};
+use scalechain_p2p::msg::MsgId;
 use scalechain_p2p::protocol::Input;
 use scalechain_p2p::score::Offence;
 use scalechain_types::Hash;
@@ -464,6 +465,25 @@ impl World {
         let candidates: Vec<NodeId> = self.peers_of(a).filter(|&p| self.subscribed(p)).collect();
         let params = self.gossip;
         self.mesh.heartbeat(a, &candidates, &params, &mut self.rng);
+    }
+
+    /// Has `peer` told `to` IDONTWANT for gossip `id` by now? It did when it first saw the id
+    /// (a message longer than the threshold), and the control message has arrived if that was
+    /// at least the link's longest latency ago.
+    pub fn declined(&self, peer: NodeId, to: NodeId, id: &MsgId) -> bool {
+        let Some(first_ms) = self.seen.get(peer.0 as usize).and_then(|s| s.first_seen_ms(id)) else {
+            return false;
+        };
+        first_ms.saturating_mul(1_000).saturating_add(self.max_delay_us(peer, to)) <= self.now_us
+    }
+
+    /// `from` sends IDONTWANT to `to` (gossipsub 1.2): only its bytes are counted.
+    pub fn send_idontwant(&mut self, from: NodeId, to: NodeId) {
+        if self.linked(from, to) {
+            let size = crate::mesh::IDONTWANT_WIRE_BYTES + self.model.overhead_bytes;
+            self.counters.idontwant += 1;
+            self.counters.add_bytes(from, to, size);
+        }
     }
 
     /// Sends on the link from `from` to `to`; false if there is no open link (or the message

@@ -65,14 +65,16 @@ fn a_thousand_nodes_survive_a_partition_churn_a_withholding_miner_and_invalid_co
     assert!(solve(&mut bad.header, HashKind::Sha256, 1, &AtomicBool::new(false)));
     let bad_hash = bad.header.hash(HashKind::Sha256);
     let (topic, payload) = block_payload(&bad, HashKind::Sha256, true);
-    // It dials 20 peers (a scripted node shakes no hands, so it sends at once).
+    // It dials 20 peers of the same half as `on` (a scripted node shakes no hands, so it sends
+    // at once): they hold the bad block's parent and judge it at once. A node of the other
+    // half would hold it as an orphan, and judge it only if that half's chain won the heal.
+    let near = |k: usize| peers[k * 38];
+    assert!((0..20).all(|k| near(k).0 % 2 == on.0 % 2));
     for k in 0..20 {
-        sim.connect(adversary, peers[k * 37]);
+        sim.connect(adversary, near(k));
     }
-    let reached: Vec<NodeId> = (0..20)
-        .map(|k| peers[k * 37])
-        .filter(|&p| sim.inject_gossip(adversary, p, topic, payload.clone()))
-        .collect();
+    let reached: Vec<NodeId> =
+        (0..20).map(near).filter(|&p| sim.inject_gossip(adversary, p, topic, payload.clone())).collect();
     assert!(reached.len() >= 10, "{reached:?}");
     sim.run_for(3_000);
     // The churned nodes come back and dial 8 peers each.

@@ -251,3 +251,45 @@ fn nodes_on_a_shared_machine_share_its_cores() {
     assert!(others.iter().all(|&t| t - a - 5_000 == hop), "{others:?}");
     assert_eq!(cpu, vec![0.0; 4]);
 }
+
+/// [`loaded`] with full blocks gossiped (no compact blocks, so each is longer than gossipsub's
+/// IDONTWANT threshold), with or without IDONTWANT.
+fn full_blocks(idontwant: bool) -> Sim {
+    let mut cfg = large(9);
+    cfg.compact_blocks = false;
+    if !idontwant {
+        cfg.gossip.idontwant_bytes = None;
+    }
+    let accounts = Accounts::new(&cfg.params, cfg.sig, 3, 256);
+    let mut sim = network(cfg, 40);
+    sim.track(Tracking::All);
+    let start = sim.now();
+    let targets: Vec<NodeId> = (4..40).step_by(7).map(NodeId).collect();
+    sim.start_load(LoadPlan::new(50.0, start + 100, start + 4_000, targets), accounts);
+    sim.run_for(8_000);
+    sim
+}
+
+#[test]
+fn idontwant_spares_copies_of_long_messages_that_their_receiver_has_and_loses_nothing() {
+    let (with, without) = (full_blocks(true), full_blocks(false));
+    let (a, b) = (with.counters(), without.counters());
+    assert_eq!(b.declined + b.idontwant, 0, "nothing declined without IDONTWANT");
+    assert!(a.declined > 0 && a.idontwant > 0, "declined {} idontwant {}", a.declined, a.idontwant);
+    // Fewer block copies go out, and fewer bytes in all, control messages included.
+    let blocks = |c: &Counters| c.sent_of(Kind::BlockGossip);
+    assert!(blocks(a) < blocks(b), "{} block copies with, {} without", blocks(a), blocks(b));
+    let up = |c: &Counters| c.up_bytes.iter().sum::<u64>();
+    assert!(up(a) < up(b), "{} bytes with, {} without", up(a), up(b));
+    // Every block mined before the last two seconds still reached every node, and every
+    // transaction tracked too.
+    let arrivals = with.arrivals();
+    let last = arrivals.mined.last().unwrap().at_us;
+    for m in arrivals.mined.iter().filter(|m| m.at_us + 2_000_000 < last) {
+        assert!(arrivals.block_reach_us(&m.hash, 1.0, 40).is_some(), "block {} missed a node", m.height);
+    }
+    for txid in arrivals.submitted.keys() {
+        assert!(arrivals.tx_reach_us(txid, 1.0, 40).is_some());
+    }
+    assert!(arrivals.mined.len() >= 3);
+}

@@ -531,8 +531,8 @@ fn section(t: &Table) -> String {
          chain at the end.\n\n\
          **Not modelled**: CPU shared between nodes (each has its own cores), disk, the transport's \
          CPU, TCP (a message takes latency + size / bandwidth, queued on the sender's uplink, no \
-         faster than the receiver's download rate), gossipsub's IDONTWANT and IHAVE/IWANT \
-         (meshes and flood publishing only). **How it was checked**: `sim-check` runs \
+         faster than the receiver's download rate), gossipsub's IHAVE/IWANT (meshes, flood \
+         publishing and IDONTWANT only). **How it was checked**: `sim-check` runs \
          `propagation`'s scenario both on real node processes and in the simulator at 4 to 16 \
          nodes; its section says where the simulator's times agree within 25% and why they do not \
          elsewhere. Read these figures for their shape against N and load.\n\n\
