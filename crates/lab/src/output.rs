@@ -136,9 +136,59 @@ pub fn sig4(x: f64) -> String {
     format!("{:.*}", digits.max(0) as usize, x)
 }
 
+/// A target a measured figure is held to, as a report states it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Target {
+    /// The figure must not exceed this.
+    AtMost(f64),
+    /// The figure must reach this.
+    AtLeast(f64),
+}
+
+impl Target {
+    /// Does `value` meet the target? A value that is not a number does not.
+    pub fn met(&self, value: f64) -> bool {
+        match *self {
+            Target::AtMost(t) => value <= t,
+            Target::AtLeast(t) => value >= t,
+        }
+    }
+
+    /// The target as the report's headers write it: `≤ 1.15`, `≥ 0.8`.
+    pub fn text(&self) -> String {
+        match *self {
+            Target::AtMost(t) => format!("≤ {t}"),
+            Target::AtLeast(t) => format!("≥ {t}"),
+        }
+    }
+
+    /// A table cell: the value as `formatted`, then whether it met the target (`met`, or
+    /// `**missed**` in bold so that a reader's eye finds it).
+    pub fn cell(&self, formatted: &str, value: f64) -> String {
+        if self.met(value) {
+            format!("{formatted} (met)")
+        } else {
+            format!("{formatted} (**missed**)")
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_target_marks_each_figure_met_or_missed() {
+        let at_most = Target::AtMost(1.15);
+        assert_eq!(at_most.text(), "≤ 1.15");
+        assert_eq!(at_most.cell("1.113", 1.113), "1.113 (met)");
+        assert_eq!(at_most.cell("1.159", 1.159), "1.159 (**missed**)");
+        assert!(at_most.met(1.15), "the bound itself meets it");
+        let at_least = Target::AtLeast(0.8);
+        assert_eq!(at_least.text(), "≥ 0.8");
+        assert!(at_least.met(0.8) && !at_least.met(0.301));
+        assert!(!at_least.met(f64::NAN) && !at_most.met(f64::NAN), "no number meets no target");
+    }
 
     #[test]
     fn merged_csv_keeps_other_builds_and_replaces_this_one() {

@@ -41,7 +41,7 @@ use scalechain_lab::load::converge::wait_height;
 use scalechain_lab::load::fund::fund;
 use scalechain_lab::load::prepare::{premine_funds, prepare};
 use scalechain_lab::load::SystemClock;
-use scalechain_lab::output::sig4;
+use scalechain_lab::output::{sig4, Target};
 use scalechain_lab::plot::{Chart, Series};
 use scalechain_lab::Table;
 use scalechain_mempool::Mempool;
@@ -471,16 +471,21 @@ fn section(t: &Table) -> String {
     );
     s.push_str("| source | best tx/s | / bound | target |\n|---|---:|---:|---:|\n");
     for (src, target) in [
-        ("memory", "≥ 0.90"),
-        ("same-machine", "≥ 0.80"),
-        ("same-machine-alone", ""),
-        (OTHER_HOST, ""),
-        ("namespace-same-cores-alone", ""),
+        ("memory", Some(Target::AtLeast(0.9))),
+        ("same-machine", Some(Target::AtLeast(0.8))),
+        ("same-machine-alone", None),
+        (OTHER_HOST, None),
+        ("namespace-same-cores-alone", None),
     ] {
+        let r = ratio(src);
+        let cell = match (target, r) {
+            (Some(tg), Some(x)) => tg.cell(&f(r), x),
+            _ => f(r),
+        };
         s.push_str(&format!(
-            "| {src} | {} | {} | {target} |\n",
+            "| {src} | {} | {cell} | {} |\n",
             best(t, src).map_or("n/a".into(), sig4),
-            f(ratio(src))
+            target.map_or(String::new(), |tg| tg.text())
         ));
     }
     s.push_str(&spent(t, bound));

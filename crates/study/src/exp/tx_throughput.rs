@@ -8,7 +8,7 @@
 //! on transactions of the same shape signed with secp256k1 ECDSA (the chain's other scheme).
 
 use scalechain_consensus::{verify_txs, VerifyMode};
-use scalechain_lab::output::sig4;
+use scalechain_lab::output::{sig4, Target};
 use scalechain_lab::plot::{Chart, Series};
 use scalechain_lab::Table;
 use scalechain_types::Scheme;
@@ -100,6 +100,9 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
     let cores = ctx.machine.cores;
     ctx.finish(Experiment::TxThroughput, &table, charts, |t| section(t, ctx.machine.build, cores))
 }
+
+/// The ledger's throughput against its bound (both ratios), at [`TARGET_N`].
+pub const RATIO_TARGET: Target = Target::AtLeast(0.9);
 
 fn rate(t: &Table, n: usize, mode: &str, build: &str) -> Option<f64> {
     let ns = n.to_string();
@@ -211,12 +214,22 @@ fn section(t: &Table, build: &str, cores: usize) -> String {
     let max_n = t.rows.iter().filter_map(|r| r[0].parse::<usize>().ok()).max().unwrap_or(1);
     let n = TARGET_N.min(max_n);
     s.push_str(&format!("**Targets at n = {n}** (ratio of throughputs, same threads, same build):\n\n"));
-    s.push_str("| build | parallel / bound (target ≥ 0.90) | sequential / bound_single (target ≥ 0.90) |\n|---|---:|---:|\n");
+    s.push_str(&format!(
+        "| build | parallel / bound (target {0}) | sequential / bound_single (target {0}) |\n|---|---:|---:|\n",
+        RATIO_TARGET.text()
+    ));
     for b in &builds {
         let (par, seq) = ratios(t, n, b);
-        let f = |x: Option<f64>| x.map_or("n/a".into(), |x| format!("{x:.3}"));
+        let f = |x: Option<f64>| x.map_or("n/a".into(), |x| RATIO_TARGET.cell(&format!("{x:.3}"), x));
         s.push_str(&format!("| {b} | {} | {} |\n", f(par), f(seq)));
     }
+    s.push_str(
+        "\n`sequential` and `bound_single` make the same call per signature (`keys::verify`, one \
+         ZIP-215 verification with its key decompressed), so their ratio cannot truly pass 1: the \
+         ledger's own work only adds. A ratio above 1 is the spread between interleaved runs of \
+         two equal costs (the bound is timed on the calling thread, the ledger in a one-thread \
+         pool), and reads as \"at the bound\".\n",
+    );
     s.push_str(&format!(
         "\n**Beside seed 000 Table 5.1** (tx/s, the seed's as n / its µs; seed: {}; ours: build `{build}`):\n\n",
         seeds::TABLE_5_1_SOURCE

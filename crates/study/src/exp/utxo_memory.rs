@@ -8,7 +8,10 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use scalechain_consensus::{Coin, UtxoSet, UtxoView};
+use std::fmt::Write as _;
+
 use scalechain_lab::machine::rss_kib;
+use scalechain_lab::output::{sig4, Target};
 use scalechain_lab::plot::{Chart, Series};
 use scalechain_lab::Table;
 use scalechain_types::{Amount, Hash, HashKind, Lock, OutPoint, Scheme, TxOut};
@@ -138,5 +141,17 @@ fn section(t: &Table) -> String {
          its capacity (hashbrown buckets × entry + control byte). Lookups draw existing outpoints.\n\n"
     );
     s.push_str(&t.markdown(&COLUMNS[..7]));
+    let target = Target::AtMost(TARGET_BYTES);
+    for r in t.select("structure", "UtxoSet") {
+        if let (Some(b), Some(n)) = (t.num(r, "rss_bytes_per_output"), t.num(r, "outputs")) {
+            let _ = write!(
+                s,
+                "\n`UtxoSet` at {} outputs: {} B per output against the target {} B.\n",
+                sig4(n),
+                target.cell(&format!("{b:.1}"), b),
+                target.text()
+            );
+        }
+    }
     s
 }
