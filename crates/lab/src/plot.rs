@@ -23,17 +23,25 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
     /// Points only (used for the seed's published figures).
     pub points_only: bool,
+    /// A published (seed) series, drawn as triangles; ours are circles, squares and diamonds.
+    pub published: bool,
 }
 
 impl Series {
     /// A measured series.
     pub fn line(label: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
-        Series { label: label.into(), points, points_only: false }
+        Series { label: label.into(), points, points_only: false, published: false }
+    }
+
+    /// A measured series drawn as points only (a categorical axis, whose neighbours are not
+    /// joined by anything a line would show).
+    pub fn points(label: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
+        Series { label: label.into(), points, points_only: true, published: false }
     }
 
     /// A published (seed) series.
     pub fn seed(label: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
-        Series { label: label.into(), points, points_only: true }
+        Series { label: label.into(), points, points_only: true, published: true }
     }
 }
 
@@ -50,6 +58,9 @@ pub struct Chart {
     pub log_x: bool,
     /// Log-scaled y axis.
     pub log_y: bool,
+    /// A categorical x axis: when not empty, x = 1, 2, … stand for these names, which label
+    /// the axis instead of numbers.
+    pub x_names: Vec<String>,
     /// The series.
     pub series: Vec<Series>,
 }
@@ -126,6 +137,44 @@ pub fn tick(v: f64, pow2: bool) -> String {
     format!("{s}{suffix}")
 }
 
+/// The name of category `v` (x = 1 is the first name); empty between categories and beyond
+/// them.
+fn category(names: &[String], v: f64) -> String {
+    if v.fract() != 0.0 || v < 1.0 {
+        return String::new();
+    }
+    names.get(v as usize - 1).cloned().unwrap_or_default()
+}
+
+/// Do all these x values lie on whole numbers over a short span (trials, counts of runs), so
+/// that the axis labels whole numbers only?
+fn integer_axis(values: impl Iterator<Item = f64>) -> bool {
+    let mut any = false;
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for v in values.filter(|v| v.is_finite()) {
+        if v.fract() != 0.0 {
+            return false;
+        }
+        any = true;
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    any && hi - lo <= 40.0
+}
+
+/// `label`, unless it repeats the label drawn just before on the same axis (a log axis draws
+/// the decade it crosses twice): then nothing.
+fn once(last: &std::cell::RefCell<String>, label: String) -> String {
+    let mut last = last.borrow_mut();
+    if !label.is_empty() && *last == label {
+        return String::new();
+    }
+    if !label.is_empty() {
+        last.clone_from(&label);
+    }
+    label
+}
+
 fn plot_err(e: impl std::fmt::Display) -> LabError {
     LabError::Plot(e.to_string())
 }
@@ -155,7 +204,7 @@ fn styles(series: &[Series]) -> Vec<Style> {
         .enumerate()
         .map(|(i, s)| {
             let color = Palette99::pick(i).to_rgba();
-            if s.points_only {
+            if s.published {
                 seeds += 1;
                 Style { color, shape: Shape::Triangle, filled: (seeds - 1) % 2 == 0 }
             } else {
@@ -242,9 +291,26 @@ macro_rules! draw_panel {
             .y_label_area_size(70)
             .build_cartesian_2d($xr, $yr)
             .map_err(plot_err)?;
-        let (fx, fy) = (move |v: &f64| tick(*v, pow2x), move |v: &f64| tick(*v, pow2y));
-        ctx.configure_mesh()
-            .x_desc(&c.x_label)
+        let names = &c.x_names;
+        let int_x = !c.log_x && integer_axis(c.series.iter().flat_map(|s| s.points.iter().map(|p| p.0)));
+        let last_x = std::cell::RefCell::new(String::new());
+        let last_y = std::cell::RefCell::new(String::new());
+        let fx = move |v: &f64| {
+            let label = if !names.is_empty() {
+                category(names, *v)
+            } else if int_x && v.fract() != 0.0 {
+                String::new()
+            } else {
+                tick(*v, pow2x)
+            };
+            once(&last_x, label)
+        };
+        let fy = move |v: &f64| once(&last_y, tick(*v, pow2y));
+        let mut mesh = ctx.configure_mesh();
+        if !c.x_names.is_empty() {
+            mesh.x_labels(c.x_names.len() + 1);
+        }
+        mesh.x_desc(&c.x_label)
             .y_desc(&c.y_label)
             .x_label_formatter(&fx)
             .y_label_formatter(&fy)
@@ -297,7 +363,8 @@ fn draw(backend: SVGBackend<'_>, charts: &[Chart]) -> Result<(), LabError> {
         legend(&legend_area, &c.series, &styles)?;
         let xs = || c.series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
         let ys = || c.series.iter().flat_map(|s| s.points.iter().map(|p| p.1));
-        let (x0, x1) = range(xs(), c.log_x);
+        let (x0, x1) =
+            if c.x_names.is_empty() { range(xs(), c.log_x) } else { (0.5, c.x_names.len() as f64 + 0.5) };
         let (y0, y1) = range(ys(), c.log_y);
         let (p2x, p2y) = (c.log_x && powers_of_two(xs()), c.log_y && powers_of_two(ys()));
         let bx = if p2x { 2.0 } else { 10.0 };
@@ -367,6 +434,7 @@ mod tests {
             y_label: "y".into(),
             log_x: false,
             log_y: false,
+            x_names: Vec::new(),
             series,
         };
         assert_eq!(legend_width(std::slice::from_ref(&chart)), 54 + 7 * (long.len() as u32 + 3));
@@ -394,6 +462,7 @@ mod tests {
             y_label: "transactions / s".into(),
             log_x: true,
             log_y: true,
+            x_names: Vec::new(),
             series: vec![
                 Series::line("ours a", pow.clone()),
                 Series::line("ours b", pow.iter().map(|(x, y)| (*x, y * 2.0)).collect()),
@@ -415,5 +484,63 @@ mod tests {
         assert!(svg.contains("<circle"), "circles");
         assert!(svg.contains("<rect") && svg.matches("<rect").count() > 21, "squares");
         assert!(svg.contains("<polygon"), "triangles");
+    }
+
+    fn chart(x_names: Vec<String>, log_x: bool, series: Vec<Series>) -> Chart {
+        Chart {
+            title: "t".into(),
+            x_label: "x".into(),
+            y_label: "y".into(),
+            log_x,
+            log_y: false,
+            x_names,
+            series,
+        }
+    }
+
+    fn labels(c: &Chart) -> Vec<String> {
+        texts(&svg_string(std::slice::from_ref(c)).unwrap()).into_iter().map(|(_, l)| l).collect()
+    }
+
+    #[test]
+    fn a_categorical_axis_reads_its_names_once_each_and_no_numbers() {
+        let names: Vec<String> = ["decode", "txid", "sighash"].map(String::from).to_vec();
+        let c = chart(
+            names.clone(),
+            false,
+            vec![Series::points("ours", vec![(1.0, 500.0), (2.0, 700.0), (3.0, 900.0)])],
+        );
+        let l = labels(&c);
+        for n in &names {
+            assert_eq!(l.iter().filter(|x| *x == n).count(), 1, "{n} in {l:?}");
+        }
+        // (The y axis reads 0, 100, … 900.)
+        assert!(
+            !l.iter().any(|x| ["1", "2", "3", "0.5", "1.5"].contains(&x.as_str())),
+            "no x numbers: {l:?}"
+        );
+        assert_eq!(category(&names, 2.0), "txid");
+        assert_eq!(category(&names, 2.5), "");
+        assert_eq!(category(&names, 4.0), "");
+        assert_eq!(category(&names, 0.0), "");
+    }
+
+    #[test]
+    fn trials_are_labelled_with_whole_numbers_and_a_crossed_decade_once() {
+        let trials =
+            chart(Vec::new(), false, vec![Series::line("t", vec![(1.0, 10.0), (2.0, 11.0), (3.0, 12.0)])]);
+        let l = labels(&trials);
+        assert!(l.iter().any(|x| x == "2"), "{l:?}");
+        assert!(!l.iter().any(|x| x.contains('.') && x.parse::<f64>().is_ok()), "no fractional trial: {l:?}");
+        assert!(integer_axis([1.0, 2.0, 3.0].into_iter()) && !integer_axis([1.0, 2.5].into_iter()));
+        assert!(!integer_axis([0.0, 1000.0].into_iter()), "a long span keeps its numbers");
+        // A log axis across 1,000 draws its decade twice; the label reads once.
+        let log = chart(Vec::new(), true, vec![Series::line("l", vec![(100.0, 1.0), (4_000.0, 2.0)])]);
+        let l = labels(&log);
+        assert_eq!(l.iter().filter(|x| *x == "1K").count(), 1, "{l:?}");
+        let last = std::cell::RefCell::new(String::new());
+        assert_eq!(once(&last, "1K".into()), "1K");
+        assert_eq!(once(&last, "1K".into()), "");
+        assert_eq!(once(&last, "2K".into()), "2K");
     }
 }

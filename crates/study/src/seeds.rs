@@ -608,6 +608,8 @@ pub const HASH_TIMER_SOURCE: &str =
 pub struct ComponentRow {
     /// The component, with the Criterion benchmark id in parentheses.
     pub component: &'static str,
+    /// Our `components` row that does the same work (`study components`), for the figure.
+    pub ours: &'static str,
     /// Criterion's point estimate of the slope (time per iteration), ns.
     pub ns: f64,
     /// Lower bound of the slope's 95% confidence interval, ns.
@@ -632,6 +634,7 @@ pub const COMPONENTS_SOURCE: &str = "seed 004_330a0eb3384c6c99.txt, Criterion.rs
 pub const COMPONENTS: &[ComponentRow] = &[
     ComponentRow {
         component: "clone read handle (clone_large_mempool_reader)",
+        ours: "read_handle_clone",
         ns: 103.05,
         low_ns: Some(102.61),
         high_ns: Some(103.55),
@@ -639,6 +642,7 @@ pub const COMPONENTS: &[ComponentRow] = &[
     },
     ComponentRow {
         component: "JSON deserialize tx (deserialize_tx)",
+        ours: "decode",
         ns: 8287.3,
         low_ns: Some(8224.6),
         high_ns: Some(8360.9),
@@ -647,6 +651,7 @@ pub const COMPONENTS: &[ComponentRow] = &[
     },
     ComponentRow {
         component: "recreate payload (create_payload)",
+        ours: "txid",
         ns: 5002.8,
         low_ns: Some(4959.7),
         high_ns: Some(5054.6),
@@ -655,6 +660,7 @@ pub const COMPONENTS: &[ComponentRow] = &[
     },
     ComponentRow {
         component: "message hash (recreate_tx_message)",
+        ours: "sighash",
         ns: 1286.7,
         low_ns: Some(1280.8),
         high_ns: Some(1293.3),
@@ -663,6 +669,7 @@ pub const COMPONENTS: &[ComponentRow] = &[
     },
     ComponentRow {
         component: "secp256k1 ECDSA verify (signature_validation)",
+        ours: "signature_secp256k1",
         ns: 63155.0,
         low_ns: Some(62582.0),
         high_ns: Some(63824.0),
@@ -671,6 +678,7 @@ pub const COMPONENTS: &[ComponentRow] = &[
     },
     ComponentRow {
         component: "full validation (full_validation)",
+        ours: "full_validation",
         ns: 182320.0,
         low_ns: Some(181560.0),
         high_ns: Some(183160.0),
@@ -679,6 +687,7 @@ pub const COMPONENTS: &[ComponentRow] = &[
     },
     ComponentRow {
         component: "full validation in a spawned thread (full_validation_1_thread)",
+        ours: "full_validation_spawned",
         ns: 346240.0,
         low_ns: Some(340170.0),
         high_ns: Some(352770.0),

@@ -132,6 +132,7 @@ pub fn charts(rounds: &[RoundResult]) -> Vec<Chart> {
             y_label: "tx/s".into(),
             log_x: false,
             log_y: false,
+            x_names: Vec::new(),
             series: vec![
                 Series::line("send rate", by_round(&|r| r.send_tps)),
                 Series::line("throughput (confirmed)", by_round(&|r| r.throughput_tps)),
@@ -143,6 +144,7 @@ pub fn charts(rounds: &[RoundResult]) -> Vec<Chart> {
             y_label: "ms".into(),
             log_x: false,
             log_y: false,
+            x_names: Vec::new(),
             series: vec![
                 Series::line("p50", by_round(&lat(|l| l.p50))),
                 Series::line("p95", by_round(&lat(|l| l.p95))),
@@ -156,6 +158,7 @@ pub fn charts(rounds: &[RoundResult]) -> Vec<Chart> {
             y_label: "throughput (tx/s)".into(),
             log_x: false,
             log_y: false,
+            x_names: Vec::new(),
             series: vec![Series::line(
                 "rounds",
                 rounds.iter().map(|r| (r.send_tps, r.throughput_tps)).collect(),
@@ -181,6 +184,7 @@ pub fn charts(rounds: &[RoundResult]) -> Vec<Chart> {
             y_label: "tx/s".into(),
             log_x: false,
             log_y: false,
+            x_names: Vec::new(),
             series: vec![
                 Series::line("sent", per_second(|s| s.offered)),
                 Series::line("in blocks", per_second(|s| s.confirmed)),

@@ -170,6 +170,7 @@ pub mod memory {
             y_label: "resident memory (MiB)".into(),
             log_x: false,
             log_y: false,
+            x_names: Vec::new(),
             series,
         }
     }

@@ -325,6 +325,7 @@ pub(crate) fn charts(t: &Table) -> Vec<Chart> {
             y_label: "median time (µs)".into(),
             log_x: true,
             log_y: true,
+            x_names: Vec::new(),
             series: steps,
         },
         Chart {
@@ -333,6 +334,7 @@ pub(crate) fn charts(t: &Table) -> Vec<Chart> {
             y_label: "speed-up (×, baseline time / parallel time)".into(),
             log_x: true,
             log_y: false,
+            x_names: Vec::new(),
             series: speed,
         },
     ]

@@ -290,32 +290,49 @@ fn seed_unit(what: &str) -> Option<f64> {
     seeds::SEED_004_CLAIMS.iter().find(|c| c.what.starts_with(what)).map(|c| c.value)
 }
 
+/// The components along the figure's x axis: those seed 004 measured first (at the place of
+/// the seed's row that does the same work, [`seeds::ComponentRow::ours`]), then ours alone,
+/// each in the order of `components.csv`.
+fn chart_components(t: &Table) -> Vec<String> {
+    let mut names: Vec<String> = seeds::COMPONENTS.iter().map(|r| r.ours.to_string()).collect();
+    for r in t.rows.iter().filter(|r| !unit_row(r)) {
+        if !names.contains(&r[0]) {
+            names.push(r[0].clone());
+        }
+    }
+    names
+}
+
 pub(crate) fn charts(t: &Table) -> Vec<Chart> {
-    // One bar-like series per build: components along x by index.
+    // One series per build over named components; seed 004's points at the components that do
+    // its rows' work.
+    let names = chart_components(t);
+    let at = |c: &str| names.iter().position(|n| n == c).map(|i| i as f64 + 1.0);
     let builds = t.distinct("build");
     let mut series: Vec<Series> = builds
         .iter()
         .map(|b| {
-            let pts = t
+            let mut pts: Vec<(f64, f64)> = t
                 .rows
                 .iter()
                 .filter(|r| &r[3] == b && !unit_row(r))
-                .enumerate()
-                .filter_map(|(i, r)| Some((i as f64 + 1.0, t.num(r, "ns")?)))
+                .filter_map(|r| Some((at(&r[0])?, t.num(r, "ns")?)))
                 .collect();
-            Series::line(format!("ScaleChain ({b}); x = row of components.csv"), pts)
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            Series::points(format!("ScaleChain ({b})"), pts)
         })
         .collect();
     series.push(Series::seed(
-        "seed 004 (x = row of its table)",
-        seeds::COMPONENTS.iter().enumerate().map(|(i, r)| (i as f64 + 1.0, r.ns)).collect(),
+        "seed 004 (its component that does the same work)",
+        seeds::COMPONENTS.iter().filter_map(|r| Some((at(r.ours)?, r.ns))).collect(),
     ));
     let mut charts = vec![Chart {
         title: "Cost per component of validating one transaction (seed 004)".into(),
-        x_label: "component (row)".into(),
+        x_label: "component".into(),
         y_label: "time per transaction (ns)".into(),
         log_x: false,
         log_y: true,
+        x_names: names,
         series,
     }];
     let mut unit: Vec<Series> = builds
@@ -333,6 +350,7 @@ pub(crate) fn charts(t: &Table) -> Vec<Chart> {
             y_label: "validations / s".into(),
             log_x: true,
             log_y: false,
+            x_names: Vec::new(),
             series: unit,
         });
     }
@@ -372,11 +390,13 @@ fn section(t: &Table) -> String {
     }
     s.push_str(&spawned_beside_seed(t));
     s.push_str(&format!(
-        "\n**Seed 004** ({}):\n\n| component | ns | note |\n|---|---:|---|\n",
+        "\n**Seed 004** ({}; beside each, our component that does the same work, where the figure \
+         places it: the payload the seed rebuilds is what our txid hashes, its message hash our \
+         sighash):\n\n| component | ours | ns | note |\n|---|---|---:|---|\n",
         seeds::COMPONENTS_SOURCE
     ));
     for r in seeds::COMPONENTS {
-        s.push_str(&format!("| {} | {} | {} |\n", r.component, sig4(r.ns), r.note));
+        s.push_str(&format!("| {} | `{}` | {} | {} |\n", r.component, r.ours, sig4(r.ns), r.note));
     }
     s
 }
@@ -387,6 +407,28 @@ mod tests {
 
     fn row(name: &str, ns: f64, build: &str) -> Vec<String> {
         vec![name.into(), format!("{ns:.1}"), "1".into(), build.into(), "1".into(), "c".into(), "1".into()]
+    }
+
+    #[test]
+    fn the_figure_names_its_components_and_sets_each_seed_row_at_its_match() {
+        let mut t = Table::new(COLUMNS);
+        t.push(row("decode", 300.0, "portable"));
+        t.push(row("full_validation", 20_000.0, "portable"));
+        t.push(row("utxo_lookup", 50.0, "portable"));
+        let c = &charts(&t)[0];
+        let names = &c.x_names;
+        assert_eq!(names.len(), seeds::COMPONENTS.len() + 1, "{names:?}");
+        assert_eq!(names.last().map(String::as_str), Some("utxo_lookup"));
+        let x = |n: &str| names.iter().position(|m| m == n).unwrap() as f64 + 1.0;
+        let ours = &c.series[0];
+        assert_eq!(
+            ours.points,
+            vec![(x("decode"), 300.0), (x("full_validation"), 20_000.0), (x("utxo_lookup"), 50.0)]
+        );
+        let seed = c.series.last().unwrap();
+        let json = seeds::COMPONENTS.iter().find(|r| r.ours == "decode").unwrap();
+        assert!(seed.points.contains(&(x("decode"), json.ns)), "the seed's JSON decode at our decode");
+        assert_eq!(seed.points.len(), seeds::COMPONENTS.len());
     }
 
     #[test]

@@ -271,6 +271,7 @@ pub(crate) fn charts(t: &Table) -> Vec<Chart> {
                 y_label: "MB/s (10^6 bytes per second)".into(),
                 log_x: true,
                 log_y: true,
+                x_names: Vec::new(),
                 series,
             }
         })

@@ -302,6 +302,7 @@ pub(crate) fn charts(t: &Table) -> Vec<Chart> {
             y_label: "throughput (confirmed tx/s)".into(),
             log_x: true,
             log_y: true,
+            x_names: Vec::new(),
             series: tput,
         },
         Chart {
@@ -310,6 +311,7 @@ pub(crate) fn charts(t: &Table) -> Vec<Chart> {
             y_label: "average latency (s)".into(),
             log_x: true,
             log_y: true,
+            x_names: Vec::new(),
             series: lat,
         },
     ]

@@ -273,6 +273,7 @@ fn change_chart(t: &Table, pairs: &[Pair]) -> Vec<Chart> {
         y_label: "throughput change (%)".into(),
         log_x: false,
         log_y: false,
+        x_names: Vec::new(),
         series,
     }]
 }
@@ -675,6 +676,7 @@ pub(crate) fn backend_charts(t: &Table) -> Vec<Chart> {
         y_label: "throughput (tx/s)".into(),
         log_x: false,
         log_y: false,
+        x_names: Vec::new(),
         series: through,
     });
     charts.push(Chart {
@@ -683,6 +685,7 @@ pub(crate) fn backend_charts(t: &Table) -> Vec<Chart> {
         y_label: "average latency (ms)".into(),
         log_x: false,
         log_y: true,
+        x_names: Vec::new(),
         series: curve("lat_avg_ms"),
     });
     charts

@@ -420,6 +420,7 @@ pub(crate) fn charts(t: &Table) -> Vec<Chart> {
         y_label: "transactions / s".into(),
         log_x: true,
         log_y: true,
+        x_names: Vec::new(),
         series: vec![
             Series::line("from memory (admission stage)", rate(t, "memory")),
             Series::line("from the same machine (API, loopback, 2 in flight)", rate(t, "same-machine")),

@@ -158,6 +158,7 @@ pub(crate) fn charts(t: &Table) -> Vec<Chart> {
         y_label: "µs per call".into(),
         log_x: false,
         log_y: true,
+        x_names: Vec::new(),
         series,
     }]
 }

@@ -908,6 +908,7 @@ pub(crate) fn charts(t: &Table) -> Vec<Chart> {
         y_label: "transactions arrived in the bucket".into(),
         log_x: false,
         log_y: false,
+        x_names: Vec::new(),
         series,
     };
     let mut charts = Vec::new();
@@ -950,6 +951,7 @@ pub(crate) fn charts(t: &Table) -> Vec<Chart> {
         y_label: "time (ms)".into(),
         log_x: true,
         log_y: true,
+        x_names: Vec::new(),
         series: scaling,
     });
     charts
@@ -1008,6 +1010,7 @@ fn wan_against_seed(t: &Table) -> Vec<Chart> {
             y_label: "time after the first submission (ms)".into(),
             log_x: false,
             log_y: true,
+            x_names: Vec::new(),
             series: last,
         },
         Chart {
@@ -1019,6 +1022,7 @@ fn wan_against_seed(t: &Table) -> Vec<Chart> {
             y_label: "transactions per packet".into(),
             log_x: false,
             log_y: true,
+            x_names: Vec::new(),
             series: packets,
         },
     ]

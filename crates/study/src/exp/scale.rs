@@ -437,6 +437,7 @@ pub(crate) fn charts(t: &Table) -> Vec<Chart> {
             y_label: "ms from mined to reached".into(),
             log_x: true,
             log_y: true,
+            x_names: Vec::new(),
             series: blocks,
         },
         Chart {
@@ -445,6 +446,7 @@ pub(crate) fn charts(t: &Table) -> Vec<Chart> {
             y_label: "ms from submitted to admitted".into(),
             log_x: true,
             log_y: false,
+            x_names: Vec::new(),
             series: txs,
         },
         Chart {
@@ -453,6 +455,7 @@ pub(crate) fn charts(t: &Table) -> Vec<Chart> {
             y_label: "kbit/s sent per node".into(),
             log_x: true,
             log_y: false,
+            x_names: Vec::new(),
             series: vec![line(&prop, "nodes", "up_kbps_per_node", "mean per node")],
         },
         Chart {
@@ -461,6 +464,7 @@ pub(crate) fn charts(t: &Table) -> Vec<Chart> {
             y_label: "% of mined blocks not in the final chain".into(),
             log_x: true,
             log_y: false,
+            x_names: Vec::new(),
             series: stale_series,
         },
     ];
@@ -476,6 +480,7 @@ pub(crate) fn charts(t: &Table) -> Vec<Chart> {
             y_label: "tx/s".into(),
             log_x: true,
             log_y: true,
+            x_names: Vec::new(),
             series: vec![
                 line(&load, "offered_tps", "confirmed_tps", "confirmed"),
                 line(&load, "offered_tps", "up_kbps_per_node", "kbit/s sent per node"),
@@ -502,6 +507,7 @@ pub(crate) fn charts(t: &Table) -> Vec<Chart> {
             y_label: "transactions per bucket".into(),
             log_x: false,
             log_y: false,
+            x_names: Vec::new(),
             series,
         });
     }

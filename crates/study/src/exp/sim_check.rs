@@ -467,6 +467,7 @@ pub(crate) fn charts(t: &Table) -> Vec<Chart> {
             y_label: "ms from the first node".into(),
             log_x: true,
             log_y: true,
+            x_names: Vec::new(),
             series,
         });
     }

@@ -193,6 +193,7 @@ pub(crate) fn charts(t: &Table) -> Vec<Chart> {
                 y_label: "speedup over 1 thread (×)".into(),
                 log_x: true,
                 log_y: false,
+                x_names: Vec::new(),
                 series,
             }
         })

@@ -212,6 +212,7 @@ pub(crate) fn charts(t: &Table) -> Vec<Chart> {
         y_label: "transactions connected".into(),
         log_x: false,
         log_y: false,
+        x_names: Vec::new(),
         series,
     }]
 }

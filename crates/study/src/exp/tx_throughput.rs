@@ -194,6 +194,7 @@ pub(crate) fn charts(t: &Table) -> Vec<Chart> {
         y_label: "transactions / s".into(),
         log_x: true,
         log_y: true,
+        x_names: Vec::new(),
         series,
     }]
 }

@@ -109,27 +109,26 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
 }
 
 pub(crate) fn charts(t: &Table) -> Vec<Chart> {
+    let names: Vec<String> = t.rows.iter().map(|r| format!("{} ({})", r[0], r[2])).collect();
     let series = t
         .rows
         .iter()
         .enumerate()
         .filter_map(|(i, r)| {
-            Some(Series::line(
-                format!("{} ({})", r[0], r[2]),
-                vec![(i as f64 + 1.0, t.num(r, "rss_bytes_per_output")?)],
-            ))
+            Some(Series::points(names[i].clone(), vec![(i as f64 + 1.0, t.num(r, "rss_bytes_per_output")?)]))
         })
-        .chain(std::iter::once(Series::seed(
-            "target",
+        .chain(std::iter::once(Series::line(
+            format!("target (≤ {TARGET_BYTES} B)"),
             vec![(0.5, TARGET_BYTES), (t.rows.len() as f64 + 0.5, TARGET_BYTES)],
         )))
         .collect();
     vec![Chart {
         title: "Resident bytes per unspent output".into(),
-        x_label: "structure (row of utxo-memory.csv)".into(),
+        x_label: "structure (build)".into(),
         y_label: "bytes / output".into(),
         log_x: false,
         log_y: false,
+        x_names: names,
         series,
     }]
 }

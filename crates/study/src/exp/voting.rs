@@ -257,6 +257,7 @@ pub(crate) fn charts(t: &Table) -> Vec<Chart> {
         y_label: "ballots / s".into(),
         log_x: false,
         log_y: true,
+        x_names: Vec::new(),
         series,
     }]
 }
