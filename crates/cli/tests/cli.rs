@@ -333,8 +333,12 @@ fn study_quick_smoke() {
         assert!(csv.starts_with(header), "{exp}: {}", csv.lines().next().unwrap_or(""));
         assert!(csv.lines().count() > 1, "{exp} has no rows");
         let svg = std::fs::read_to_string(in_either(out, format!("{exp}.svg"))).unwrap();
-        assert!(svg.starts_with("<svg") && svg.contains("<polyline"), "{exp}.svg");
-        assert!(report.contains(&format!("## `{exp}` (quick)")), "{exp} section missing");
+        // Lines, or points on a categorical axis.
+        assert!(svg.starts_with("<svg") && (svg.contains("<polyline") || svg.contains("<circle")), "{exp}.svg");
+        // Each section opens with its figure, then what it shows.
+        let opening = format!("## `{exp}` (quick)\n\n![{exp}]({exp}.svg)\n\n");
+        assert!(report.contains(&opening), "{exp} section missing or not opening with its figure");
+        assert_eq!(report.matches(&format!("## `{exp}` (quick)\n")).count(), 1, "{exp} once");
     }
     // Seed 003's optimisations: each case's rounds (one trial each with --quick), and backend's
     // per-operation rows of this build.
@@ -348,7 +352,10 @@ fn study_quick_smoke() {
         assert_eq!(middle, if exp == "backend" { cases } else { 0 }, "{exp}: {csv}");
         let svg = std::fs::read_to_string(in_either(out, format!("{exp}.svg"))).unwrap();
         assert!(svg.starts_with("<svg"), "{exp}.svg");
-        assert!(report.contains(&format!("## `{exp}` (quick)")), "{exp} section missing");
+        // Each section opens with its figure, then what it shows.
+        let opening = format!("## `{exp}` (quick)\n\n![{exp}]({exp}.svg)\n\n");
+        assert!(report.contains(&opening), "{exp} section missing or not opening with its figure");
+        assert_eq!(report.matches(&format!("## `{exp}` (quick)\n")).count(), 1, "{exp} once");
     }
     // profile: the miner offered each of the 1,001 to its pool once, and the report sets the
     // span beside seed 001's function.

@@ -110,21 +110,75 @@ impl Table {
     }
 }
 
-/// Appends `section` to `DIR/report.md` (creating it with a title).
-pub fn append_report(dir: &Path, section: &str) -> Result<(), LabError> {
+/// The title `DIR/report.md` starts with.
+pub const REPORT_TITLE: &str = "# ScaleChain study report\n\nOne section per experiment, each from its latest run into \
+    this directory (a later run of an experiment replaces its section); each section's machine table says where, \
+    with which build and at which commit it ran.\n\n";
+
+/// Writes `section`, whose first line is its `## ` header, into `DIR/report.md` (creating it
+/// with [`REPORT_TITLE`]): in place of the section with the same header if there is one (up to
+/// the next `## ` header), else at the end. So a report holds each experiment once.
+pub fn write_report_section(dir: &Path, section: &str) -> Result<(), LabError> {
     let path = dir.join("report.md");
-    let new = !path.exists();
-    let mut f =
-        fs::OpenOptions::new().create(true).append(true).open(&path).map_err(|e| LabError::io(&path, e))?;
-    let mut text = String::new();
-    if new {
-        text.push_str(
-            "# ScaleChain study report\n\nEach section was appended by one run of `scalechain study`.\n\n",
-        );
-    }
-    text.push_str(section);
-    text.push('\n');
+    let old = match fs::read_to_string(&path) {
+        Ok(s) => s,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => REPORT_TITLE.to_string(),
+        Err(e) => return Err(LabError::io(&path, e)),
+    };
+    let text = replace_section(&old, section);
+    let mut f = fs::File::create(&path).map_err(|e| LabError::io(&path, e))?;
     f.write_all(text.as_bytes()).map_err(|e| LabError::io(&path, e))
+}
+
+/// `report` with `section` in place of the section under the same `## ` header, or appended.
+fn replace_section(report: &str, section: &str) -> String {
+    let header = section.lines().next().unwrap_or_default();
+    let mut section = section.trim_end().to_string();
+    section.push_str("\n\n");
+    let starts: Vec<usize> = report.match_indices("\n## ").map(|(i, _)| i + 1).collect();
+    for (k, &at) in starts.iter().enumerate() {
+        if report[at..].lines().next() == Some(header) {
+            let end = starts.get(k + 1).copied().unwrap_or(report.len());
+            return format!("{}{section}{}", &report[..at], &report[end..]);
+        }
+    }
+    let mut out = report.to_string();
+    if !out.ends_with("\n\n") {
+        out.push('\n');
+    }
+    out.push_str(&section);
+    out
+}
+
+/// Markdown tables of `text` longer than `max_rows` rows, replaced by a line that says where
+/// their rows are (`csv`): a report shows what a reader reads, the CSV holds the rest.
+pub fn fold_long_tables(text: &str, max_rows: usize, csv: &str) -> String {
+    let mut out = String::new();
+    let lines: Vec<&str> = text.lines().collect();
+    let mut i = 0;
+    while i < lines.len() {
+        if lines[i].starts_with('|') {
+            let start = i;
+            while i < lines.len() && lines[i].starts_with('|') {
+                i += 1;
+            }
+            // A header line and its separator, then the rows.
+            let rows = (i - start).saturating_sub(2);
+            if rows > max_rows {
+                let _ = writeln!(out, "(A table of {rows} rows: in [`{csv}`]({csv}).)");
+            } else {
+                for l in &lines[start..i] {
+                    out.push_str(l);
+                    out.push('\n');
+                }
+            }
+        } else {
+            out.push_str(lines[i]);
+            out.push('\n');
+            i += 1;
+        }
+    }
+    out
 }
 
 /// Formats a number with 4 significant digits (plain notation).
@@ -178,6 +232,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_section_replaces_its_earlier_run_and_others_stay() {
+        let r = replace_section(REPORT_TITLE, "## `a`\n\nfirst a\n");
+        let r = replace_section(&r, "## `b`\n\nfirst b\n");
+        let r = replace_section(&r, "## `a`\n\nsecond a\n");
+        assert_eq!(r.matches("## `a`").count(), 1, "{r}");
+        assert!(r.contains("second a") && !r.contains("first a") && r.contains("first b"), "{r}");
+        assert!(r.find("## `a`") < r.find("## `b`"), "it keeps its place: {r}");
+        // A quick run is another section.
+        let r = replace_section(&r, "## `a` (quick)\n\nquick a\n");
+        assert!(r.contains("second a") && r.contains("quick a"), "{r}");
+        assert!(r.starts_with(REPORT_TITLE));
+    }
+
+    #[test]
+    fn long_tables_fold_into_a_pointer_to_the_csv() {
+        let mut text = String::from("intro\n\n| a |\n|---|\n");
+        for i in 0..5 {
+            text.push_str(&format!("| {i} |\n"));
+        }
+        text.push_str("\nafter\n");
+        assert_eq!(fold_long_tables(&text, 5, "x.csv"), text, "five rows stay");
+        let folded = fold_long_tables(&text, 4, "x.csv");
+        assert!(folded.contains("(A table of 5 rows: in [`x.csv`](x.csv).)"), "{folded}");
+        assert!(!folded.contains("| 3 |") && folded.contains("intro") && folded.contains("after"));
+    }
+
+    #[test]
     fn a_target_marks_each_figure_met_or_missed() {
         let at_most = Target::AtMost(1.15);
         assert_eq!(at_most.text(), "≤ 1.15");
@@ -212,10 +293,12 @@ mod tests {
         let back = Table::from_csv(&fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(back, m);
         assert_eq!(back.num(&back.rows[1], "v"), Some(11.0));
-        append_report(&dir, "## a\n").unwrap();
-        append_report(&dir, "## b\n").unwrap();
+        write_report_section(&dir, "## a\n\none\n").unwrap();
+        write_report_section(&dir, "## b\n").unwrap();
+        write_report_section(&dir, "## a\n\ntwo\n").unwrap();
         let r = fs::read_to_string(dir.join("report.md")).unwrap();
         assert!(r.starts_with("# ScaleChain study report") && r.contains("## a\n") && r.contains("## b\n"));
+        assert!(r.contains("two") && !r.contains("one"), "{r}");
         fs::remove_dir_all(&dir).unwrap();
     }
 

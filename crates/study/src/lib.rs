@@ -135,6 +135,96 @@ impl Experiment {
     }
 }
 
+impl Experiment {
+    /// Two sentences that open the experiment's report section, under its figure: what the
+    /// figure shows, and what to read it for.
+    pub fn lede(self) -> &'static str {
+        match self {
+            Experiment::TxThroughput => {
+                "Transactions verified per second against the number of transactions, for each way of \
+                 verifying them (one at a time, batched, batched in parallel) beside the raw signature bound \
+                 and seed 000's Table 5.1. Read it for how close the ledger runs to its signatures and where \
+                 batching and threads pay."
+            }
+            Experiment::BlockValidation => {
+                "The time to validate one block against its transaction count, step by step (fork check, \
+                 Merkle root, transactions, whole block), beside seed 000's Fig 3.2 and Table 5.3. Read it for \
+                 which step dominates as blocks grow and how far the whole stays from its signatures."
+            }
+            Experiment::Speedup => {
+                "Speed-up over one thread against the thread count, past the cores, beside Amdahl's bound \
+                 from the measured parallel fraction and seed 000's Fig 3.3. Read it for the plateau two \
+                 cores allow and what oversubscription costs."
+            }
+            Experiment::Hash => {
+                "Hash rate against input size and thread count for SHA-256, SHA-512/256 and BLAKE3, beside \
+                 seed 002's. Read it for which hash wins at the sizes a blockchain hashes, on this CPU."
+            }
+            Experiment::Components => {
+                "The cost of each step of validating one transaction, by named component, with seed 004's \
+                 row at the component that does its work. Read it for where a transaction's validation time \
+                 goes, and how far each part is from seed 004's."
+            }
+            Experiment::UtxoMemory => {
+                "Resident bytes per unspent output for each structure that can hold the UTXO set, against \
+                 the 128-byte target. Read it for what a coin costs in memory at ten million coins."
+            }
+            Experiment::Voting => {
+                "Ballots per second per ballot scheme, for proof checks alone and for whole elections, \
+                 beside seed 003's Fabric rates and its election-peak requirement. Read it for how many \
+                 ballots one chain of ours takes, and what each scheme costs."
+            }
+            Experiment::Propagation => {
+                "How long transactions and blocks take to reach every node of a network of node processes, \
+                 against its size and placement, beside seed 001's arrival histograms. Read it for the \
+                 protocol's delays on this machine, which two shared cores stretch as nodes are added."
+            }
+            Experiment::Pipeline => {
+                "Transactions admitted per second against the group size of each submission, from memory, \
+                 from a process on this machine and from a network namespace, against the verification \
+                 bound. Read it for what the node's path costs beyond its signatures."
+            }
+            Experiment::Load => {
+                "Throughput and latency against the offered rate, for transfers and ballots, through the \
+                 load benchmark, beside seed 003's saturation. Read it for where the network saturates and \
+                 how latency grows before it does."
+            }
+            Experiment::Backend => {
+                "Throughput against the offered rate for each crypto build, and each swap's change past \
+                 saturation beside seed 003's. Read it for what a faster hash or signature backend buys end \
+                 to end, where the node's time goes elsewhere too."
+            }
+            Experiment::Signatures => {
+                "The change in throughput when a chain skips input signatures, per trial, beside seed 003's \
+                 +18%. Read it for the share of the node's capacity that signatures take."
+            }
+            Experiment::Contention => {
+                "The change in throughput past saturation per trial for each lock setting, beside seed 003's \
+                 Tables 6.1 and 6.2. Read it for what lock contention costs the node, and whether ours \
+                 measures what the seed's did (the section says)."
+            }
+            Experiment::Sync => {
+                "A new node's height against time while it downloads, validates and commits a devnet's chain, \
+                 beside the line of the parallel verification bound. Read it for how far sync runs from its \
+                 signatures."
+            }
+            Experiment::Scale => {
+                "Block and transaction propagation against the number of simulated nodes, stale blocks \
+                 against the block interval, and load against capacity, on the simulator. Read it for the \
+                 protocol's shape as the network grows; absolute times are the simulator's (see sim-check)."
+            }
+            Experiment::SimCheck => {
+                "The simulator's propagation times beside real node processes' for the same scenario, at 4 \
+                 to 16 nodes. Read it for where the simulator can be trusted, and why it differs elsewhere."
+            }
+            Experiment::Profile => {
+                "Where a node's time goes by function while it takes seed 001's 1,001 transactions, beside \
+                 seed 001's profile tables. Read it for the cost of each step of admission and of a block."
+            }
+        }
+    }
+}
+
 impl std::str::FromStr for Experiment {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
@@ -240,23 +330,22 @@ impl Ctx {
         std::fs::create_dir_all(dir).map_err(|e| StudyError::io(dir, e))?;
         let merged = table.write_merged(&dir.join(format!("{}.csv", exp.name())), self.machine.build)?;
         plot::write_svg(&dir.join(format!("{}.svg", exp.name())), &charts(&merged))?;
-        let body = section(&merged);
+        let name = exp.name();
+        let body = output::fold_long_tables(&section(&merged), MAX_REPORT_ROWS, &format!("{name}.csv"));
         let text = format!(
-            "## `{}`{}\n\n{}\n{}\n![{}]({}.svg)\n\nData: [`{}.csv`]({}.csv).\n",
-            exp.name(),
+            "## `{name}`{}\n\n![{name}]({name}.svg)\n\n{}\n\n{}\n{body}\nData: [`{name}.csv`]({name}.csv).\n",
             if self.opts.quick { " (quick)" } else { "" },
+            exp.lede(),
             self.machine.markdown(),
-            body,
-            exp.name(),
-            exp.name(),
-            exp.name(),
-            exp.name(),
         );
-        output::append_report(dir, &text)?;
+        output::write_report_section(dir, &text)?;
         self.progress.finish_and_clear();
         Ok(merged)
     }
 }
+
+/// Rows a table in the report may have; a longer one stays in the CSV.
+pub const MAX_REPORT_ROWS: usize = 60;
 
 /// Runs one experiment; returns its merged table.
 pub fn run(exp: Experiment, opts: Opts) -> Result<Table, StudyError> {
