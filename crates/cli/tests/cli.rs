@@ -334,7 +334,10 @@ fn study_quick_smoke() {
         assert!(csv.lines().count() > 1, "{exp} has no rows");
         let svg = std::fs::read_to_string(in_either(out, format!("{exp}.svg"))).unwrap();
         // Lines, or points on a categorical axis.
-        assert!(svg.starts_with("<svg") && (svg.contains("<polyline") || svg.contains("<circle")), "{exp}.svg");
+        assert!(
+            svg.starts_with("<svg") && (svg.contains("<polyline") || svg.contains("<circle")),
+            "{exp}.svg"
+        );
         // Each section opens with its figure, then what it shows.
         let opening = format!("## `{exp}` (quick)\n\n![{exp}]({exp}.svg)\n\n");
         assert!(report.contains(&opening), "{exp} section missing or not opening with its figure");
