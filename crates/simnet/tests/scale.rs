@@ -84,6 +84,11 @@ fn a_thousand_nodes_in_six_regions_relay_blocks_within_bounded_meshes_and_run_tw
 fn loaded(keep_events: bool) -> Sim {
     let mut cfg = large(5);
     cfg.keep_events = keep_events;
+    run_loaded(cfg)
+}
+
+/// 40 nodes of `cfg` under 50 tx/s to six of them for 4 s, run 8 s, every transaction tracked.
+fn run_loaded(cfg: SimConfig) -> Sim {
     let accounts = Accounts::new(&cfg.params, cfg.sig, 3, 256);
     let mut sim = network(cfg, 40);
     sim.track(Tracking::All);
@@ -252,7 +257,7 @@ fn nodes_on_a_shared_machine_share_its_cores() {
     assert_eq!(cpu, vec![0.0; 4]);
 }
 
-/// [`loaded`] with full blocks gossiped (no compact blocks, so each is longer than gossipsub's
+/// [`run_loaded`] with full blocks gossiped (no compact blocks, so each is longer than gossipsub's
 /// IDONTWANT threshold), with or without IDONTWANT.
 fn full_blocks(idontwant: bool) -> Sim {
     let mut cfg = large(9);
@@ -260,14 +265,7 @@ fn full_blocks(idontwant: bool) -> Sim {
     if !idontwant {
         cfg.gossip.idontwant_bytes = None;
     }
-    let accounts = Accounts::new(&cfg.params, cfg.sig, 3, 256);
-    let mut sim = network(cfg, 40);
-    sim.track(Tracking::All);
-    let start = sim.now();
-    let targets: Vec<NodeId> = (4..40).step_by(7).map(NodeId).collect();
-    sim.start_load(LoadPlan::new(50.0, start + 100, start + 4_000, targets), accounts);
-    sim.run_for(8_000);
-    sim
+    run_loaded(cfg)
 }
 
 #[test]
