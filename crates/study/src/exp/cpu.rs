@@ -212,6 +212,10 @@ pub enum Pattern {
     Contains(&'static str),
     /// The symbol is this.
     Exact(&'static str),
+    /// The symbol holds the first where a path starts (as [`Pattern::Contains`]) and the second
+    /// anywhere: an item of a crate by its name (`scalechain_` and `::decode`: the node's
+    /// decoders, whatever their type).
+    Item(&'static str, &'static str),
 }
 
 impl Pattern {
@@ -225,6 +229,7 @@ impl Pattern {
                     .is_none_or(|c| matches!(c, '<' | '&' | '*' | '(' | '[' | ' ' | ','))
             }),
             Pattern::Exact(p) => symbol == p,
+            Pattern::Item(path, item) => Pattern::Contains(path).matches(symbol) && symbol.contains(item),
         }
     }
 }
@@ -255,7 +260,7 @@ const fn k(category: Category, detail: &'static str, pattern: Pattern) -> Rule {
 use Category::{
     Compression, Disk, Hashing, Ledger, Locks, Logging, Network, Runtime, Serialisation, Signatures,
 };
-use Pattern::{Contains as C, Exact as E, Prefix as P};
+use Pattern::{Contains as C, Exact as E, Item, Prefix as P};
 
 /// The allocator's part of [`Category::Runtime`].
 pub const ALLOCATOR: &str = "allocator";
@@ -277,6 +282,7 @@ pub const RULES: &[Rule] = &[
     u(Signatures, "secp256k1", C("k256::")),
     u(Signatures, "secp256k1", C("ecdsa::")),
     u(Signatures, "keys", C("scalechain_types::keys::")),
+    u(Signatures, "constant-time helpers", C("subtle::")),
     // Hashing.
     u(Hashing, "sha2", C("sha2::")),
     u(Hashing, "sha2", P("sha256_block")),
@@ -299,6 +305,8 @@ pub const RULES: &[Rule] = &[
     u(Compression, "other", C("snap::")),
     // Serialisation.
     u(Serialisation, "the node's codec", C("scalechain_types::codec")),
+    u(Serialisation, "the node's codec", Item("scalechain_", "::decode")),
+    u(Serialisation, "the node's codec", Item("scalechain_", "::encode")),
     u(Serialisation, "serde", C("serde::")),
     u(Serialisation, "serde", C("serde_core::")),
     u(Serialisation, "serde", C("serde_json::")),
@@ -319,6 +327,10 @@ pub const RULES: &[Rule] = &[
     u(Disk, "engine", C("lsm_tree::")),
     u(Disk, "engine", C("value_log::")),
     u(Disk, "engine", C("sfa::")),
+    u(Disk, "engine", C("crossbeam_skiplist::")),
+    u(Disk, "engine", C("quick_cache::")),
+    u(Disk, "engine", C("byteview::")),
+    u(Disk, "engine", C("interval_heap::")),
     u(Disk, "engine", C("scalechain_store::")),
     u(Disk, "engine", C("std::fs::")),
     u(Disk, "read", P("__libc_pread")),
@@ -393,6 +405,7 @@ pub const RULES: &[Rule] = &[
     u(Locks, "async", C("tokio::sync::rwlock")),
     u(Locks, "async", C("tokio::sync::semaphore")),
     u(Locks, "other", C("dashmap::lock")),
+    u(Locks, "lock-free snapshots", C("arc_swap::")),
     u(Locks, "other", C("spin::")),
     u(Locks, "glibc", P("pthread_mutex_")),
     u(Locks, "glibc", P("___pthread_mutex")),
@@ -615,10 +628,12 @@ impl Frame {
         self.dso.starts_with("[kernel") || self.dso.starts_with("[guest.kernel")
     }
 
-    /// The rule that takes it, if any.
+    /// The rule that takes it, if any. A versioned symbol (`cfree@GLIBC_2.2.5`) is matched by
+    /// its name.
     pub fn rule(&self) -> Option<&'static Rule> {
         let space = if self.kernel() { Space::Kernel } else { Space::User };
-        RULES.iter().find(|r| r.space == space && r.pattern.matches(&self.symbol))
+        let symbol = self.symbol.split_once('@').map_or(self.symbol.as_str(), |(name, _)| name);
+        RULES.iter().find(|r| r.space == space && r.pattern.matches(symbol))
     }
 
     /// How the report names it: its symbol, or the binary it lies in when perf knew no symbol.
@@ -1628,12 +1643,19 @@ mod tests {
         assert_eq!(verdict(&codec), (Serialisation, "the node's codec"));
         assert_eq!(verdict(&[user("serde_json::de::Deserializer<R>::parse_str")]).0, Serialisation);
         assert_eq!(verdict(&[user("prost::encoding::decode_varint")]), (Serialisation, "protobuf"));
+        // The node's own decoders, of any type of any of its crates.
+        let ballot = [user("scalechain_voting::elgamal::WireBallot::decode::{{closure}}")];
+        assert_eq!(verdict(&ballot), (Serialisation, "the node's codec"));
+        assert_eq!(verdict(&[user("scalechain_voting::elgamal::random_scalar")]).0, Category::Other);
     }
 
     #[test]
     fn disk() {
         assert_eq!(verdict(&[user("lsm_tree::segment::Segment::get")]), (Disk, "engine"));
         assert_eq!(verdict(&[user("fjall::journal::writer::Writer::write_raw")]), (Disk, "engine"));
+        // The memtable's skip list is lsm-tree's (nothing else of the node uses it).
+        let memtable = [user("crossbeam_skiplist::base::SkipList<K,V>::search_position")];
+        assert_eq!(verdict(&memtable), (Disk, "engine"));
         // A buffered write to a file: the file system's frame decides, and the system call under
         // it says it was a write.
         let write = [
@@ -1665,6 +1687,7 @@ mod tests {
         assert_eq!(verdict(&[libc("_int_malloc")]), (Runtime, ALLOCATOR));
         assert_eq!(verdict(&[libc("malloc")]), (Runtime, ALLOCATOR));
         assert_eq!(verdict(&[libc("cfree")]), (Runtime, ALLOCATOR));
+        assert_eq!(verdict(&[libc("cfree@GLIBC_2.2.5")]), (Runtime, ALLOCATOR));
         assert_eq!(verdict(&[user("alloc::raw_vec::RawVec<T,A>::grow_one")]), (Runtime, ALLOCATOR));
         let fault =
             [kernel("clear_page_erms"), kernel("do_anonymous_page"), kernel("handle_mm_fault"), user("x")];
@@ -1890,8 +1913,8 @@ rayon 103
         assert!(s.contains("disk writes 4.0% and reads 1.0% (seed 003: 4% and 1%)"), "{s}");
         assert!(s.contains("| `__memmove_avx_unaligned_erms` | 25 | 25.00 |"), "{s}");
         // The long profile: the span beside seed 001's averages, 10 of 100 runs past the range.
-        assert!(s.contains("| AcceptToMemoryPoolWorker | 397 / 438 / – | `mempool.judge` | 101 | 4.000 | 1048 | 3 | 4.000 | 0.0% | 10.0% |"), "{s}");
-        assert!(s.contains("10.0% of the runs of `mempool.judge`"), "{s}");
+        assert!(s.contains("| AcceptToMemoryPoolWorker | 397 / 438 / – | `mempool.judge` | 101 | 4.000 | 1048 | 3 | 4.000 | 100 | 0.0% | 10.0% |"), "{s}");
+        assert!(s.contains("10.0% of the 100 runs of `mempool.judge`"), "{s}");
         assert!(s.contains(seeds::PROFILE_HISTOGRAM_SPIKES), "{s}");
         let c = charts(&back);
         assert_eq!(c.len(), 3);
