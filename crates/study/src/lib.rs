@@ -38,6 +38,9 @@ pub enum StudyError {
     /// A thread pool could not be built.
     #[error("thread pool: {0}")]
     Pool(String),
+    /// Linux perf could not sample a node (`cpu`): missing, refused by the kernel, or failed.
+    #[error(transparent)]
+    Perf(#[from] exp::cpu::PerfError),
 }
 
 impl StudyError {
@@ -87,11 +90,14 @@ pub enum Experiment {
     SimCheck,
     /// Seed 001 Tables 4 / 7 / 10: the node's function profile while it takes the 1,001.
     Profile,
+    /// Seed 003 Fig 5.1 / seed 001 Tables 5 / 8 / 11: where a loaded node's CPU goes, by
+    /// category (perf) and by function over minutes of load (the profiler's histograms).
+    Cpu,
 }
 
 impl Experiment {
     /// Every experiment, in the order `all` runs them.
-    pub const ALL: [Experiment; 17] = [
+    pub const ALL: [Experiment; 18] = [
         Experiment::TxThroughput,
         Experiment::BlockValidation,
         Experiment::Speedup,
@@ -109,6 +115,7 @@ impl Experiment {
         Experiment::Scale,
         Experiment::SimCheck,
         Experiment::Profile,
+        Experiment::Cpu,
     ];
 
     /// The command-line name (also the file stem of its outputs).
@@ -131,6 +138,7 @@ impl Experiment {
             Experiment::Scale => "scale",
             Experiment::SimCheck => "sim-check",
             Experiment::Profile => "profile",
+            Experiment::Cpu => "cpu",
         }
     }
 }
@@ -373,6 +381,7 @@ pub fn run(exp: Experiment, opts: Opts) -> Result<Table, StudyError> {
         Experiment::Scale => exp::scale::run(&ctx),
         Experiment::SimCheck => exp::sim_check::run(&ctx),
         Experiment::Profile => exp::profile::run(&ctx),
+        Experiment::Cpu => exp::cpu::run(&ctx),
     }
 }
 
@@ -405,6 +414,7 @@ pub fn replot(exp: Experiment, dir: &std::path::Path) -> Result<bool, StudyError
         Experiment::Scale => exp::scale::charts(&table),
         Experiment::SimCheck => exp::sim_check::charts(&table),
         Experiment::Profile => exp::profile::charts(&table),
+        Experiment::Cpu => exp::cpu::charts(&table),
     };
     plot::write_svg(&dir.join(format!("{}.svg", exp.name())), &charts)?;
     Ok(true)

@@ -645,19 +645,7 @@ async fn measure(
     for ((_, c), log) in clients.iter().zip(&mut logs) {
         read_new(c, log).await?;
     }
-    let mut profile = Vec::new();
-    if opts.profile {
-        const PAGE: usize = 1_000;
-        loop {
-            let after = profile.last().map(|p: &ProfilePath| p.path.clone());
-            let page = submit.profile(after.as_deref(), Some(PAGE)).await.map_err(api)?;
-            profile.extend(page.paths);
-            // At most ten pages: the node keeps a bounded number of paths.
-            if !page.more || profile.len() >= 10 * PAGE {
-                break;
-            }
-        }
-    }
+    let profile = if opts.profile { super::profile::read_paths(submit).await?.0 } else { Vec::new() };
     Ok(RawRun { logs, ids, t0, cpu_ms_node, other_cores, profile })
 }
 
