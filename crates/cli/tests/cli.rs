@@ -347,6 +347,29 @@ fn study_quick_smoke() {
         assert!(svg.starts_with("<svg"), "{exp}.svg");
         assert!(report.contains(&format!("## `{exp}` (quick)")), "{exp} section missing");
     }
+    // contention: the blocks of the rounds on every node with their commit times (the wait for
+    // the chain's write lock and the hold), with the execution under the lock and lock-free.
+    let csv = std::fs::read_to_string(in_either(out, "contention.csv")).unwrap();
+    assert!(csv.lines().next().unwrap().ends_with(",node,height,lock_wait_ms,commit_ms"), "{csv}");
+    for case in ["execution 200 ms under the lock", "execution 200 ms lock-free"] {
+        let blocks: Vec<Vec<&str>> = csv
+            .lines()
+            .filter(|l| {
+                l.starts_with(&format!("{case},saturated block,"))
+                    || l.starts_with(&format!("{case},below block,"))
+            })
+            .map(|l| l.split(',').collect())
+            .collect();
+        assert!(!blocks.is_empty(), "{case}: no block's commit time in {csv}");
+        for f in &blocks {
+            let (wait, commit) = (f[18].parse::<f64>().unwrap(), f[19].parse::<f64>().unwrap());
+            assert!(f[17].parse::<u64>().unwrap() > 0 && commit > 0.0 && wait <= commit, "{f:?}");
+        }
+    }
+    assert!(
+        report.contains("**Block commit times**") && report.contains("| execution 200 ms lock-free | "),
+        "{report}"
+    );
     // profile: the miner offered each of the 1,001 to its pool once, and the report sets the
     // span beside seed 001's function.
     let csv = std::fs::read_to_string(in_either(out, "profile.csv")).unwrap();
