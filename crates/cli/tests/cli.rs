@@ -335,7 +335,10 @@ fn study_quick_smoke() {
         assert!(csv.lines().count() > 1, "{exp} has no rows");
         let svg = std::fs::read_to_string(in_either(out, format!("{exp}.svg"))).unwrap();
         // Lines, or points on a categorical axis.
-        assert!(svg.starts_with("<svg") && (svg.contains("<polyline") || svg.contains("<circle")), "{exp}.svg");
+        assert!(
+            svg.starts_with("<svg") && (svg.contains("<polyline") || svg.contains("<circle")),
+            "{exp}.svg"
+        );
         // Each section opens with its figure, then what it shows.
         let opening = format!("## `{exp}` (quick)\n\n![{exp}]({exp}.svg)\n\n");
         assert!(report.contains(&opening), "{exp} section missing or not opening with its figure");
@@ -358,6 +361,29 @@ fn study_quick_smoke() {
         assert!(report.contains(&opening), "{exp} section missing or not opening with its figure");
         assert_eq!(report.matches(&format!("## `{exp}` (quick)\n")).count(), 1, "{exp} once");
     }
+    // contention: the blocks of the rounds on every node with their commit times (the wait for
+    // the chain's write lock and the hold), with the execution under the lock and lock-free.
+    let csv = std::fs::read_to_string(in_either(out, "contention.csv")).unwrap();
+    assert!(csv.lines().next().unwrap().ends_with(",node,height,lock_wait_ms,commit_ms"), "{csv}");
+    for case in ["execution 200 ms under the lock", "execution 200 ms lock-free"] {
+        let blocks: Vec<Vec<&str>> = csv
+            .lines()
+            .filter(|l| {
+                l.starts_with(&format!("{case},saturated block,"))
+                    || l.starts_with(&format!("{case},below block,"))
+            })
+            .map(|l| l.split(',').collect())
+            .collect();
+        assert!(!blocks.is_empty(), "{case}: no block's commit time in {csv}");
+        for f in &blocks {
+            let (wait, commit) = (f[18].parse::<f64>().unwrap(), f[19].parse::<f64>().unwrap());
+            assert!(f[17].parse::<u64>().unwrap() > 0 && commit > 0.0 && wait <= commit, "{f:?}");
+        }
+    }
+    assert!(
+        report.contains("**Block commit times**") && report.contains("| execution 200 ms lock-free | "),
+        "{report}"
+    );
     // profile: the miner offered each of the 1,001 to its pool once, and the report sets the
     // span beside seed 001's function.
     let csv = std::fs::read_to_string(in_either(out, "profile.csv")).unwrap();

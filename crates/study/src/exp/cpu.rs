@@ -1443,7 +1443,7 @@ pub(crate) fn charts(t: &Table) -> Vec<Chart> {
                     Some((i as f64 + 1.0, cell(t, &build, "category", &w, c.name(), "share_pct")?))
                 })
                 .collect();
-            series.push(Series::line(format!("{w} ({build}), the peer under perf"), pts));
+            series.push(Series::points(format!("{w} ({build}), the peer under perf"), pts));
         }
     }
     let mut seed: Vec<(f64, f64)> =
@@ -1451,14 +1451,13 @@ pub(crate) fn charts(t: &Table) -> Vec<Chart> {
     let printed: f64 = CPU_SHARES.iter().map(|s| s.pct).sum();
     seed.push((Category::ALL.len() as f64, 100.0 - printed));
     series.push(Series::seed("seed 003 Fig 5.1, Fabric peer (other: 100 − the printed shares)", seed));
-    let names: Vec<String> =
-        Category::ALL.iter().enumerate().map(|(i, c)| format!("{} {}", i + 1, c.name())).collect();
     let mut out = vec![Chart {
         title: "Where a loaded node's CPU goes, by category (seed 003 Fig 5.1)".into(),
-        x_label: format!("category: {}", names.join(", ")),
+        x_label: "category".into(),
         y_label: "share of the CPU samples (%)".into(),
         log_x: false,
         log_y: false,
+        x_names: Category::ALL.iter().map(|c| c.name().to_string()).collect(),
         series,
     }];
     if let Some(build) = t.distinct("build").into_iter().last() {

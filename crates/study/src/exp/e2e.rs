@@ -39,6 +39,13 @@ pub struct Setting {
     pub skip_signatures: bool,
     /// `mempool.single_lock`: readers of the pool take the writers' lock.
     pub single_lock: bool,
+    /// `mempool.execute_ms`: each admission round executes this long (0: not at all).
+    pub execute_ms: u64,
+    /// `mempool.execute_under_lock`: the execution runs under the chain's read lock.
+    pub execute_under_lock: bool,
+    /// `arrivals.capacity`: the arrival log's length (`None`: the node's default), so that the
+    /// blocks of every round are still in it when the study reads it.
+    pub arrivals: Option<usize>,
 }
 
 impl Setting {
@@ -55,8 +62,21 @@ impl Setting {
         if !chain.is_empty() {
             let _ = write!(s, "[chain]\n{chain}");
         }
+        let mut mempool = String::new();
         if self.single_lock {
-            s.push_str("[mempool]\nsingle_lock = true\n");
+            mempool.push_str("single_lock = true\n");
+        }
+        if self.execute_ms > 0 {
+            let _ = writeln!(mempool, "execute_ms = {}", self.execute_ms);
+        }
+        if self.execute_under_lock {
+            mempool.push_str("execute_under_lock = true\n");
+        }
+        if !mempool.is_empty() {
+            let _ = write!(s, "[mempool]\n{mempool}");
+        }
+        if let Some(n) = self.arrivals {
+            let _ = write!(s, "[arrivals]\ncapacity = {n}\n");
         }
         (!s.is_empty()).then_some(s)
     }
@@ -278,15 +298,28 @@ mod tests {
         let d = Setting::default();
         assert_eq!(d.config(), None);
         assert_eq!(d.params(), Params::devnet(HashKind::Sha256, SigMode::Ed25519));
-        let s = Setting { target_block_ms: Some(200), skip_signatures: true, single_lock: true };
+        let s = Setting {
+            target_block_ms: Some(200),
+            skip_signatures: true,
+            single_lock: true,
+            execute_ms: 50,
+            execute_under_lock: true,
+            arrivals: Some(300_000),
+        };
         assert_eq!(
             s.config().as_deref(),
-            Some("[chain]\ntarget_block_ms = 200\nskip_signatures = true\n[mempool]\nsingle_lock = true\n")
+            Some(
+                "[chain]\ntarget_block_ms = 200\nskip_signatures = true\n[mempool]\nsingle_lock = true\n\
+                 execute_ms = 50\nexecute_under_lock = true\n[arrivals]\ncapacity = 300000\n"
+            )
         );
         let p = s.params();
         assert_eq!((p.target_block_ms, p.skip_signatures), (200, true));
         assert_ne!(p.chain_id(), d.params().chain_id());
         let lock = Setting { single_lock: true, ..Setting::default() };
         assert_eq!(lock.params().chain_id(), d.params().chain_id(), "the lock is no chain parameter");
+        let run = Setting { execute_ms: 200, ..Setting::default() };
+        assert_eq!(run.config().as_deref(), Some("[mempool]\nexecute_ms = 200\n"));
+        assert_eq!(run.params().chain_id(), d.params().chain_id(), "nor is the execution");
     }
 }

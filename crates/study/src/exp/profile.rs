@@ -397,6 +397,7 @@ pub fn histogram_charts(h: &[SpanHistograms]) -> Vec<Chart> {
             y_label: "runs".into(),
             log_x: true,
             log_y: true,
+            x_names: Vec::new(),
             series: log2,
         },
         Chart {
@@ -406,6 +407,7 @@ pub fn histogram_charts(h: &[SpanHistograms]) -> Vec<Chart> {
             y_label: "runs".into(),
             log_x: false,
             log_y: true,
+            x_names: Vec::new(),
             series: centred,
         },
     ]

@@ -166,7 +166,7 @@ pub fn workload(p: &Params) -> Vec<Tx> {
 
 /// Appends to `log` the arrivals `node` logged after the last one `log` holds, paging through
 /// its log (so each poll reads only what is new).
-async fn read_new(node: &Client, log: &mut Vec<ArrivalJson>) -> Result<(), StudyError> {
+pub(crate) async fn read_new(node: &Client, log: &mut Vec<ArrivalJson>) -> Result<(), StudyError> {
     loop {
         let after = log.last().map_or(0, |e| e.seq);
         let page = node.arrivals(after, Some(10_000)).await.map_err(api)?;
@@ -1148,6 +1148,8 @@ mod tests {
             kind: kind.into(),
             id: *id,
             height: None,
+            lock_wait_us: None,
+            lock_held_us: None,
             at_us,
             source: "gossip".into(),
             peer: None,
