@@ -67,7 +67,7 @@ enum Cmd {
     Study {
         /// tx-throughput, block-validation, speedup, hash, components, utxo-memory, voting,
         /// propagation, pipeline, load, backend, signatures, contention, sync, scale, sim-check,
-        /// profile;
+        /// profile, cpu;
         /// several separated by commas (run in that order); all; or replot (draw the figures
         /// again from the CSVs in --out, without measuring).
         experiment: String,

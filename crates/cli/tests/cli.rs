@@ -269,7 +269,7 @@ fn sigkill_during_import_recovers_and_resumes() {
 /// waiting on node processes' blocks), so the smoke test runs them side by side.
 const STUDY_GROUPS: [&str; 2] = [
     "tx-throughput,block-validation,speedup,hash,components,utxo-memory,voting,propagation,pipeline,load",
-    "backend,signatures,contention,sync,scale,sim-check,profile",
+    "backend,signatures,contention,sync,scale,sim-check,profile,cpu",
 ];
 
 /// The file `name` in whichever of `dirs` holds it (the first when none does).
@@ -288,7 +288,7 @@ fn study_quick_smoke() {
     let dir = tempfile::tempdir().unwrap();
     let (out_a, out_b) = (dir.path().join("study-a"), dir.path().join("study-b"));
     let all: Vec<&str> = STUDY_GROUPS.iter().flat_map(|g| g.split(',')).collect();
-    assert_eq!(all.len(), 17, "every experiment once: {all:?}");
+    assert_eq!(all.len(), 18, "every experiment once: {all:?}");
     let runs: Vec<_> = STUDY_GROUPS
         .iter()
         .zip([&out_a, &out_b])
@@ -328,6 +328,7 @@ fn study_quick_smoke() {
         ("scale", "series,nodes,interval_s,compact,blocks,stale_pct,block_p50_ms,block_p90_ms"),
         ("sim-check", "series,placement,nodes,model,sim_p50_ms,real_p50_ms,sim_p90_ms,real_p90_ms"),
         ("profile", "path,calls,avg_us,excl_us,max_us,total_ms,build,commit"),
+        ("cpu", "series,workload,name,path,count,share_pct,seed_pct,avg_us,max_us,beyond_pct"),
     ] {
         let csv = std::fs::read_to_string(in_either(out, format!("{exp}.csv"))).unwrap();
         assert!(csv.starts_with(header), "{exp}: {}", csv.lines().next().unwrap_or(""));
@@ -360,6 +361,29 @@ fn study_quick_smoke() {
         assert!(report.contains(&opening), "{exp} section missing or not opening with its figure");
         assert_eq!(report.matches(&format!("## `{exp}` (quick)\n")).count(), 1, "{exp} once");
     }
+    // contention: the blocks of the rounds on every node with their commit times (the wait for
+    // the chain's write lock and the hold), with the execution under the lock and lock-free.
+    let csv = std::fs::read_to_string(in_either(out, "contention.csv")).unwrap();
+    assert!(csv.lines().next().unwrap().ends_with(",node,height,lock_wait_ms,commit_ms"), "{csv}");
+    for case in ["execution 200 ms under the lock", "execution 200 ms lock-free"] {
+        let blocks: Vec<Vec<&str>> = csv
+            .lines()
+            .filter(|l| {
+                l.starts_with(&format!("{case},saturated block,"))
+                    || l.starts_with(&format!("{case},below block,"))
+            })
+            .map(|l| l.split(',').collect())
+            .collect();
+        assert!(!blocks.is_empty(), "{case}: no block's commit time in {csv}");
+        for f in &blocks {
+            let (wait, commit) = (f[18].parse::<f64>().unwrap(), f[19].parse::<f64>().unwrap());
+            assert!(f[17].parse::<u64>().unwrap() > 0 && commit > 0.0 && wait <= commit, "{f:?}");
+        }
+    }
+    assert!(
+        report.contains("**Block commit times**") && report.contains("| execution 200 ms lock-free | "),
+        "{report}"
+    );
     // profile: the miner offered each of the 1,001 to its pool once, and the report sets the
     // span beside seed 001's function.
     let csv = std::fs::read_to_string(in_either(out, "profile.csv")).unwrap();
@@ -370,6 +394,25 @@ fn study_quick_smoke() {
         .sum();
     assert_eq!(offers, 1_001, "{csv}");
     assert!(report.contains("| AcceptToMemoryPoolWithTime | 11, 405 | 11, 447 |"), "{report}");
+    // cpu: perf sampled the peer over each round; the categories of a round sum to 100% and
+    // more than one holds samples; the miner's long profile has histograms of more than one
+    // non-empty bucket.
+    let csv = std::fs::read_to_string(in_either(out, "cpu.csv")).unwrap();
+    let rows: Vec<Vec<&str>> = csv.lines().skip(1).map(|l| l.split(',').collect()).collect();
+    for w in ["transfer", "ballot-elgamal"] {
+        let shares: Vec<f64> = rows
+            .iter()
+            .filter(|r| r[0] == "category" && r[1] == w)
+            .map(|r| r[5].parse::<f64>().unwrap())
+            .collect();
+        assert_eq!(shares.len(), 11, "{w}: {csv}");
+        let sum: f64 = shares.iter().sum();
+        assert!((sum - 100.0).abs() < 0.1, "{w}: {sum}");
+        assert!(shares.iter().filter(|&&x| x > 0.0).count() > 1, "{w}: {shares:?}");
+    }
+    let used = rows.iter().filter(|r| r[0] == "log2" && r[2] == "mempool.offer" && r[4] != "0").count();
+    assert!(used > 1, "{csv}");
+    assert!(report.contains("| signatures | signature verification | 20 |"), "{report}");
     let backend = std::fs::read_to_string(in_either(out, "backend.csv")).unwrap();
     assert_eq!(backend.lines().filter(|l| l.contains(",op ")).count(), 4, "{backend}");
     assert!(report.contains("| case | keeps up to (offered tx/s) | peak throughput (tx/s) |"), "{report}");

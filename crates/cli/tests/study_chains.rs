@@ -18,17 +18,32 @@ const EXE: &str = env!("CARGO_BIN_EXE_scalechain");
 
 #[test]
 fn study_settings_are_node_configurations_of_the_chains_they_name() {
-    let all = Setting { target_block_ms: Some(50), skip_signatures: true, single_lock: true };
+    let all = Setting {
+        target_block_ms: Some(50),
+        skip_signatures: true,
+        single_lock: true,
+        execute_ms: 200,
+        execute_under_lock: true,
+        arrivals: Some(1_000),
+    };
     for s in [
         Setting::default(),
         Setting { target_block_ms: Some(200), ..Setting::default() },
         Setting { skip_signatures: true, ..Setting::default() },
         Setting { single_lock: true, ..Setting::default() },
+        Setting { execute_ms: 500, ..Setting::default() },
         all,
     ] {
         let cfg = s.config().map_or_else(NodeConfig::default, |t| NodeConfig::from_toml(&t).unwrap());
         assert_eq!(params_of(&cfg), s.params(), "{s:?}");
         assert_eq!(cfg.mempool.pool_config().unwrap().single_lock, s.single_lock, "{s:?}");
+        let execution = cfg.mempool.execution().unwrap();
+        assert_eq!(
+            execution.map(|e| (e.ms, e.under_lock)),
+            (s.execute_ms > 0).then_some((s.execute_ms, s.execute_under_lock)),
+            "{s:?}"
+        );
+        assert_eq!(cfg.arrivals.capacity, s.arrivals.unwrap_or(NodeConfig::default().arrivals.capacity));
     }
 }
 

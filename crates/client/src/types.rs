@@ -334,7 +334,17 @@ pub struct ArrivalJson {
     pub id: Hash,
     /// A block's height (none for a transaction).
     pub height: Option<u64>,
-    /// The node's wall clock when it arrived, µs since the Unix epoch.
+    /// For a block: µs its acceptance waited for the chain's write lock (readers held it:
+    /// admission rounds, the miner's template, the API). None for a transaction, and from a
+    /// node that does not say.
+    #[serde(default)]
+    pub lock_wait_us: Option<u64>,
+    /// For a block: µs its acceptance then held the write lock (validation, commit, the
+    /// mempool brought up to date); with `lock_wait_us`, the block's commit time.
+    #[serde(default)]
+    pub lock_held_us: Option<u64>,
+    /// The node's wall clock when it arrived, µs since the Unix epoch (for a block, when its
+    /// acceptance ended).
     pub at_us: u64,
     /// `api`, `gossip` (forwarded by `peer`), `pool` (fetched from `peer`'s mempool), `sync`
     /// (a sync response from `peer`), `released` (from the orphan pool) or `mined` (this node's

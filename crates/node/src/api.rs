@@ -640,15 +640,19 @@ async fn arrivals(State(s): State<ApiState>, q: QueryPairs) -> ApiResult<Arrival
             .entries
             .iter()
             .map(|a| {
-                let (kind, height) = match a.kind {
-                    crate::arrivals::Kind::Tx => ("tx", None),
-                    crate::arrivals::Kind::Block { height } => ("block", Some(height)),
+                let (kind, height, lock) = match a.kind {
+                    crate::arrivals::Kind::Tx => ("tx", None, None),
+                    crate::arrivals::Kind::Block { height, lock_wait_us, lock_held_us } => {
+                        ("block", Some(height), Some((lock_wait_us, lock_held_us)))
+                    }
                 };
                 ArrivalJson {
                     seq: a.seq,
                     kind: kind.into(),
                     id: a.id,
                     height,
+                    lock_wait_us: lock.map(|l| l.0),
+                    lock_held_us: lock.map(|l| l.1),
                     at_us: a.at_us,
                     source: a.from.name().into(),
                     peer: a.from.peer().map(|p| p.to_string()),

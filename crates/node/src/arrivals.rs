@@ -1,7 +1,8 @@
 //! When each transaction and block first reached this node, and from where: the data of seed
 //! 001's propagation experiment. A transaction is logged when the mempool first admits it, a
-//! block when the chain first takes it (connected, on a side branch, or held for its parent);
-//! each with the node's wall clock in microseconds and its source. The log keeps the newest
+//! block when the chain first takes it (connected, on a side branch, or held for its parent),
+//! with how long its acceptance waited for the chain's write lock and then held it; each with
+//! the node's wall clock in microseconds and its source. The log keeps the newest
 //! `arrivals.capacity` entries and is read in pages (`GET /arrivals?after=&limit=`), so an
 //! experiment collects them from every node.
 
@@ -19,6 +20,10 @@ pub enum Kind {
     Block {
         /// Its height.
         height: u64,
+        /// µs its acceptance waited for the chain's write lock.
+        lock_wait_us: u64,
+        /// µs it then held the lock (validation, commit, the mempool brought up to date).
+        lock_held_us: u64,
     },
 }
 
@@ -128,13 +133,14 @@ mod tests {
         let log = Arrivals::new(3);
         let peer = PeerId::random();
         log.record(Kind::Tx, [Hash([1; 32]), Hash([2; 32])], 10, Via::Gossip(peer));
-        log.record(Kind::Block { height: 7 }, [Hash([3; 32])], 20, Via::Mined);
+        let block = Kind::Block { height: 7, lock_wait_us: 5, lock_held_us: 6 };
+        log.record(block, [Hash([3; 32])], 20, Via::Mined);
         log.record(Kind::Tx, [Hash([4; 32])], 30, Via::Api);
         let p = log.page(0, 10);
         assert_eq!((p.oldest, p.last), (2, 4));
         assert_eq!(p.entries.iter().map(|a| a.id.0[0]).collect::<Vec<_>>(), [2, 3, 4]);
         assert_eq!((p.entries[0].from.name(), p.entries[0].from.peer()), ("gossip", Some(peer)));
-        assert_eq!(p.entries[1].kind, Kind::Block { height: 7 });
+        assert_eq!(p.entries[1].kind, block);
         assert_eq!((p.entries[2].at_us, p.entries[2].from.peer()), (30, None));
         assert!(now_us() > 1_700_000_000_000_000);
     }

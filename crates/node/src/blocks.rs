@@ -4,15 +4,15 @@
 //! the tip watchers.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use scalechain_p2p::net::PeerId;
 use scalechain_p2p::protocol::{BlockOrigin, Input};
-use scalechain_replica::BlockOutcome;
+use scalechain_replica::{BlockOutcome, Replica};
 use scalechain_types::Block;
 use tokio::sync::{mpsc, oneshot};
 
-use scalechain_chain::{Accepted, ChainError};
+use scalechain_chain::{Accepted, ChainError, ChainStore};
 
 use crate::arrivals::{self, Kind, Via};
 use crate::state::Shared;
@@ -76,6 +76,41 @@ fn refused(shared: &Shared, block: &Block) -> BlockOutcome {
     }
 }
 
+/// How long a block's acceptance waited for the chain's write lock (readers holding it: an
+/// admission round, the miner's template, the API), then held it (validation, commit, the
+/// mempool brought up to date). Their sum is the analogue of seed 003's block commit time
+/// (Fig 5.7), which counts the commit thread's wait for the lock.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CommitTime {
+    /// The wait for the write lock.
+    pub wait: Duration,
+    /// The time the block held it.
+    pub held: Duration,
+}
+
+/// Accepts `block` on `replica` at `now_ms`, timing the wait for the chain's write lock and the
+/// hold (the replica says when it holds the lock; it reads no clock itself).
+pub fn accept_timed<S: ChainStore>(
+    replica: &Replica<S>,
+    block: Block,
+    now_ms: u64,
+) -> (BlockOutcome, CommitTime) {
+    let asked = Instant::now();
+    let mut locked = None;
+    let outcome = replica.accept_block_observed(block, now_ms, &mut || locked = Some(Instant::now()));
+    let done = Instant::now();
+    let locked = locked.unwrap_or(asked);
+    let commit = CommitTime {
+        wait: locked.saturating_duration_since(asked),
+        held: done.saturating_duration_since(locked),
+    };
+    (outcome, commit)
+}
+
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
 /// Accepts one block at the node's clock, counts it and wakes the tip watchers.
 pub fn accept(shared: &Shared, block: Block, origin: BlockOrigin<PeerId>) -> Outcome {
     shared.metrics.blocks_received.add(1);
@@ -83,10 +118,11 @@ pub fn accept(shared: &Shared, block: Block, origin: BlockOrigin<PeerId>) -> Out
         return Outcome { outcome: refused(shared, &block), origin };
     }
     let t0 = Instant::now();
-    let outcome = {
+    let (outcome, commit) = {
         let _s = scalechain_types::profile::span("block.accept");
-        shared.replica.accept_block(block, shared.now_ms())
+        accept_timed(&shared.replica, block, shared.now_ms())
     };
+    shared.metrics.block_lock_wait.observe(commit.wait);
     if let Err(ChainError::Store(e)) = &outcome.result {
         shared.storage.write_failed(e);
     }
@@ -100,7 +136,12 @@ pub fn accept(shared: &Shared, block: Block, origin: BlockOrigin<PeerId>) -> Out
             BlockOrigin::Sync(peer) => Via::Sync(*peer),
             BlockOrigin::Local { .. } => Via::Mined,
         };
-        shared.arrivals.record(Kind::Block { height: outcome.height }, [outcome.hash], at, via);
+        let kind = Kind::Block {
+            height: outcome.height,
+            lock_wait_us: micros(commit.wait),
+            lock_held_us: micros(commit.held),
+        };
+        shared.arrivals.record(kind, [outcome.hash], at, via);
     }
     let kind = shared.replica.params.hash;
     shared.arrivals.record(Kind::Tx, outcome.released.iter().map(|t| t.txid(kind)), at, Via::Released);

@@ -296,6 +296,54 @@ pub struct MempoolSection {
     /// would, instead of reading the last published snapshot without locking (seed 003 §5.4,
     /// the study's `contention` experiment). Default false.
     pub single_lock: bool,
+    /// Study only: each admission round of the verify stage first "executes" for this many
+    /// ms, as seed 003's chaincode ran for a fixed time in every endorsement (§5.4, Tables 6.1
+    /// / 6.2: 50, 200 and 500 ms; the study's `contention` experiment). 0 turns it off; at most
+    /// [`MAX_EXECUTE_MS`]. Default 0.
+    ///
+    /// The execution is a sleep, not a computation: the seed's execution time was a fixed
+    /// setting of its experiment, and what its lock cost was a commit waiting for that time to
+    /// pass, not processor time. A busy loop that long in every round of four nodes sharing
+    /// two cores would measure the cores taken from the rest of the node, with the lock and
+    /// without it alike; a sleep holds the lock just as long and leaves the cores to the node.
+    /// The verify stage runs one round at a time, so the sleep also bounds admission to
+    /// `max_batch` transactions per round, with the lock and without it alike.
+    pub execute_ms: u64,
+    /// Study only: run that execution while admission holds the chain's read lock, inside the
+    /// guard its judgement runs in, so a block's acceptance (the chain's only writer) waits for
+    /// it — seed 003's baseline, where a commit waits for the transactions executing under
+    /// the state database's read-write lock. Off, the execution runs before the read lock is
+    /// taken and a block's acceptance never waits for it — the seed's lock-free change. Ours
+    /// keeps a short read lock for the judgement itself (the chain must not move under a
+    /// batch being judged), where the seed's single-key transactions needed none. Needs
+    /// `execute_ms` above 0. Default false.
+    pub execute_under_lock: bool,
+}
+
+/// The longest `mempool.execute_ms` a node takes, ms: a round longer than 10 s would outlast
+/// the API's patience with a submission.
+pub const MAX_EXECUTE_MS: u64 = 10_000;
+
+/// The study's execution analogue of a node's admission rounds (`mempool.execute_ms`,
+/// `mempool.execute_under_lock`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Execution {
+    /// How long each admission round executes, ms (above 0).
+    pub ms: u64,
+    /// Whether it runs under the chain's read lock (inside the judgement's guard) or before
+    /// the lock is taken.
+    pub under_lock: bool,
+}
+
+/// Why the execution settings were refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ExecutionError {
+    /// `execute_ms` above [`MAX_EXECUTE_MS`].
+    #[error("mempool.execute_ms = {0} is above the most a node takes, {MAX_EXECUTE_MS}")]
+    TooLong(u64),
+    /// `execute_under_lock` without an execution to hold the lock for.
+    #[error("mempool.execute_under_lock = true needs mempool.execute_ms above 0")]
+    LockWithoutExecution,
 }
 
 /// Mining settings.
@@ -403,6 +451,8 @@ impl Default for MempoolSection {
             removed_log: 50_000,
             sig_cache: 200_000,
             single_lock: false,
+            execute_ms: 0,
+            execute_under_lock: false,
         }
     }
 }
@@ -414,6 +464,17 @@ impl Default for MinerSection {
 }
 
 impl MempoolSection {
+    /// The study's execution these settings ask for: `None` when `execute_ms` is 0 (the
+    /// default), an error for a value the node does not take.
+    pub fn execution(&self) -> Result<Option<Execution>, ExecutionError> {
+        match (self.execute_ms, self.execute_under_lock) {
+            (0, true) => Err(ExecutionError::LockWithoutExecution),
+            (0, false) => Ok(None),
+            (ms, _) if ms > MAX_EXECUTE_MS => Err(ExecutionError::TooLong(ms)),
+            (ms, under_lock) => Ok(Some(Execution { ms, under_lock })),
+        }
+    }
+
     /// The pool's settings these give (an error names a value the pool cannot take).
     pub fn pool_config(&self) -> Result<MempoolConfig, String> {
         Ok(MempoolConfig {
@@ -576,6 +637,26 @@ mod tests {
         assert!(c.api_addr().is_err());
         c.api.listen = "off".into();
         assert_eq!(c.api_addr().unwrap(), None);
+    }
+
+    #[test]
+    fn the_execution_settings_parse_and_bad_values_are_refused() {
+        assert_eq!(NodeConfig::default().mempool.execution(), Ok(None));
+        let read = |toml: &str| NodeConfig::from_toml(toml).unwrap().mempool.execution();
+        assert_eq!(
+            read("[mempool]\nexecute_ms = 200\nexecute_under_lock = true\n"),
+            Ok(Some(Execution { ms: 200, under_lock: true }))
+        );
+        assert_eq!(read("[mempool]\nexecute_ms = 50\n"), Ok(Some(Execution { ms: 50, under_lock: false })));
+        assert_eq!(read("[mempool]\nexecute_ms = 10000\n").unwrap().unwrap().ms, MAX_EXECUTE_MS);
+        assert_eq!(read("[mempool]\nexecute_ms = 10001\n"), Err(ExecutionError::TooLong(10_001)));
+        assert_eq!(read("[mempool]\nexecute_under_lock = true\n"), Err(ExecutionError::LockWithoutExecution));
+        let e = ExecutionError::TooLong(10_001).to_string();
+        assert!(e.starts_with("mempool.execute_ms = 10001"), "{e}");
+        // Not a number of ms, or a negative one: refused when the file is read.
+        assert!(NodeConfig::from_toml("[mempool]\nexecute_ms = -5\n").is_err());
+        assert!(NodeConfig::from_toml("[mempool]\nexecute_ms = \"200ms\"\n").is_err());
+        assert!(NodeConfig::from_toml("[mempool]\nexecute_under_lock = 1\n").is_err());
     }
 
     #[test]

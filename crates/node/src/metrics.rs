@@ -101,6 +101,8 @@ pub struct Metrics {
     pub blocks_rejected: Counter,
     /// Time spent accepting blocks (validation and commit).
     pub block_accept: Timer,
+    /// Time blocks waited for the chain's write lock before their acceptance (readers held it).
+    pub block_lock_wait: Timer,
     /// Reorganisations (main chain lost blocks).
     pub reorgs: Counter,
     /// Blocks this node mined.
@@ -149,6 +151,7 @@ impl Metrics {
             blocks_connected: Counter::default(),
             blocks_rejected: Counter::default(),
             block_accept: Timer::default(),
+            block_lock_wait: Timer::default(),
             reorgs: Counter::default(),
             blocks_mined: Counter::default(),
             penalties: Counter::default(),
@@ -184,6 +187,12 @@ impl Metrics {
         counter(&mut r, "blocks_connected", "Blocks that joined the main chain.", &m.blocks_connected);
         counter(&mut r, "blocks_rejected", "Blocks refused as invalid.", &m.blocks_rejected);
         timer(&mut r, "block_accept", "Time spent validating and committing blocks.", &m.block_accept);
+        timer(
+            &mut r,
+            "block_lock_wait",
+            "Time blocks waited for the chain's write lock before their acceptance.",
+            &m.block_lock_wait,
+        );
         counter(&mut r, "reorgs", "Reorganisations.", &m.reorgs);
         counter(&mut r, "blocks_mined", "Blocks mined by this node.", &m.blocks_mined);
         counter(&mut r, "peer_penalties", "Penalties given to peers.", &m.penalties);

@@ -10,19 +10,25 @@
 //! orphans whose parents came are admitted and relayed). The verdicts go back to the API callers and, as one
 //! `Input::TxsDone` round (`replica::TxsRound`, the simulator's mapping too), to the peer
 //! protocol, which answers gossipsub and publishes what the API brought.
+//!
+//! For the study only, each admission round can first "execute" for a fixed time
+//! (`mempool.execute_ms`, seed 003's chaincode execution), under the chain's read lock or
+//! before it is taken (`mempool.execute_under_lock`): see [`admit`].
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use scalechain_chain::ChainStore;
 use scalechain_mempool::{Admitted, MempoolError, OrphanSource, TxVerdict};
 use scalechain_p2p::msg::MsgId;
 use scalechain_p2p::net::PeerId;
 use scalechain_p2p::protocol::{TxOrigin, TxsDone};
-use scalechain_replica::TxsRound;
+use scalechain_replica::{Admission, Replica, TxsRound};
 use scalechain_types::{profile, Hash, Tx};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::arrivals::{self, Kind, Via};
+use crate::config::Execution;
 use crate::state::Shared;
 
 /// Where a batch came from.
@@ -79,6 +85,8 @@ pub async fn run(
     done: mpsc::UnboundedSender<Vec<TxsDone<PeerId>>>,
 ) {
     let max_batch = shared.cfg.mempool.max_batch.max(1);
+    // Start-up refused settings it does not take (`run::start_up`), so none is dropped here.
+    let execution = shared.cfg.mempool.execution().ok().flatten();
     let group = Group {
         size: shared.cfg.mempool.group_size.clamp(1, max_batch),
         max: max_batch,
@@ -102,7 +110,12 @@ pub async fn run(
         let t0 = Instant::now();
         let Ok(admission) = tokio::task::spawn_blocking(move || {
             let _s = profile::span("pipeline.verify");
-            s.replica.admit_batches(batches, s.now_ms())
+            let hold = || {
+                if let Some(e) = execution {
+                    execute(e);
+                }
+            };
+            admit(&s.replica, batches, &|| s.now_ms(), execution, &hold)
         })
         .await
         else {
@@ -157,6 +170,35 @@ pub async fn run(
     }
 }
 
+/// The study's execution, once: a sleep of its length (`mempool.execute_ms` says why a sleep),
+/// profiled as `study.execute`.
+fn execute(e: Execution) {
+    let _s = profile::span("study.execute");
+    std::thread::sleep(Duration::from_millis(e.ms));
+}
+
+/// One admission round of the verify stage, judged at the clock `now_ms` reads when the
+/// judgement begins, with the study's execution `execution` (`mempool.execute_ms`; `hold`
+/// runs it): under the lock, `hold` runs inside the chain's read guard the judgement runs in,
+/// so a block's acceptance waits for it; lock-free, `hold` runs before the lock is taken and a
+/// block's acceptance goes ahead meanwhile. Without an execution `hold` is not called.
+pub fn admit<S: ChainStore>(
+    replica: &Replica<S>,
+    batches: Vec<(Vec<Tx>, OrphanSource)>,
+    now_ms: &dyn Fn() -> u64,
+    execution: Option<Execution>,
+    hold: &dyn Fn(),
+) -> Admission {
+    match execution {
+        None => replica.admit_batches(batches, now_ms()),
+        Some(e) if e.under_lock => replica.admit_batches_holding(batches, now_ms(), hold),
+        Some(_) => {
+            hold();
+            replica.admit_batches(batches, now_ms())
+        }
+    }
+}
+
 /// How the verify stage collects a group from the buffer (seed 000's group size).
 #[derive(Clone, Copy, Debug)]
 pub struct Group {
@@ -206,6 +248,89 @@ pub async fn submit(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::mpsc as std_mpsc;
+
+    use parking_lot::Mutex;
+    use scalechain_chain::{Accepted, Chain, MemStore};
+    use scalechain_consensus::params::SigMode;
+    use scalechain_consensus::{Apps, Params, VerifyConfig};
+    use scalechain_mempool::MempoolConfig;
+    use scalechain_types::{HashKind, Lock, Scheme};
+
+    /// One admission round whose execution is held until the test releases it, and a block's
+    /// acceptance started while it is held; the order of what happened.
+    fn a_block_beside_a_held_execution(under_lock: bool) -> Vec<&'static str> {
+        let p = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
+        let chain = Chain::open_or_init(MemStore::new(), &p, Apps::none(), VerifyConfig::parallel([1; 32]))
+            .expect("a chain in memory");
+        let r = Replica::new(chain, MempoolConfig::default());
+        let now = p.genesis_time + 1_000;
+        let reward = Lock { scheme: Scheme::Ed25519, pubkey_hash: HashKind::Sha256.hash(b"pipeline-test") };
+        let mut block = r.block_template(reward, 10, now);
+        assert!(scalechain_replica::solve(&mut block.header, p.hash, 1, &AtomicBool::new(false)));
+        let events = Mutex::new(Vec::new());
+        let (held, is_held) = std_mpsc::channel();
+        let (release, released_rx) = std_mpsc::channel::<()>();
+        let released_rx = Mutex::new(released_rx);
+        let (done, is_done) = std_mpsc::channel();
+        std::thread::scope(|s| {
+            // Owned here, so that a failing assertion drops it and the held execution ends.
+            let release = release;
+            let (r, events) = (&r, &events);
+            let admission = s.spawn(|| {
+                let hold = || {
+                    held.send(()).expect("the test waits");
+                    released_rx.lock().recv().expect("the test releases");
+                    events.lock().push("execution ends");
+                };
+                let execution = Some(Execution { ms: 1, under_lock });
+                admit(r, vec![(vec![], None)], &|| now, execution, &hold)
+            });
+            is_held.recv().expect("the execution started");
+            let commit = s.spawn(move || {
+                let (outcome, time) = crate::blocks::accept_timed(r, block, now);
+                let locked = Instant::now() - time.held;
+                events.lock().push("block committed");
+                let _ = done.send(());
+                (outcome, locked)
+            });
+            if under_lock {
+                // Until the acceptance queues for the write lock: a queued writer turns new
+                // readers away (parking_lot's lock is task-fair), and nothing else does.
+                while r.chain.try_read().is_some() {
+                    assert!(
+                        is_done.try_recv().is_err(),
+                        "the block's acceptance went ahead of the execution"
+                    );
+                    std::thread::yield_now();
+                }
+            } else {
+                // The acceptance goes ahead while the execution is held (a hang guard, not a
+                // timing: under the lock it would wait for the release below forever).
+                is_done
+                    .recv_timeout(Duration::from_secs(60))
+                    .expect("the block's acceptance waited for an execution outside the lock");
+            }
+            let released = Instant::now();
+            events.lock().push("released");
+            release.send(()).expect("the execution waits");
+            let (outcome, locked) = commit.join().expect("the acceptance");
+            assert!(matches!(outcome.result, Ok(Accepted::Connected(_))), "{:?}", outcome.result);
+            if under_lock {
+                assert!(locked >= released, "the measured wait covers the held execution");
+            }
+            let admission = admission.join().expect("the admission round");
+            assert_eq!(admission.batches.len(), 1);
+        });
+        events.into_inner()
+    }
+
+    #[test]
+    fn a_block_waits_for_an_execution_under_the_lock_and_not_for_one_before_it() {
+        assert_eq!(a_block_beside_a_held_execution(true), ["released", "execution ends", "block committed"]);
+        assert_eq!(a_block_beside_a_held_execution(false), ["block committed", "released", "execution ends"]);
+    }
 
     fn batch(n: usize) -> Inbound {
         let (reply, _) = oneshot::channel();

@@ -47,6 +47,9 @@ pub enum NodeError {
     /// A bad setting.
     #[error("configuration: {0}")]
     Config(String),
+    /// The study's execution settings (`mempool.execute_ms`, `mempool.execute_under_lock`).
+    #[error("configuration: {0}")]
+    Execution(#[from] crate::config::ExecutionError),
     /// The chain store.
     #[error("chain: {0}")]
     Chain(#[from] ChainError),
@@ -277,10 +280,11 @@ struct Opened {
     api: Option<(SocketAddr, Option<Arc<str>>)>,
 }
 
-/// Start-up: the data directory (a `node.json` left behind removed), the chain in it (rebuilt
-/// first with `reindex`), the node's identity key (made on first start), the API's address and
-/// its token (see [`api_token`]).
+/// Start-up: the study's execution settings checked, the data directory (a `node.json` left
+/// behind removed), the chain in it (rebuilt first with `reindex`), the node's identity key
+/// (made on first start), the API's address and its token (see [`api_token`]).
 fn start_up(cfg: &NodeConfig, apps: Apps, reindex: bool) -> Result<Opened, NodeError> {
+    cfg.mempool.execution()?;
     std::fs::create_dir_all(&cfg.data_dir).map_err(|e| io("creating", &cfg.data_dir, e))?;
     let _ = std::fs::remove_file(cfg.data_dir.join("node.json"));
     let chain = open_chain(cfg, apps, reindex)?;

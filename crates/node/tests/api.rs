@@ -539,6 +539,8 @@ async fn the_openapi_document_describes_the_types_the_client_decodes() {
         kind: "tx".into(),
         id: scalechain_types::Hash([7; 32]),
         height: None,
+        lock_wait_us: None,
+        lock_held_us: None,
         at_us: 1_700_000_000_000_000,
         source: "gossip".into(),
         peer: Some("12D3KooWDpJ7As7BWAwRMfu1VU2WCqNjvq387JEYKDBj4kx6nXTN".into()),
@@ -547,6 +549,8 @@ async fn the_openapi_document_describes_the_types_the_client_decodes() {
         seq: 2,
         kind: "block".into(),
         height: Some(3),
+        lock_wait_us: Some(120),
+        lock_held_us: Some(3_400),
         source: "mined".into(),
         peer: None,
         ..tx_arrival.clone()

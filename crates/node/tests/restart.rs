@@ -96,10 +96,19 @@ async fn transactions_admitted_while_the_miner_restarts_are_mined_once_it_is_bac
         );
         assert_eq!((b["source"].as_str(), b["peer"].as_str()), (Some("pool"), Some(p_id.as_str())), "{b}");
         assert!(b["at_us"].as_u64() > a["at_us"].as_u64(), "{a} then {b}");
+        assert!(
+            a["lock_wait_us"].is_null() && a["lock_held_us"].is_null(),
+            "a transaction takes no lock: {a}"
+        );
     }
     let mined_here: Vec<&serde_json::Value> =
         at_m.iter().filter(|e| e["kind"] == "block" && e["source"] == "mined").collect();
     assert!(!mined_here.is_empty());
+    // A block's commit time: the wait for the chain's write lock and the time it held it.
+    assert!(
+        mined_here.iter().all(|b| b["lock_wait_us"].is_u64() && b["lock_held_us"].is_u64()),
+        "{mined_here:?}"
+    );
     for b in mined_here.iter().filter(|b| b["height"].as_u64() > Some(1)) {
         let seen = of(&at_p, b["id"].as_str().unwrap()).unwrap_or_else(|| panic!("{b} not at the peer"));
         assert!(matches!(seen["source"].as_str(), Some("gossip" | "sync")), "{seen}");

@@ -72,7 +72,19 @@ impl<S: ChainStore> Replica<S> {
     /// block: orphans waiting for it connect in the same call, and a block stored on a side
     /// branch can make that branch win through them.
     pub fn accept_block(&self, block: Block, now_ms: u64) -> BlockOutcome {
-        let mut chain = self.chain.write();
+        self.accept_block_observed(block, now_ms, &mut || {})
+    }
+
+    /// [`Replica::accept_block`], calling `locked` as soon as the chain's write lock is held:
+    /// the caller tells the wait for the lock (readers holding it, such as an admission
+    /// round's execution) from the time the block holds it, without the replica reading a
+    /// clock. The wait is also profiled (`chain.write_lock`).
+    pub fn accept_block_observed(&self, block: Block, now_ms: u64, locked: &mut dyn FnMut()) -> BlockOutcome {
+        let mut chain = {
+            let _s = scalechain_types::profile::span("chain.write_lock");
+            self.chain.write()
+        };
+        locked();
         let mut out = self.accept_locked(&mut chain, block, now_ms);
         out.snapshot_failure = chain.take_snapshot_failure();
         self.publish(&chain);

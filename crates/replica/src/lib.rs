@@ -24,8 +24,14 @@
 //! It is generic over the chain store: the node runs `Replica<DiskStore>` behind its threads,
 //! channels and sockets; the simulator (`scalechain-simnet`) runs `Replica<MemStore>` directly.
 //!
-//! Must not: read a clock (`now_ms` is an argument everywhere), draw random numbers (the
-//! chain's verification seed comes in with its `VerifyConfig`), touch files or sockets.
+//! The study's analogue of seed 003's lock contention uses the same lock: an admission round
+//! can run a caller's `hold` inside its read guard ([`Replica::admit_batches_holding`]), and a
+//! block's acceptance tells its caller when it holds the write lock
+//! ([`Replica::accept_block_observed`]), so the node can time the wait and the hold.
+//!
+//! Must not: read a clock (`now_ms` is an argument everywhere; the profiler's spans read one
+//! only to observe, as in `chain`), draw random numbers (the chain's verification seed comes
+//! in with its `VerifyConfig`), touch files or sockets.
 
 mod accept;
 mod round;
@@ -43,7 +49,7 @@ use scalechain_mempool::{
     Admitted, Mempool, MempoolConfig, MempoolError, OrphanSource, SignatureCache, TxVerdict,
 };
 use scalechain_types::merkle::root_of_txs;
-use scalechain_types::{Amount, Block, Hash, HashKind, Header, Lock, Tx, TxOut};
+use scalechain_types::{profile, Amount, Block, Hash, HashKind, Header, Lock, Tx, TxOut};
 
 pub use accept::BlockOutcome;
 pub use round::TxsRound;
@@ -187,11 +193,30 @@ impl<S: ChainStore> Replica<S> {
     /// parent is unknown is held as an orphan ([`Mempool::offer`]), and orphans whose parents
     /// this round admitted are admitted after them.
     pub fn admit_batches(&self, batches: Vec<(Vec<Tx>, OrphanSource)>, now_ms: u64) -> Admission {
+        self.admit_batches_holding(batches, now_ms, &|| {})
+    }
+
+    /// [`Replica::admit_batches`], calling `hold` first inside the same read guard as the
+    /// judgement: whatever `hold` does, a block's acceptance (the writer) waits for it, as a
+    /// commit waits for a transaction executing under the state database's read lock. The
+    /// study's execution analogue (`mempool.execute_ms` with `execute_under_lock`, which the
+    /// node passes as a sleep); the replica itself neither sleeps nor reads a clock.
+    pub fn admit_batches_holding(
+        &self,
+        batches: Vec<(Vec<Tx>, OrphanSource)>,
+        now_ms: u64,
+        hold: &dyn Fn(),
+    ) -> Admission {
         let spans: Vec<usize> = batches.iter().map(|(b, _)| b.len()).collect();
         let all: Vec<(Tx, OrphanSource)> =
             batches.into_iter().flat_map(|(b, src)| b.into_iter().map(move |t| (t, src))).collect();
         let offered = {
-            let c = self.chain.read();
+            let c = {
+                // The wait behind a block's acceptance (the writer).
+                let _s = profile::span("chain.read_lock");
+                self.chain.read()
+            };
+            hold();
             let confirmed = |t: &Hash| c.tx_location(t).ok().flatten().is_some();
             self.mempool.offer(&c.next_block_env(now_ms), all, now_ms, &confirmed)
         };

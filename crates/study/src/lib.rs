@@ -38,6 +38,9 @@ pub enum StudyError {
     /// A thread pool could not be built.
     #[error("thread pool: {0}")]
     Pool(String),
+    /// Linux perf could not sample a node (`cpu`): missing, refused by the kernel, or failed.
+    #[error(transparent)]
+    Perf(#[from] exp::cpu::PerfError),
 }
 
 impl StudyError {
@@ -75,7 +78,8 @@ pub enum Experiment {
     Backend,
     /// Seed 003 §5.1.1: what signatures cost end to end.
     Signatures,
-    /// Seed 003 §5.4 / Tables 6.1–6.2: lock contention in the mempool.
+    /// Seed 003 §5.4 / §7.1.1, Tables 6.1–6.2, Fig 5.7: executions under the chain's read lock
+    /// against lock-free, throughput, latency and block commit times.
     Contention,
     /// Initial sync: a new node catching up with a devnet's chain, against the parallel
     /// verification bound.
@@ -87,11 +91,14 @@ pub enum Experiment {
     SimCheck,
     /// Seed 001 Tables 4 / 7 / 10: the node's function profile while it takes the 1,001.
     Profile,
+    /// Seed 003 Fig 5.1 / seed 001 Tables 5 / 8 / 11: where a loaded node's CPU goes, by
+    /// category (perf) and by function over minutes of load (the profiler's histograms).
+    Cpu,
 }
 
 impl Experiment {
     /// Every experiment, in the order `all` runs them.
-    pub const ALL: [Experiment; 17] = [
+    pub const ALL: [Experiment; 18] = [
         Experiment::TxThroughput,
         Experiment::BlockValidation,
         Experiment::Speedup,
@@ -109,6 +116,7 @@ impl Experiment {
         Experiment::Scale,
         Experiment::SimCheck,
         Experiment::Profile,
+        Experiment::Cpu,
     ];
 
     /// The command-line name (also the file stem of its outputs).
@@ -131,6 +139,7 @@ impl Experiment {
             Experiment::Scale => "scale",
             Experiment::SimCheck => "sim-check",
             Experiment::Profile => "profile",
+            Experiment::Cpu => "cpu",
         }
     }
 }
@@ -216,6 +225,12 @@ impl Experiment {
             Experiment::SimCheck => {
                 "The simulator's propagation times beside real node processes' for the same scenario, at 4 \
                  to 16 nodes. Read it for where the simulator can be trusted, and why it differs elsewhere."
+            }
+            Experiment::Cpu => {
+                "Where a loaded validating peer's CPU goes, by category of primitive operation (signatures, \
+                 hashing, serialisation, allocator, disk, locks, network, ...), sampled with perf, beside \
+                 seed 003's Fig 5.1; then its functions' run-time histograms over minutes of load, beside \
+                 seed 001's long recordings. Read it for which kind of work bounds the node under load."
             }
             Experiment::Profile => {
                 "Where a node's time goes by function while it takes seed 001's 1,001 transactions, beside \
@@ -368,11 +383,12 @@ pub fn run(exp: Experiment, opts: Opts) -> Result<Table, StudyError> {
         Experiment::Load => exp::load::run(&ctx),
         Experiment::Backend => exp::optimise::run_backend(&ctx),
         Experiment::Signatures => exp::optimise::run_signatures(&ctx),
-        Experiment::Contention => exp::optimise::run_contention(&ctx),
+        Experiment::Contention => exp::contention::run(&ctx),
         Experiment::Sync => exp::sync::run(&ctx),
         Experiment::Scale => exp::scale::run(&ctx),
         Experiment::SimCheck => exp::sim_check::run(&ctx),
         Experiment::Profile => exp::profile::run(&ctx),
+        Experiment::Cpu => exp::cpu::run(&ctx),
     }
 }
 
@@ -400,11 +416,12 @@ pub fn replot(exp: Experiment, dir: &std::path::Path) -> Result<bool, StudyError
         Experiment::Load => exp::load::charts(&table),
         Experiment::Backend => exp::optimise::backend_charts(&table),
         Experiment::Signatures => exp::optimise::signatures_charts(&table),
-        Experiment::Contention => exp::optimise::contention_charts(&table),
+        Experiment::Contention => exp::contention::charts(&table),
         Experiment::Sync => exp::sync::charts(&table),
         Experiment::Scale => exp::scale::charts(&table),
         Experiment::SimCheck => exp::sim_check::charts(&table),
         Experiment::Profile => exp::profile::charts(&table),
+        Experiment::Cpu => exp::cpu::charts(&table),
     };
     plot::write_svg(&dir.join(format!("{}.svg", exp.name())), &charts)?;
     Ok(true)

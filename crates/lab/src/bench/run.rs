@@ -191,6 +191,29 @@ pub async fn run(
     stop: &AtomicBool,
     log: &(dyn Fn(String) + Sync),
 ) -> Result<Outcome, LoadError> {
+    run_watched(b, env, prepared, stop, log, &mut |_, _| {}).await
+}
+
+/// Where a round is, for a watcher of [`run_watched`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RoundEdge {
+    /// The round is about to start its offer (the funding is confirmed).
+    Start,
+    /// Its drain ended (or it failed): nothing of it runs any more.
+    End,
+}
+
+/// [`run`], calling `watch` with each round's index just before its offer starts and just
+/// after its drain ends (or it fails): for whoever samples the nodes over exactly the rounds
+/// (a CPU profiler), not over the funding before them.
+pub async fn run_watched(
+    b: &Benchmark,
+    env: &Env<'_>,
+    prepared: Prepared,
+    stop: &AtomicBool,
+    log: &(dyn Fn(String) + Sync),
+    watch: &mut (dyn FnMut(usize, RoundEdge) + Send),
+) -> Result<Outcome, LoadError> {
     let clock = SystemClock::start();
     let (_, node0) = env.targets.first().ok_or(LoadError::NoTargets)?;
     let kind = env.params.hash;
@@ -237,7 +260,10 @@ pub async fn run(
             load.len(),
             round.duration.map_or_else(String::new, |d| format!(", {:.0} s", d.as_secs_f64()))
         ));
-        let r = run_round(env, &clients, node0, round, &load, &ids, &clock, stop, &label, log).await?;
+        watch(i, RoundEdge::Start);
+        let r = run_round(env, &clients, node0, round, &load, &ids, &clock, stop, &label, log).await;
+        watch(i, RoundEdge::End);
+        let r = r?;
         let stopped = r.stopped;
         log(format!(
             "{label} sent {} at {:.0} tx/s; {} confirmed at {:.0} tx/s; {} failed; latency p50 {:.0} ms p99 {:.0} ms",

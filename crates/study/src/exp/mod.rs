@@ -2,6 +2,8 @@
 
 pub mod block_validation;
 pub mod components;
+pub mod contention;
+pub mod cpu;
 pub mod e2e;
 pub mod hash;
 pub mod load;

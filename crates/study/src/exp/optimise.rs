@@ -10,10 +10,9 @@
 //!   TPS).
 //! - `signatures`: a chain that declares in its genesis that it skips input signatures against
 //!   the same chain checking them (seed 003: +18% throughput with verification returning true).
-//! - `contention`: the mempool read lock-free from published snapshots against readers taking
-//!   the writers' lock, at block intervals of 50, 200 and 500 ms (seed 003 Tables 6.1 / 6.2:
-//!   +8 / +14 / +20% TPS and −12 / −18 / −25% latency without its read-write lock, at chaincode
-//!   execution times of 50 / 200 / 500 ms).
+//!
+//! `contention` (seed 003's lock removal, Tables 6.1 / 6.2 and Fig 5.7) runs on the same
+//! harness ([`run_cases`]) from its own module, `super::contention`.
 //!
 //! Each trial starts every case's devnet in turn (the cases interleaved, so the machine's drift
 //! spreads over all of them) and runs two fixed-rate rounds of 1-input/1-output transfers on it:
@@ -39,7 +38,7 @@ use scalechain_types::{Hash, HashKind, Scheme, SecretKey};
 
 use super::e2e::{self, Setting, MINERS, PEERS};
 use crate::seeds::{
-    SEED_COMBINED, SEED_ECDSA_TIME_CHANGE_PCT, SEED_LOCK_ROWS, SEED_NO_SIGNATURES_THROUGHPUT_PCT,
+    SEED_COMBINED, SEED_ECDSA_TIME_CHANGE_PCT, SEED_NO_SIGNATURES_THROUGHPUT_PCT,
     SEED_SHA256_TIME_CHANGE_PCT, SEED_SWAP_LATENCY_TEXT, SEED_SWAP_SATURATION_TPS, SEED_SWAP_THROUGHPUT_PCT,
 };
 use crate::{median, Ctx, Experiment, StudyError};
@@ -74,30 +73,41 @@ pub const BELOW_TPS: f64 = 2_000.0;
 /// Seconds of each round.
 pub const ROUND_S: u64 = 10;
 
-const SATURATED: &str = "saturated";
-const BELOW: &str = "below";
+/// The round offered past saturation.
+pub(crate) const SATURATED: &str = "saturated";
+/// The round offered below saturation.
+pub(crate) const BELOW: &str = "below";
 
 /// One devnet configuration of an experiment.
 #[derive(Clone, Debug)]
-struct Case {
-    label: String,
-    setting: Setting,
-    exe: PathBuf,
+pub(crate) struct Case {
+    /// Its label (a CSV cell: no commas).
+    pub label: String,
+    /// What the nodes run with.
+    pub setting: Setting,
+    /// The node binary.
+    pub exe: PathBuf,
 }
 
 /// A comparison the report makes: `variant` against `baseline`, with seed 003's changes in
 /// throughput and latency (percent) for the same optimisation.
-struct Pair {
-    what: String,
-    baseline: String,
-    variant: String,
-    seed_tps_pct: f64,
-    seed_latency_pct: Option<f64>,
+pub(crate) struct Pair {
+    /// What changes.
+    pub what: String,
+    /// The baseline case's label.
+    pub baseline: String,
+    /// The variant case's label.
+    pub variant: String,
+    /// Seed 003's change in throughput, percent.
+    pub seed_tps_pct: f64,
+    /// Seed 003's change in latency, percent.
+    pub seed_latency_pct: Option<f64>,
     /// The seed's latency change where it printed a range, not a number.
-    seed_latency_text: Option<&'static str>,
+    pub seed_latency_text: Option<&'static str>,
 }
 
-fn rounds(quick: bool) -> Vec<Round> {
+/// The two rounds every case runs (tiny ones with `--quick`).
+pub(crate) fn rounds(quick: bool) -> Vec<Round> {
     let (over, under, secs) = if quick { (400.0, 200.0, 2) } else { (SATURATED_TPS, BELOW_TPS, ROUND_S) };
     [(SATURATED, over), (BELOW, under)]
         .into_iter()
@@ -169,9 +179,18 @@ fn rung_name(tps: f64) -> String {
 pub const KEEPS_UP: f64 = 0.95;
 
 /// Runs every case's devnet once per trial, the cases interleaved, into `table`, each devnet
-/// through the two rounds of [`rounds`].
-fn run_cases(ctx: &Ctx, name: &str, cases: &[Case], table: &mut Table) -> Result<(), StudyError> {
-    run_cases_with(ctx, name, cases, &rounds(ctx.opts.quick), table)
+/// through the two rounds of [`rounds`]: a row per round (the columns of [`COLUMNS`], the
+/// table's further columns left empty) and, with `commits`, after each round's row one per
+/// block of the round per node with its commit time (`super::contention`'s block rows, read
+/// from the nodes' arrival logs after the rounds).
+pub(crate) fn run_cases(
+    ctx: &Ctx,
+    name: &str,
+    cases: &[Case],
+    table: &mut Table,
+    commits: bool,
+) -> Result<(), StudyError> {
+    run_cases_with(ctx, name, cases, &rounds(ctx.opts.quick), table, commits)
 }
 
 /// [`run_cases`] through `rounds`.
@@ -181,16 +200,40 @@ fn run_cases_with(
     cases: &[Case],
     rounds: &[Round],
     table: &mut Table,
+    commits: bool,
 ) -> Result<(), StudyError> {
     let trials = trials(ctx);
+    let width = table.columns.len();
     ctx.start((trials * cases.len() * (rounds.len() + 1)) as u64, &format!("{name}: starting"));
     for trial in 1..=trials {
         for case in cases {
             ctx.progress.set_message(format!("{name}: {} (trial {trial})", case.label));
             let groups = vec![(case.label.clone(), rounds.to_vec())];
-            e2e::run_groups(ctx, &case.exe, &case.setting, &groups, |_, _, round, r| {
-                table.push(row(ctx, &case.label, round, trial, r));
-            })?;
+            let mut done = Vec::new();
+            let mut blocks = Vec::new();
+            e2e::run_groups_then(
+                ctx,
+                &case.exe,
+                &case.setting,
+                &groups,
+                |_, _, round, r| {
+                    let mut cells = row(ctx, &case.label, round, trial, r);
+                    cells.resize(width, String::new());
+                    done.push((round.clone(), cells, r.heights));
+                },
+                |net, rt| {
+                    if commits {
+                        blocks = super::contention::block_commits(net, rt)?;
+                    }
+                    Ok(())
+                },
+            )?;
+            for (round, cells, heights) in done {
+                table.push(cells);
+                for b in blocks.iter().filter(|b| b.height > heights.0 && b.height <= heights.1) {
+                    table.push(super::contention::block_row(ctx, &case.label, &round, trial, b));
+                }
+            }
         }
     }
     Ok(())
@@ -223,7 +266,7 @@ fn row(ctx: &Ctx, case: &str, round: &Round, trial: usize, r: &RoundResult) -> V
 }
 
 /// The mean of a column over a case's rows of one round (its trials).
-fn mean(t: &Table, case: &str, round: &str, column: &str) -> Option<f64> {
+pub(crate) fn mean(t: &Table, case: &str, round: &str, column: &str) -> Option<f64> {
     let v: Vec<f64> = t
         .select("case", case)
         .filter(|r| t.col("round").is_some_and(|c| r[c] == round))
@@ -244,16 +287,18 @@ fn trial_changes(t: &Table, p: &Pair) -> Vec<(f64, f64)> {
     b.iter().filter_map(|(k, base)| Some((*k as f64, pct(*v.get(k)?, *base)?))).collect()
 }
 
-fn pct(x: f64, base: f64) -> Option<f64> {
+/// `x` against `base`, percent (none without a base).
+pub(crate) fn pct(x: f64, base: f64) -> Option<f64> {
     (base > 0.0).then(|| (x / base - 1.0) * 100.0)
 }
 
-fn signed(x: Option<f64>) -> String {
+/// A signed percentage, or `–`.
+pub(crate) fn signed(x: Option<f64>) -> String {
     x.map_or("–".into(), |v| format!("{v:+.1}%"))
 }
 
 /// The chart: per trial, each comparison's change in saturated throughput, seed 003's beside.
-fn change_chart(t: &Table, pairs: &[Pair]) -> Vec<Chart> {
+pub(crate) fn change_chart(t: &Table, pairs: &[Pair]) -> Vec<Chart> {
     let mut series = Vec::new();
     for p in pairs {
         let ours = trial_changes(t, p);
@@ -279,7 +324,7 @@ fn change_chart(t: &Table, pairs: &[Pair]) -> Vec<Chart> {
 }
 
 /// The report: each case's means, then each comparison beside seed 003's.
-fn cases_section(t: &Table, intro: &str, pairs: &[Pair]) -> String {
+pub(crate) fn cases_section(t: &Table, intro: &str, pairs: &[Pair]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -364,7 +409,7 @@ pub fn run_signatures(ctx: &Ctx) -> Result<Table, StudyError> {
         Case { label: SKIPPED.into(), setting: Setting { skip_signatures: true, ..Setting::default() }, exe },
     ];
     let mut table = Table::new(COLUMNS);
-    run_cases(ctx, "signatures", &cases, &mut table)?;
+    run_cases(ctx, "signatures", &cases, &mut table, false)?;
     ctx.finish(Experiment::Signatures, &table, signatures_charts, signatures_section)
 }
 
@@ -380,67 +425,6 @@ fn signatures_section(t: &Table) -> String {
          id, so no chain that did not declare it can skip a signature). Seed 003 made Fabric's \
          signature verification return true and saw +18% (§5.1.1).",
         &signature_pairs(),
-    )
-}
-
-// ---------------------------------------------------------------------------------------------
-// contention
-// ---------------------------------------------------------------------------------------------
-
-/// Block intervals of the contention experiment, ms (seed 003's three settings).
-pub const INTERVALS_MS: [u64; 3] = [50, 200, 500];
-
-/// A case's label (a CSV cell: no commas).
-fn lock_label(single: bool, ms: u64) -> String {
-    format!("{} at {ms} ms blocks", if single { "single lock" } else { "snapshot reads" })
-}
-
-fn contention_pairs() -> Vec<Pair> {
-    SEED_LOCK_ROWS
-        .iter()
-        .zip(INTERVALS_MS)
-        .map(|(&(seed_ms, with, without, lat_with, lat_without), ms)| Pair {
-            what: format!("lock-free reads at {ms} ms blocks (seed: {seed_ms} ms chaincode)"),
-            baseline: lock_label(true, ms),
-            variant: lock_label(false, ms),
-            seed_tps_pct: (without / with - 1.0) * 100.0,
-            seed_latency_pct: Some((lat_without / lat_with - 1.0) * 100.0),
-            seed_latency_text: None,
-        })
-        .collect()
-}
-
-/// Runs `contention`.
-pub fn run_contention(ctx: &Ctx) -> Result<Table, StudyError> {
-    let exe = e2e::node_binary(ctx, "contention")?;
-    let intervals: &[u64] = if ctx.opts.quick { &INTERVALS_MS[1..2] } else { &INTERVALS_MS };
-    let mut cases = Vec::new();
-    for &ms in intervals {
-        for single in [true, false] {
-            let setting = Setting { target_block_ms: Some(ms), single_lock: single, ..Setting::default() };
-            cases.push(Case { label: lock_label(single, ms), setting, exe: exe.clone() });
-        }
-    }
-    let mut table = Table::new(COLUMNS);
-    run_cases(ctx, "contention", &cases, &mut table)?;
-    ctx.finish(Experiment::Contention, &table, contention_charts, contention_section)
-}
-
-pub(crate) fn contention_charts(t: &Table) -> Vec<Chart> {
-    change_chart(t, &contention_pairs())
-}
-
-fn contention_section(t: &Table) -> String {
-    cases_section(
-        t,
-        "Lock contention in the mempool: readers (block templates, the API, the peer protocol's \
-         lookups) load the last published snapshot without locking, against every reader taking the \
-         writers' lock and reading under it (`mempool.single_lock`; admission verifies a batch under \
-         that lock), at three block intervals (`chain.target_block_ms`: the miner reads a template once \
-         per block). Seed 003 removed Fabric's read-write lock between endorsement and commit and \
-         varied the chaincode's execution time (Tables 6.1 / 6.2); our analogue of that time is how \
-         often the miner reads the pool.",
-        &contention_pairs(),
     )
 }
 
@@ -642,7 +626,7 @@ pub fn run_backend(ctx: &Ctx) -> Result<Table, StudyError> {
             cases.push(Case { label: combined_label(&base), setting, exe });
         }
     }
-    run_cases_with(ctx, "backend", &cases, &ladder(ctx.opts.quick), &mut table)?;
+    run_cases_with(ctx, "backend", &cases, &ladder(ctx.opts.quick), &mut table, false)?;
     ctx.finish(Experiment::Backend, &table, backend_charts, backend_section)
 }
 
@@ -892,20 +876,6 @@ mod tests {
         let c = signatures_charts(&t);
         assert_eq!(c[0].series.len(), 2);
         assert!(c[0].series[1].points_only);
-    }
-
-    #[test]
-    fn the_contention_pairs_carry_seed_003s_tables() {
-        let p = contention_pairs();
-        assert_eq!(p.len(), 3);
-        assert!((p[0].seed_tps_pct - 7.94).abs() < 0.01, "{}", p[0].seed_tps_pct);
-        assert!((p[2].seed_tps_pct - 19.2).abs() < 0.1);
-        assert!((p[1].seed_latency_pct.unwrap() + 19.4).abs() < 0.1);
-        assert_eq!(p[1].baseline, "single lock at 200 ms blocks");
-        assert_eq!(p[1].variant, "snapshot reads at 200 ms blocks");
-        // Labels are CSV cells.
-        let labels = [CHECKED.to_string(), SKIPPED.to_string(), p[0].baseline.clone(), p[0].variant.clone()];
-        assert!(labels.iter().all(|l| !l.contains(',')), "{labels:?}");
     }
 
     #[test]

@@ -166,7 +166,7 @@ pub fn workload(p: &Params) -> Vec<Tx> {
 
 /// Appends to `log` the arrivals `node` logged after the last one `log` holds, paging through
 /// its log (so each poll reads only what is new).
-async fn read_new(node: &Client, log: &mut Vec<ArrivalJson>) -> Result<(), StudyError> {
+pub(crate) async fn read_new(node: &Client, log: &mut Vec<ArrivalJson>) -> Result<(), StudyError> {
     loop {
         let after = log.last().map_or(0, |e| e.seq);
         let page = node.arrivals(after, Some(10_000)).await.map_err(api)?;
@@ -645,19 +645,7 @@ async fn measure(
     for ((_, c), log) in clients.iter().zip(&mut logs) {
         read_new(c, log).await?;
     }
-    let mut profile = Vec::new();
-    if opts.profile {
-        const PAGE: usize = 1_000;
-        loop {
-            let after = profile.last().map(|p: &ProfilePath| p.path.clone());
-            let page = submit.profile(after.as_deref(), Some(PAGE)).await.map_err(api)?;
-            profile.extend(page.paths);
-            // At most ten pages: the node keeps a bounded number of paths.
-            if !page.more || profile.len() >= 10 * PAGE {
-                break;
-            }
-        }
-    }
+    let profile = if opts.profile { super::profile::read_paths(submit).await?.0 } else { Vec::new() };
     Ok(RawRun { logs, ids, t0, cpu_ms_node, other_cores, profile })
 }
 
@@ -1160,6 +1148,8 @@ mod tests {
             kind: kind.into(),
             id: *id,
             height: None,
+            lock_wait_us: None,
+            lock_held_us: None,
             at_us,
             source: "gossip".into(),
             peer: None,

@@ -539,7 +539,17 @@ mod tests {
     }
 
     fn entry(seq: u64, kind: &str, id: Hash, at_us: u64, source: &str) -> ArrivalJson {
-        ArrivalJson { seq, kind: kind.into(), id, height: None, at_us, source: source.into(), peer: None }
+        ArrivalJson {
+            seq,
+            kind: kind.into(),
+            id,
+            height: None,
+            lock_wait_us: None,
+            lock_held_us: None,
+            at_us,
+            source: source.into(),
+            peer: None,
+        }
     }
 
     #[test]
