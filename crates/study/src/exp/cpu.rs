@@ -451,6 +451,8 @@ pub const RULES: &[Rule] = &[
     u(Runtime, ALLOCATOR, P("__rust_dealloc")),
     u(Runtime, ALLOCATOR, P("__rust_realloc")),
     u(Runtime, ALLOCATOR, P("__rdl_")),
+    u(Runtime, ALLOCATOR, P("__rustc::__rdl_")),
+    u(Runtime, ALLOCATOR, P("__rustc::__rust_")),
     u(Runtime, ALLOCATOR, C("alloc::alloc::")),
     u(Runtime, ALLOCATOR, C("alloc::raw_vec::")),
     u(Runtime, "async runtime", C("tokio::")),
@@ -1053,6 +1055,9 @@ struct CpuWatch {
     dir: PathBuf,
     hz: u32,
     pid: Option<u32>,
+    /// The profiled node's API, blocking: it is called where the rounds run, inside the
+    /// runtime, from a thread of its own.
+    miner: Option<scalechain_client::blocking::Client>,
     running: Option<(usize, Recording)>,
     /// Each round's recording, by the round's index.
     recorded: BTreeMap<usize, PathBuf>,
@@ -1076,16 +1081,30 @@ impl Watch for CpuWatch {
             return Err(StudyError::Wrong(format!("the devnet has no {SAMPLED} to sample")));
         }
         let miner = net.node(PROFILED).map_err(|e| StudyError::Wrong(e.to_string()))?;
-        // The profile covers the rounds only: what the start-up recorded is forgotten.
-        let on = ProfileControl { enabled: Some(true), reset: true };
-        rt.block_on(miner.client().profile_control(&on))
+        // Off while the rounds' transactions are signed and funded.
+        let off = ProfileControl { enabled: Some(false), reset: true };
+        rt.block_on(miner.client().profile_control(&off))
             .map_err(|e| StudyError::Wrong(format!("{PROFILED}'s profiler: {e}")))?;
+        self.miner =
+            Some(miner.blocking_client().map_err(|e| StudyError::Wrong(format!("{PROFILED}: {e}")))?);
         Ok(())
     }
 
     fn round(&mut self, _label: &str, i: usize, edge: RoundEdge) {
         match edge {
             RoundEdge::Start => {
+                if i == 0 {
+                    // The profile covers the rounds: from the first one's start to the end.
+                    let on = ProfileControl { enabled: Some(true), reset: true };
+                    let switched = self.miner.as_ref().map(|m| {
+                        std::thread::scope(|s| s.spawn(|| m.profile_control(&on)).join())
+                            .map_err(|_| "the call's thread panicked".to_string())
+                            .and_then(|r| r.map(|_| ()).map_err(|e| e.to_string()))
+                    });
+                    if let Some(Err(e)) = switched {
+                        self.fail(StudyError::Wrong(format!("{PROFILED}'s profiler: {e}")));
+                    }
+                }
                 let Some(pid) = self.pid else { return };
                 let (data, log) =
                     (self.dir.join(format!("round{i}.data")), self.dir.join(format!("round{i}.log")));
@@ -1145,8 +1164,8 @@ fn loads(quick: bool) -> Vec<Load> {
         ];
     }
     vec![
-        Load { label: "transfer", workload: transfer, backlog: 20_000, txs: 300_000, secs: 120 },
-        Load { label: "ballot-elgamal", workload: ballot, backlog: 4_000, txs: 60_000, secs: 60 },
+        Load { label: "transfer", workload: transfer, backlog: 20_000, txs: 600_000, secs: 120 },
+        Load { label: "ballot-elgamal", workload: ballot, backlog: 4_000, txs: 40_000, secs: 120 },
     ]
 }
 
@@ -1182,6 +1201,7 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
         dir: tmp.path().to_path_buf(),
         hz,
         pid: None,
+        miner: None,
         running: None,
         recorded: BTreeMap::new(),
         error: None,
@@ -1687,6 +1707,7 @@ mod tests {
         assert_eq!(verdict(&[libc("malloc")]), (Runtime, ALLOCATOR));
         assert_eq!(verdict(&[libc("cfree")]), (Runtime, ALLOCATOR));
         assert_eq!(verdict(&[libc("cfree@GLIBC_2.2.5")]), (Runtime, ALLOCATOR));
+        assert_eq!(verdict(&[user("__rustc::__rdl_realloc")]), (Runtime, ALLOCATOR));
         assert_eq!(verdict(&[user("alloc::raw_vec::RawVec<T,A>::grow_one")]), (Runtime, ALLOCATOR));
         let fault =
             [kernel("clear_page_erms"), kernel("do_anonymous_page"), kernel("handle_mm_fault"), user("x")];
