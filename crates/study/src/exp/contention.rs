@@ -17,14 +17,14 @@
 
 use std::fmt::Write as _;
 
-use scalechain_lab::launcher::{Launcher, Role};
+use scalechain_lab::bench::spec::Round;
 use scalechain_lab::output::sig4;
 use scalechain_lab::plot::{Chart, Series};
 use scalechain_lab::Table;
 
 use super::e2e::{self, Setting};
-use super::optimise::{self, Case, Pair, BELOW, SATURATED};
-use super::propagation::{quantile, read_new};
+use super::optimise::{self, BlockCommit, Case, Pair, BELOW, SATURATED};
+use super::propagation::quantile;
 use crate::seeds::{
     SEED_COMMIT_EXECUTE_MS, SEED_COMMIT_SOURCE, SEED_COMMIT_SPEEDUP, SEED_COMMIT_WITHOUT_LOCK_MS,
     SEED_COMMIT_WITH_LOCK_MS, SEED_LOCK_PRINTED_PCT, SEED_LOCK_ROWS, SEED_THEOREM_S, SEED_THEOREM_Y_MS,
@@ -77,47 +77,8 @@ fn block_round(round: &str) -> String {
     format!("{round} block")
 }
 
-/// One block as one node took it: the node, the block's height, its wait for the chain's write
-/// lock and the time it held it, µs.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct BlockCommit {
-    /// The node's name in the devnet.
-    pub node: String,
-    /// The block's height.
-    pub height: u64,
-    /// Its wait for the write lock, µs.
-    pub wait_us: u64,
-    /// The time it held the lock, µs.
-    pub held_us: u64,
-}
-
-/// Every block each validating node of `net` took, with its commit time, from the nodes'
-/// arrival logs.
-pub(crate) fn block_commits(
-    net: &mut Launcher,
-    rt: &tokio::runtime::Runtime,
-) -> Result<Vec<BlockCommit>, StudyError> {
-    let mut out = Vec::new();
-    for (node, client) in net.clients(|r| r != Role::Bootstrap) {
-        let mut log = Vec::new();
-        rt.block_on(read_new(&client, &mut log))?;
-        for e in log.into_iter().filter(|e| e.kind == "block") {
-            if let (Some(height), Some(wait_us), Some(held_us)) = (e.height, e.lock_wait_us, e.lock_held_us) {
-                out.push(BlockCommit { node: node.clone(), height, wait_us, held_us });
-            }
-        }
-    }
-    Ok(out)
-}
-
 /// The CSV row of block `b` of the round `round` of case `case`'s trial `trial`.
-pub(crate) fn block_row(
-    ctx: &Ctx,
-    case: &str,
-    round: &scalechain_lab::bench::spec::Round,
-    trial: usize,
-    b: &BlockCommit,
-) -> Vec<String> {
+pub(crate) fn block_row(ctx: &Ctx, case: &str, round: &Round, trial: usize, b: &BlockCommit) -> Vec<String> {
     let tps = match round.rate {
         scalechain_lab::load::schedule::Rate::Fixed { tps } => tps,
         _ => 0.0,
@@ -161,7 +122,10 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
         }
     }
     let mut table = Table::new(COLUMNS);
-    optimise::run_cases(ctx, "contention", &cases, &mut table, true)?;
+    let block = |case: &Case, round: &Round, trial: usize, b: &BlockCommit| {
+        block_row(ctx, &case.label, round, trial, b)
+    };
+    optimise::run_cases(ctx, "contention", &cases, &mut table, Some(&block))?;
     ctx.finish(Experiment::Contention, &table, charts, section)
 }
 

@@ -1134,7 +1134,7 @@ impl Watch for CpuWatch {
             return Err(e);
         }
         let miner = net.node(PROFILED).map_err(|e| StudyError::Wrong(e.to_string()))?;
-        let (paths, recorded_s) = rt.block_on(profile::read_paths(miner.client()))?;
+        let (paths, recorded_s) = rt.block_on(super::propagation::read_paths(miner.client()))?;
         self.profile = paths;
         self.recorded_s = recorded_s;
         Ok(())

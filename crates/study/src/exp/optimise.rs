@@ -28,6 +28,7 @@ use std::time::Duration;
 
 use scalechain_lab::bench::metrics::RoundResult;
 use scalechain_lab::bench::spec::{Round, Workload};
+use scalechain_lab::launcher::{Launcher, Role};
 use scalechain_lab::load::prepare::Shape;
 use scalechain_lab::load::schedule::Rate;
 use scalechain_lab::machine;
@@ -178,17 +179,53 @@ fn rung_name(tps: f64) -> String {
 /// offered.
 pub const KEEPS_UP: f64 = 0.95;
 
+/// One block as one node took it: the node, the block's height, its wait for the chain's write
+/// lock and the time it held it, µs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct BlockCommit {
+    /// The node's name in the devnet.
+    pub node: String,
+    /// The block's height.
+    pub height: u64,
+    /// Its wait for the write lock, µs.
+    pub wait_us: u64,
+    /// The time it held the lock, µs.
+    pub held_us: u64,
+}
+
+/// Every block each validating node of `net` took, with its commit time, from the nodes'
+/// arrival logs.
+pub(crate) fn block_commits(
+    net: &mut Launcher,
+    rt: &tokio::runtime::Runtime,
+) -> Result<Vec<BlockCommit>, StudyError> {
+    let mut out = Vec::new();
+    for (node, client) in net.clients(|r| r != Role::Bootstrap) {
+        let mut log = Vec::new();
+        rt.block_on(super::propagation::read_new(&client, &mut log))?;
+        for e in log.into_iter().filter(|e| e.kind == "block") {
+            if let (Some(height), Some(wait_us), Some(held_us)) = (e.height, e.lock_wait_us, e.lock_held_us) {
+                out.push(BlockCommit { node: node.clone(), height, wait_us, held_us });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A table row for one block of a run: from the case, the round, the trial and the block.
+pub(crate) type BlockRow<'a> = dyn Fn(&Case, &Round, usize, &BlockCommit) -> Vec<String> + 'a;
+
 /// Runs every case's devnet once per trial, the cases interleaved, into `table`, each devnet
 /// through the two rounds of [`rounds`]: a row per round (the columns of [`COLUMNS`], the
 /// table's further columns left empty) and, with `commits`, after each round's row one per
-/// block of the round per node with its commit time (`super::contention`'s block rows, read
-/// from the nodes' arrival logs after the rounds).
+/// block of the round per node, built by `commits` (case, round, trial, block) from the
+/// nodes' arrival logs read after the rounds ([`block_commits`]).
 pub(crate) fn run_cases(
     ctx: &Ctx,
     name: &str,
     cases: &[Case],
     table: &mut Table,
-    commits: bool,
+    commits: Option<&BlockRow<'_>>,
 ) -> Result<(), StudyError> {
     run_cases_with(ctx, name, cases, &rounds(ctx.opts.quick), table, commits)
 }
@@ -200,7 +237,7 @@ fn run_cases_with(
     cases: &[Case],
     rounds: &[Round],
     table: &mut Table,
-    commits: bool,
+    commits: Option<&BlockRow<'_>>,
 ) -> Result<(), StudyError> {
     let trials = trials(ctx);
     let width = table.columns.len();
@@ -222,16 +259,18 @@ fn run_cases_with(
                     done.push((round.clone(), cells, r.heights));
                 },
                 |net, rt| {
-                    if commits {
-                        blocks = super::contention::block_commits(net, rt)?;
+                    if commits.is_some() {
+                        blocks = block_commits(net, rt)?;
                     }
                     Ok(())
                 },
             )?;
             for (round, cells, heights) in done {
                 table.push(cells);
-                for b in blocks.iter().filter(|b| b.height > heights.0 && b.height <= heights.1) {
-                    table.push(super::contention::block_row(ctx, &case.label, &round, trial, b));
+                if let Some(commits) = commits {
+                    for b in blocks.iter().filter(|b| b.height > heights.0 && b.height <= heights.1) {
+                        table.push(commits(case, &round, trial, b));
+                    }
                 }
             }
         }
@@ -409,7 +448,7 @@ pub fn run_signatures(ctx: &Ctx) -> Result<Table, StudyError> {
         Case { label: SKIPPED.into(), setting: Setting { skip_signatures: true, ..Setting::default() }, exe },
     ];
     let mut table = Table::new(COLUMNS);
-    run_cases(ctx, "signatures", &cases, &mut table, false)?;
+    run_cases(ctx, "signatures", &cases, &mut table, None)?;
     ctx.finish(Experiment::Signatures, &table, signatures_charts, signatures_section)
 }
 
@@ -626,7 +665,7 @@ pub fn run_backend(ctx: &Ctx) -> Result<Table, StudyError> {
             cases.push(Case { label: combined_label(&base), setting, exe });
         }
     }
-    run_cases_with(ctx, "backend", &cases, &ladder(ctx.opts.quick), &mut table, false)?;
+    run_cases_with(ctx, "backend", &cases, &ladder(ctx.opts.quick), &mut table, None)?;
     ctx.finish(Experiment::Backend, &table, backend_charts, backend_section)
 }
 

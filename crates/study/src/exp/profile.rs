@@ -19,7 +19,6 @@
 use std::collections::BTreeMap;
 
 use scalechain_client::types::{CentredJson, ProfilePath};
-use scalechain_client::Client;
 use scalechain_consensus::params::SigMode;
 use scalechain_consensus::Params;
 use scalechain_lab::output::sig4;
@@ -257,24 +256,6 @@ fn section(t: &Table) -> String {
 // ---------------------------------------------------------------------------------------------
 // The long recording's histograms (seed 001 Tables 5 / 8 / 11)
 // ---------------------------------------------------------------------------------------------
-
-/// Every call path of `client`'s profile, page by page (at most ten pages of 1,000: the node
-/// keeps a bounded number of paths), and the seconds it has recorded.
-pub(crate) async fn read_paths(client: &Client) -> Result<(Vec<ProfilePath>, f64), StudyError> {
-    const PAGE: usize = 1_000;
-    let mut paths = Vec::new();
-    loop {
-        let after = paths.last().map(|p: &ProfilePath| p.path.clone());
-        let page = client
-            .profile(after.as_deref(), Some(PAGE))
-            .await
-            .map_err(|e| StudyError::Wrong(format!("node API: {e}")))?;
-        paths.extend(page.paths);
-        if !page.more || paths.len() >= 10 * PAGE {
-            return Ok((paths, page.recorded_s));
-        }
-    }
-}
 
 /// One analogue's run times over a recording: the statistics and the log2 histogram summed
 /// over every call path ending in its span, and seed 001's centred histogram of the path with

@@ -645,7 +645,7 @@ async fn measure(
     for ((_, c), log) in clients.iter().zip(&mut logs) {
         read_new(c, log).await?;
     }
-    let profile = if opts.profile { super::profile::read_paths(submit).await?.0 } else { Vec::new() };
+    let profile = if opts.profile { read_paths(submit).await?.0 } else { Vec::new() };
     Ok(RawRun { logs, ids, t0, cpu_ms_node, other_cores, profile })
 }
 
@@ -1136,6 +1136,24 @@ fn against_seed(t: &Table) -> String {
          one machine's two cores, so the delays are the relays' and the CPU is shared by every node.\n\n",
     );
     s
+}
+
+/// Every call path of `client`'s profile, page by page (at most ten pages of 1,000: the node
+/// keeps a bounded number of paths), and the seconds it has recorded.
+pub(crate) async fn read_paths(client: &Client) -> Result<(Vec<ProfilePath>, f64), StudyError> {
+    const PAGE: usize = 1_000;
+    let mut paths = Vec::new();
+    loop {
+        let after = paths.last().map(|p: &ProfilePath| p.path.clone());
+        let page = client
+            .profile(after.as_deref(), Some(PAGE))
+            .await
+            .map_err(|e| StudyError::Wrong(format!("node API: {e}")))?;
+        paths.extend(page.paths);
+        if !page.more || paths.len() >= 10 * PAGE {
+            return Ok((paths, page.recorded_s));
+        }
+    }
 }
 
 #[cfg(test)]
