@@ -250,10 +250,10 @@ impl<S: ChainStore> Chain<S> {
             sig_cache: None,
             snapshot_failure: None,
         };
-        // A data directory written before the txid index existed: build it once, now.
-        if !chain.store.txindex_ready()? {
-            chain.rebuild_txindex()?;
-        }
+        // The txid index follows the chain and may be behind it after a crash (or missing, in
+        // a data directory written before it existed): bring it to the tip before anything
+        // reads it.
+        chain.catch_up_txindex()?;
         // Recovery: blocks stored (each passed the stateless and header checks) but not yet
         // committed when the process stopped may form a branch with more work than the committed
         // tip. Connect it now, as the interrupted run would have; otherwise those blocks would
@@ -268,19 +268,47 @@ impl<S: ChainStore> Chain<S> {
         self.snapshot_failure.take()
     }
 
-    /// Rebuilds the store's txid index from the main-chain blocks (one read of every block) and
-    /// commits it in one atomic write.
-    pub fn rebuild_txindex(&mut self) -> Result<(), ChainError> {
+    /// Brings the store's txid index to the committed tip in one atomic write: the
+    /// transactions of the blocks it covers off the main chain (a branch a later commit left)
+    /// go, those of the main-chain blocks above where it joins the main chain come. An index
+    /// that was never built is built from genesis. Reads each of those blocks once.
+    pub fn catch_up_txindex(&mut self) -> Result<(), ChainError> {
         let kind = self.params.hash;
-        let mut entries = Vec::new();
-        for (height, hash) in self.main.iter().enumerate() {
-            let block = self
-                .store
-                .get_block(hash)?
-                .ok_or_else(|| ChainError::Corrupt(format!("main-chain block {height} {hash} missing")))?;
-            entries.extend(txid_entries(*hash, height as u64, block.txs.iter().map(|t| t.txid(kind))));
+        let tip_height = self.tip_height();
+        let tip = self.tip();
+        let indexed = self.store.txindex_tip()?;
+        if indexed == Some((tip, tip_height)) {
+            return Ok(());
         }
-        self.store.rebuild_txindex(&entries)?;
+        let read = |hash: &Hash, what: &str| -> Result<Block, ChainError> {
+            self.store
+                .get_block(hash)?
+                .ok_or_else(|| ChainError::Corrupt(format!("{what} block {hash} missing")))
+        };
+        let mut remove = Vec::new();
+        let from = match indexed {
+            None => 0,
+            Some((mut at, mut height)) => {
+                while self.main.get(height as usize) != Some(&at) {
+                    let block = read(&at, "txid index: indexed")?;
+                    if block.header.height != height || height == 0 {
+                        return Err(ChainError::Corrupt(format!(
+                            "txid index: its tip's branch does not lead to this chain's genesis (block {at} at height {height})"
+                        )));
+                    }
+                    remove.extend(block.txs.iter().map(|t| t.txid(kind)));
+                    (at, height) = (block.header.prev_hash, height - 1);
+                }
+                height + 1
+            }
+        };
+        let mut add = Vec::new();
+        for height in from..=tip_height {
+            let hash = self.main[height as usize];
+            let block = read(&hash, &format!("main-chain {height}"))?;
+            add.extend(txid_entries(hash, height, block.txs.iter().map(|t| t.txid(kind))));
+        }
+        self.store.write_txindex(&remove, &add, (tip, tip_height))?;
         Ok(())
     }
 

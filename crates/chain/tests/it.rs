@@ -782,7 +782,7 @@ fn signature_cache_skips_the_signature_jobs_of_known_transactions_only() {
 
 /// The txid index equals the main chain's transactions: every one found at its block, height
 /// and position, and none of a disconnected block.
-fn assert_txindex_matches_main_chain(t: &T, gone: &[Block]) {
+fn assert_txindex_matches_main_chain<S: ChainStore>(t: &T<S>, gone: &[Block]) {
     for (height, hash) in t.chain.main_chain().iter().enumerate() {
         let b = t.chain.block(hash).unwrap().unwrap();
         for (i, tx) in b.txs.iter().enumerate() {
@@ -834,6 +834,47 @@ fn txid_index_follows_connects_and_reorgs_and_rebuilds_the_same() {
     want.sort_by_key(|(t, _)| *t);
     got.sort_by_key(|(t, _)| *t);
     assert_eq!(got, want);
+}
+
+/// The disk store writes the txid index after each commit, so a crash can leave it behind the
+/// chain, on a branch a later commit left: reopening brings it to the tip (the branch's
+/// transactions out, the main chain's in) before anything reads it.
+#[test]
+fn a_txid_index_left_behind_on_an_old_branch_catches_up_when_the_chain_opens() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
+    let store = scalechain_chain::DiskStore::open(dir.path()).unwrap();
+    let chain = Chain::open_or_init(store, &p, Apps::none(), VerifyConfig::parallel([7; 32])).unwrap();
+    let mut t = T { chain, gen: Generator::new(&p, SigMode::Ed25519, 1), p: p.clone() };
+    t.extend(2, 6);
+    let fork_gen = t.gen.clone();
+    let fork_block = t.chain.block_at(2).unwrap().unwrap();
+    t.extend(2, 6);
+    let old: Vec<Block> = (3..=4).map(|h| t.chain.block_at(h).unwrap().unwrap()).collect();
+    t.chain.store().flush_txindex().unwrap();
+    // From here on nothing reaches the index on disk: as after a crash right after each commit.
+    t.chain.store().debug_hold_txindex(true);
+    let mut g = fork_gen;
+    g.reseed(43);
+    for b in branch(&t, &mut g, &fork_block, 3, 6, 1000) {
+        t.chain.accept_block(b, NOW).unwrap();
+    }
+    t.gen = g;
+    t.extend(1, 6);
+    assert_eq!(t.chain.tip_height(), 6);
+    // Lookups see every commit while the writer is held.
+    assert_txindex_matches_main_chain(&t, &old);
+    drop(t);
+    let store = scalechain_chain::DiskStore::open(dir.path()).unwrap();
+    assert_eq!(
+        store.txindex_tip().unwrap(),
+        Some((old[1].hash(p.hash), 4)),
+        "the index stayed on the old branch"
+    );
+    let chain = Chain::open(store, Apps::none(), VerifyConfig::parallel([7; 32])).unwrap();
+    assert_eq!(chain.store().txindex_tip().unwrap(), Some((chain.tip(), 6)));
+    let t = T { chain, gen: Generator::new(&p, SigMode::Ed25519, 1), p };
+    assert_txindex_matches_main_chain(&t, &old);
 }
 
 /// The owner index answers exactly what a scan of the UTXO set finds, for every owner.

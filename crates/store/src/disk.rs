@@ -14,12 +14,13 @@
 //! | `undo`    | block hash                            | `BlockUndo` encoding               |
 //! | `heights` | height, `u64` **big**-endian (sorted) | main-chain block hash              |
 //! | `meta`    | `utxo_snapshot`                       | block hash, height `u64` LE, count `u64` LE, total `u128` LE |
+//! | `meta`    | `txindex_tip`                         | block hash, height `u64` LE: the block the txid index covers through |
 //! | `utxos`   | commit sequence number, `u64` **big**-endian | that commit's UTXO changes (`UtxoLog`) |
 //! | `app`     | application key                       | application value                  |
 //! | `txids`   | txid                                  | [`TxLocation`] (44 bytes)          |
 //!
 //! `meta`'s `commit_seq` (`u64` LE) counts the synced writes (`init`, `commit`,
-//! `rebuild_txindex`); after each, the commit marker beside the database (`commit.mark`, see
+//! `write_txindex`); after each, the commit marker beside the database (`commit.mark`, see
 //! [`crate::marker`]) records the count, the chain id, the tip and its height. On open the
 //! database must not be behind the marker: a store that lost committed writes (a damaged
 //! journal is cut short by the engine when it opens) is refused with [`StoreError::Damaged`]
@@ -31,8 +32,14 @@
 //! since the snapshot, applied in order on load. A snapshot removes the records it covers in the
 //! synced batch that records it.
 //!
-//! Version 1 had no `txids` keyspace. Such a directory opens with the index marked not ready;
-//! [`ChainStore::rebuild_txindex`] fills it and writes `format_version` 3 in the same batch.
+//! The txid index is written by the store's index writer ([`crate::txindex`]) after each
+//! commit, in a batch of its own that also records `txindex_tip`; `init` and `write_txindex`
+//! write it synchronously.
+//!
+//! Version 1 had no `txids` keyspace. Such a directory opens with no index tip;
+//! [`ChainStore::write_txindex`] fills it and writes the current `format_version` in the same
+//! batch. Versions 2 and 3 wrote the index inside each commit, so it matched the tip: opening
+//! one records the tip as `txindex_tip` and writes the current version, in one synced batch.
 //! Versions 1 and 2 kept one `utxos` entry per output (36-byte outpoint → 50-byte coin); opening
 //! one converts it: the set becomes the snapshot of its tip and the entries go, in one synced
 //! commit (version 2 becomes 3; version 1 stays 1 until its index is built).
@@ -69,6 +76,7 @@ use crate::mem::{
     check_commit, check_totals, check_value_len, main_chain_from, no_chain, outpoint_order, totals,
 };
 use crate::snapshot::{self, SnapshotMeta};
+use crate::txindex::{self, Job};
 use crate::{archive, marker};
 use crate::{ChainStore, Commit, StoreError, StoredState, TxLocation, FORMAT_VERSION, OLDEST_FORMAT_VERSION};
 
@@ -142,6 +150,7 @@ mod meta {
     pub const TOTAL_VALUE: &str = "total_value";
     pub const COMMIT_SEQ: &str = "commit_seq";
     pub const UTXO_SNAPSHOT: &str = "utxo_snapshot";
+    pub const TXINDEX_TIP: &str = "txindex_tip";
 }
 
 /// An engine failure of the store in `path`: damage (a journal or table that fails its
@@ -221,8 +230,10 @@ pub struct DiskStore {
     utxos: Keyspace,
     app: Keyspace,
     txids: Keyspace,
-    /// The directory is of a format before the txid index (until `rebuild_txindex`).
+    /// The directory is of a format before the txid index (until `write_txindex`).
     txindex_missing: bool,
+    /// The txid index's writer (its thread writes each commit's index changes after it).
+    index: txindex::Writer,
     /// Synced writes so far (`meta`'s `commit_seq`).
     seq: u64,
     /// The commit marker.
@@ -245,6 +256,20 @@ pub struct DiskStore {
 /// in turn.
 fn engine_builder(dir: &Path, mem: StoreMemory) -> fjall::DatabaseBuilder<Database> {
     Database::builder(dir).cache_size(mem.cache_bytes).worker_threads(1)
+}
+
+/// The error of a failed write (`what`) to the store in `path`: [`StoreError::Full`] when the
+/// filesystem is out of space, [`StoreError::Engine`] otherwise.
+pub(crate) fn write_error_at(path: &Path, what: &str, e: &fjall::Error) -> StoreError {
+    let io = match e {
+        fjall::Error::Io(io) | fjall::Error::Storage(fjall::LsmError::Io(io)) => Some(io),
+        _ => None,
+    };
+    if io.is_some_and(crate::out_of_space) {
+        StoreError::Full { path: path.to_path_buf(), detail: format!("{what}: {e}") }
+    } else {
+        StoreError::Engine(format!("{}: {what}: {e}", path.display()))
+    }
 }
 
 /// How a keyspace is created. The keyspaces of large values written once (block bodies, undo
@@ -379,6 +404,13 @@ impl DiskStore {
             utxos: open(ks::UTXOS)?,
             app: open(ks::APP)?,
             txids: open(ks::TXIDS)?,
+            index: txindex::Writer::start(txindex::Target {
+                db: db.clone(),
+                txids: open(ks::TXIDS)?,
+                meta: open(ks::META)?,
+                tip_key: meta::TXINDEX_TIP,
+                path: dir.to_path_buf(),
+            })?,
             db,
             txindex_missing: false,
             seq: 0,
@@ -411,6 +443,16 @@ impl DiskStore {
         }
         if store.chain_id()?.is_some() && store.meta.get(meta::UTXO_SNAPSHOT).map_err(&engine)?.is_none() {
             store.convert_utxos()?;
+        }
+        if let Some(chain_id) = store.chain_id()? {
+            if !store.txindex_missing && store.meta.get(meta::TXINDEX_TIP).map_err(&engine)?.is_none() {
+                // Formats 2 and 3 wrote the index inside each commit: it matches the tip.
+                let (tip, height) = store.committed_tip()?;
+                let mut batch = store.db.batch();
+                batch.insert(&store.meta, meta::TXINDEX_TIP, &txindex::tip_bytes((tip, height))[..]);
+                batch.insert(&store.meta, meta::FORMAT_VERSION, &FORMAT_VERSION.to_le_bytes()[..]);
+                store.write_commit(batch, chain_id, tip, height)?;
+            }
         }
         Ok(store)
     }
@@ -614,7 +656,30 @@ impl DiskStore {
         if self.poisoned {
             return Err(StoreError::Poisoned);
         }
-        Ok(())
+        // A store whose index writer failed is as poisoned as one whose commit failed; its
+        // error says why.
+        match self.index.failure() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Holds the txid index's writer (`true`: nothing more is written, and closing the store
+    /// leaves the queued changes unwritten, as a crash would) or lets it go on. For tests of an
+    /// index behind its chain.
+    #[doc(hidden)]
+    pub fn debug_hold_txindex(&self, held: bool) {
+        self.index.hold(held);
+    }
+
+    /// Commits whose txid-index changes are not written yet.
+    pub fn txindex_queued(&self) -> usize {
+        self.index.queued()
+    }
+
+    /// Waits until the txid index's writer has written every commit's changes.
+    pub fn flush_txindex(&self) -> Result<(), StoreError> {
+        self.index.flush()
     }
 
     /// The chain id, if the store holds a chain.
@@ -647,15 +712,7 @@ impl DiskStore {
     /// The error of a failed write (`what`): [`StoreError::Full`] when the filesystem is out of
     /// space, [`StoreError::Engine`] otherwise.
     fn write_error(&self, what: &str, e: &fjall::Error) -> StoreError {
-        let io = match e {
-            fjall::Error::Io(io) | fjall::Error::Storage(fjall::LsmError::Io(io)) => Some(io),
-            _ => None,
-        };
-        if io.is_some_and(crate::out_of_space) {
-            StoreError::Full { path: self.path.clone(), detail: format!("{what}: {e}") }
-        } else {
-            StoreError::Engine(format!("{}: {what}: {e}", self.path.display()))
-        }
+        write_error_at(&self.path, what, e)
     }
 
     /// Every keyspace, for the engine-wide operations.
@@ -727,7 +784,8 @@ impl DiskStore {
     }
 
     /// Stages the UTXO log record (the commit's UTXO changes, keyed by the commit's sequence
-    /// number), and the undo, application and txid-index changes of a commit. Each key is
+    /// number), and the undo and application changes of a commit (not its txid-index changes:
+    /// the index writer's). Each key is
     /// written once (all items of a batch share one sequence number), with the effect of
     /// applying the changes in order; a later write of the same key wins.
     fn stage_changes(&self, batch: &mut OwnedWriteBatch, c: &Commit, log: bool) -> Result<(), StoreError> {
@@ -751,13 +809,24 @@ impl DiskStore {
                 None => batch.remove(&self.app, k),
             }
         }
-        for (t, loc) in net_changes(&c.txids_remove, &c.txids_add) {
+        Ok(())
+    }
+
+    /// Stages the txid-index changes of `remove` and `add` (removals first) and the index tip.
+    fn stage_txindex(
+        &self,
+        batch: &mut OwnedWriteBatch,
+        remove: &[Hash],
+        add: &[(Hash, TxLocation)],
+        tip: (Hash, u64),
+    ) {
+        for (t, loc) in net_changes(remove, add) {
             match loc {
                 Some(loc) => batch.insert(&self.txids, &t.0[..], &loc.to_bytes()[..]),
                 None => batch.remove(&self.txids, &t.0[..]),
             }
         }
-        Ok(())
+        batch.insert(&self.meta, meta::TXINDEX_TIP, &txindex::tip_bytes(tip)[..]);
     }
 
     /// Stages the tip and the UTXO totals.
@@ -874,6 +943,7 @@ impl ChainStore for DiskStore {
         batch.insert(&self.heights, &height_key(0)[..], &chain_id.0[..]);
         // The genesis snapshot holds `first`'s UTXO changes.
         self.stage_changes(&mut batch, first, false)?;
+        self.stage_txindex(&mut batch, &first.txids_remove, &first.txids_add, (chain_id, 0));
         self.stage_tip(&mut batch, &chain_id, 0, first);
         self.write_commit(batch, chain_id, chain_id, 0)
     }
@@ -935,6 +1005,15 @@ impl ChainStore for DiskStore {
         self.stage_tip(&mut batch, &c.tip, c.tip_height, c);
         self.write_commit(batch, chain_id, c.tip, c.tip_height)?;
         self.pending_changes.fetch_add((c.utxo_remove.len() + c.utxo_add.len()) as u64, Ordering::Relaxed);
+        if !self.txindex_missing {
+            // An index not built yet stays so until `write_txindex` builds it whole.
+            let job = Job {
+                tip: (c.tip, c.tip_height),
+                remove: c.txids_remove.iter().copied().collect(),
+                add: c.txids_add.iter().copied().collect(),
+            };
+            self.index.push(job).inspect_err(|_| self.poisoned = true)?;
+        }
         Ok(())
     }
 
@@ -948,6 +1027,11 @@ impl ChainStore for DiskStore {
 
     fn tx_location(&self, txid: &Hash) -> Result<Option<TxLocation>, StoreError> {
         self.check_poisoned()?;
+        // The commits whose index changes are not written yet, newest first. Checked before
+        // the keyspace: the writer drops a job from the queue only after writing it.
+        if let Some(answer) = self.index.lookup(txid) {
+            return Ok(answer);
+        }
         match self.txids.get(txid.0).map_err(engine_at(&self.path))? {
             None => Ok(None),
             Some(v) => TxLocation::from_bytes(&v).map(Some).ok_or_else(|| {
@@ -960,30 +1044,41 @@ impl ChainStore for DiskStore {
         }
     }
 
-    fn txindex_ready(&self) -> Result<bool, StoreError> {
+    fn txindex_tip(&self) -> Result<Option<(Hash, u64)>, StoreError> {
         self.check_poisoned()?;
-        Ok(!self.txindex_missing)
+        if self.txindex_missing {
+            return Ok(None);
+        }
+        if let Some(tip) = self.index.queued_tip() {
+            return Ok(Some(tip));
+        }
+        let v = self.meta.get(meta::TXINDEX_TIP).map_err(engine_at(&self.path))?;
+        let v = required(v, meta::TXINDEX_TIP)?;
+        txindex::tip_from_bytes(&v).map(Some).ok_or_else(|| {
+            StoreError::Corrupt(format!("meta: `txindex_tip`: expected 40 bytes, found {}", v.len()))
+        })
     }
 
-    fn rebuild_txindex(&mut self, entries: &[(Hash, TxLocation)]) -> Result<(), StoreError> {
+    fn write_txindex(
+        &mut self,
+        remove: &[Hash],
+        add: &[(Hash, TxLocation)],
+        tip: (Hash, u64),
+    ) -> Result<(), StoreError> {
         self.check_poisoned()?;
         let Some(chain_id) = self.chain_id()? else {
             return Err(no_chain());
         };
-        let (tip, tip_height) = self.committed_tip()?;
-        let fresh: HashMap<Hash, &TxLocation> = entries.iter().map(|(t, l)| (*t, l)).collect();
+        // After every queued commit's changes, which it moves past.
+        self.index.flush()?;
+        if self.index.queued() > 0 {
+            return Err(StoreError::Engine("the txid index's writer is held with changes queued".into()));
+        }
+        let (chain_tip, chain_height) = self.committed_tip()?;
         let mut batch = self.db.batch();
-        for g in self.txids.iter() {
-            let k = g.key().map_err(engine_at(&self.path))?;
-            if k.len() != 32 || !fresh.contains_key(&Hash(fixed(&k, "txids: key")?)) {
-                batch.remove(&self.txids, k);
-            }
-        }
-        for (t, loc) in fresh {
-            batch.insert(&self.txids, &t.0[..], &loc.to_bytes()[..]);
-        }
+        self.stage_txindex(&mut batch, remove, add, tip);
         batch.insert(&self.meta, meta::FORMAT_VERSION, &FORMAT_VERSION.to_le_bytes()[..]);
-        self.write_commit(batch, chain_id, tip, tip_height)?;
+        self.write_commit(batch, chain_id, chain_tip, chain_height)?;
         self.txindex_missing = false;
         Ok(())
     }

@@ -5,8 +5,12 @@
 //! nodes, and [`MemStore`] for tests and simulations.
 //!
 //! It also keeps the txid index (txid → block hash, height and position of the main-chain
-//! block holding it), changed in the same commit as the block's connection or disconnection, so
-//! a node opens without reading any block.
+//! block holding it). Each commit carries its index changes; [`DiskStore`] writes them after the
+//! commit, on a thread of its own ([`txindex`]), so the index is off the commit's critical path
+//! and follows the chain with its own tip ([`ChainStore::txindex_tip`]); lookups see every
+//! commit made all the same. After a crash the stored index may be behind the chain (never
+//! ahead, never other than the index of the chain ending at its tip), and the chain layer
+//! brings it to the tip when it opens the store ([`ChainStore::write_txindex`]).
 //!
 //! Invariants:
 //! - [`ChainStore::commit`] is atomic and durable: after a crash at any moment the store reopens
@@ -30,6 +34,7 @@ mod disk;
 pub mod marker;
 mod mem;
 mod snapshot;
+pub mod txindex;
 
 pub use disk::{DiskStore, StoreMemory, StoreMemoryUse};
 pub use mem::{MemStore, Shelf};
@@ -40,15 +45,20 @@ use scalechain_types::{Block, Hash, Header, OutPoint};
 /// The on-disk format version this code writes.
 ///
 /// Version 2 added the txid index. A version-1 directory still opens: its index is missing
-/// ([`ChainStore::txindex_ready`] answers false) until [`ChainStore::rebuild_txindex`] fills it
+/// ([`ChainStore::txindex_tip`] answers `None`) until [`ChainStore::write_txindex`] fills it
 /// and moves the directory to the current version, which the chain layer does once, when it
 /// opens one.
+///
+/// Version 4 records the txid index's own tip (`meta`'s `txindex_tip`): the index is written
+/// after each commit instead of inside it, and may be behind the chain after a crash. A
+/// version-2 or -3 directory, whose index always matched its tip, gets its tip recorded when it
+/// opens.
 ///
 /// Version 3 keeps the UTXO set in a snapshot file instead of an LSM entry per output: each
 /// commit logs its UTXO changes as one record, and [`ChainStore::load`] replays the records
 /// since the snapshot. An older directory is converted when it opens (its set written as the snapshot
 /// of its tip).
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 
 /// The oldest format version [`DiskStore`] opens (and upgrades).
 pub const OLDEST_FORMAT_VERSION: u32 = 1;
@@ -95,7 +105,7 @@ impl TxLocation {
 }
 
 /// A store failure.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
     /// The underlying engine failed.
     #[error("storage engine: {0}")]
@@ -225,15 +235,25 @@ pub trait ChainStore: Send {
     /// The main-chain block at `height`.
     fn hash_at(&self, height: u64) -> Result<Option<Hash>, StoreError>;
 
-    /// Where the main chain holds transaction `txid`, from the txid index.
+    /// Where the txid index puts transaction `txid`: the index of the chain that ends at
+    /// [`txindex_tip`](Self::txindex_tip), every commit made included.
     fn tx_location(&self, txid: &Hash) -> Result<Option<TxLocation>, StoreError>;
 
-    /// Whether the txid index covers the committed main chain (false only for a data directory
-    /// written before the index existed, until [`rebuild_txindex`](Self::rebuild_txindex)).
-    fn txindex_ready(&self) -> Result<bool, StoreError>;
+    /// The block the txid index covers through: the index holds exactly the transactions of
+    /// the chain that ends there. It is the committed tip, except when a store opens after a
+    /// crash (the disk store writes its index after each commit: it may be behind, or on a
+    /// branch a later commit left) or was written before the index existed (`None`, format 1),
+    /// until [`write_txindex`](Self::write_txindex) brings it to the tip.
+    fn txindex_tip(&self) -> Result<Option<(Hash, u64)>, StoreError>;
 
-    /// Replaces the whole txid index with `entries` and marks it ready, atomically and durably.
-    fn rebuild_txindex(&mut self, entries: &[(Hash, TxLocation)]) -> Result<(), StoreError>;
+    /// Moves the txid index to `tip`, atomically and durably: the entries of `remove` go, then
+    /// those of `add` are set.
+    fn write_txindex(
+        &mut self,
+        remove: &[Hash],
+        add: &[(Hash, TxLocation)],
+        tip: (Hash, u64),
+    ) -> Result<(), StoreError>;
 
     /// True if the store keeps the UTXO set as a snapshot plus a log of the commits since, and enough
     /// has changed since its snapshot that [`snapshot_utxos`](Self::snapshot_utxos) should be

@@ -151,8 +151,9 @@ pub struct MemStore {
     utxos: HashMap<OutPoint, Coin>,
     app: BTreeMap<Vec<u8>, Vec<u8>>,
     txids: HashMap<Hash, TxLocation>,
-    /// False after [`MemStore::debug_drop_txindex`], as for a disk store of format 1.
-    txindex_missing: bool,
+    /// The txid index's tip: the committed tip, or `None` after
+    /// [`MemStore::debug_drop_txindex`] (as for a disk store of format 1) until it is written.
+    txindex_tip: Option<(Hash, u64)>,
     poisoned: bool,
     fail_next_write: bool,
 }
@@ -232,7 +233,7 @@ impl MemStore {
     #[doc(hidden)]
     pub fn debug_drop_txindex(&mut self) {
         self.txids.clear();
-        self.txindex_missing = true;
+        self.txindex_tip = None;
     }
 
     /// Entries of the txid index, in no particular order.
@@ -277,11 +278,14 @@ impl MemStore {
                 None => self.app.remove(k),
             };
         }
-        for t in &c.txids_remove {
-            self.txids.remove(t);
-        }
-        for (t, loc) in &c.txids_add {
-            self.txids.insert(*t, *loc);
+        // An index not built yet (`None`) stays so until it is written as a whole.
+        if self.txindex_tip.is_some() {
+            for t in &c.txids_remove {
+                self.txids.remove(t);
+            }
+            for (t, loc) in &c.txids_add {
+                self.txids.insert(*t, *loc);
+            }
         }
     }
 }
@@ -329,6 +333,7 @@ impl ChainStore for MemStore {
         let genesis = shelved(self.shelf.as_deref().map(|s| &s.blocks), &chain_id, genesis);
         self.blocks.insert(chain_id, genesis);
         self.heights.insert(0, chain_id);
+        self.txindex_tip = Some((chain_id, 0));
         self.apply_changes(first);
         self.meta = Some(Meta {
             params: params.to_vec(),
@@ -374,6 +379,9 @@ impl ChainStore for MemStore {
             drop(self.heights.split_off(&above));
         }
         self.apply_changes(c);
+        if self.txindex_tip.is_some() {
+            self.txindex_tip = Some((c.tip, c.tip_height));
+        }
         if let Some(m) = &mut self.meta {
             m.tip = c.tip;
             m.tip_height = c.tip_height;
@@ -393,19 +401,27 @@ impl ChainStore for MemStore {
         Ok(self.txids.get(txid).copied())
     }
 
-    fn txindex_ready(&self) -> Result<bool, StoreError> {
+    fn txindex_tip(&self) -> Result<Option<(Hash, u64)>, StoreError> {
         self.check_poisoned()?;
-        Ok(!self.txindex_missing)
+        Ok(self.txindex_tip)
     }
 
-    fn rebuild_txindex(&mut self, entries: &[(Hash, TxLocation)]) -> Result<(), StoreError> {
+    fn write_txindex(
+        &mut self,
+        remove: &[Hash],
+        add: &[(Hash, TxLocation)],
+        tip: (Hash, u64),
+    ) -> Result<(), StoreError> {
         self.check_poisoned()?;
         if self.meta.is_none() {
             return Err(no_chain());
         }
         self.begin_write()?;
-        self.txids = entries.iter().copied().collect();
-        self.txindex_missing = false;
+        for t in remove {
+            self.txids.remove(t);
+        }
+        self.txids.extend(add.iter().copied());
+        self.txindex_tip = Some(tip);
         Ok(())
     }
 }

@@ -669,7 +669,7 @@ fn txindex_suite<S: ChainStore>(mut s: S, reopen: impl Fn(S) -> S) {
     let shared = Hash([0x5a; 32]);
     first.txids_add = vec![(txid_of(&gid), loc(gid, 0, 0))];
     s.init(PARAMS, &g, gid, &first).unwrap();
-    assert!(s.txindex_ready().unwrap());
+    assert_eq!(s.txindex_tip().unwrap(), Some((gid, 0)));
     assert_eq!(s.tx_location(&txid_of(&gid)).unwrap(), Some(loc(gid, 0, 0)));
     assert_eq!(s.tx_location(&shared).unwrap(), None);
 
@@ -686,7 +686,9 @@ fn txindex_suite<S: ChainStore>(mut s: S, reopen: impl Fn(S) -> S) {
     .unwrap();
     assert_eq!(s.tx_location(&txid_of(&b1)).unwrap(), Some(loc(b1, 1, 0)));
     assert_eq!(s.tx_location(&shared).unwrap(), Some(loc(b1, 1, 1)));
+    assert_eq!(s.txindex_tip().unwrap(), Some((b1, 1)));
     s = reopen(s);
+    assert_eq!(s.txindex_tip().unwrap(), Some((b1, 1)));
     assert_eq!(s.tx_location(&shared).unwrap(), Some(loc(b1, 1, 1)));
 
     // Reorganise to c1: b1's transactions leave, c1's enter; one transaction is in both and
@@ -709,13 +711,14 @@ fn txindex_suite<S: ChainStore>(mut s: S, reopen: impl Fn(S) -> S) {
     assert_eq!(s.tx_location(&txid_of(&b1)).unwrap(), None);
     assert_eq!(s.tx_location(&shared).unwrap(), Some(loc(c1, 1, 2)));
 
-    // A full rebuild replaces every entry.
-    s.rebuild_txindex(&[(txid_of(&gid), loc(gid, 0, 0)), (txid_of(&c1), loc(c1, 1, 0))]).unwrap();
+    // A write of the index alone: removals, then additions, and its tip.
+    s.write_txindex(&[shared, txid_of(&c1)], &[(txid_of(&c1), loc(c1, 1, 5))], (gid, 0)).unwrap();
     assert_eq!(s.tx_location(&shared).unwrap(), None);
-    assert_eq!(s.tx_location(&txid_of(&c1)).unwrap(), Some(loc(c1, 1, 0)));
+    assert_eq!(s.tx_location(&txid_of(&c1)).unwrap(), Some(loc(c1, 1, 5)));
+    assert_eq!(s.txindex_tip().unwrap(), Some((gid, 0)));
     s = reopen(s);
     assert_eq!(s.tx_location(&shared).unwrap(), None);
-    assert!(s.txindex_ready().unwrap());
+    assert_eq!(s.txindex_tip().unwrap(), Some((gid, 0)));
 }
 
 #[test]
@@ -736,15 +739,15 @@ fn mem_dropped_txindex_is_not_ready_until_rebuilt() {
     first.txids_add = vec![(txid_of(&gid), loc(gid, 0, 0))];
     s.init(PARAMS, &g, gid, &first).unwrap();
     s.debug_drop_txindex();
-    assert!(!s.txindex_ready().unwrap());
+    assert_eq!(s.txindex_tip().unwrap(), None);
     assert_eq!(s.tx_location(&txid_of(&gid)).unwrap(), None);
-    s.rebuild_txindex(&[(txid_of(&gid), loc(gid, 0, 0))]).unwrap();
-    assert!(s.txindex_ready().unwrap());
+    s.write_txindex(&[], &[(txid_of(&gid), loc(gid, 0, 0))], (gid, 0)).unwrap();
+    assert_eq!(s.txindex_tip().unwrap(), Some((gid, 0)));
     assert_eq!(s.tx_location(&txid_of(&gid)).unwrap(), Some(loc(gid, 0, 0)));
 }
 
-/// A directory of format 1 (no txid index) opens with the index not ready; rebuilding it writes
-/// format 2 in the same batch, so the next open finds it ready.
+/// A directory of format 1 (no txid index) opens with no index tip; writing the index writes the
+/// current format in the same batch, so the next open finds it.
 #[test]
 fn disk_format_1_opens_and_upgrades_with_its_index() {
     let dir = tempfile::tempdir().unwrap();
@@ -752,17 +755,99 @@ fn disk_format_1_opens_and_upgrades_with_its_index() {
     with_keyspace(dir.path(), "meta", |m| m.insert("format_version", 1u32.to_le_bytes()).unwrap());
     {
         let mut s = DiskStore::open(dir.path()).unwrap();
-        assert!(!s.txindex_ready().unwrap());
+        assert_eq!(s.txindex_tip().unwrap(), None);
         assert!(s.load().unwrap().is_some());
-        s.rebuild_txindex(&[(txid_of(&gid), loc(gid, 0, 0)), (txid_of(&b1), loc(b1, 1, 0))]).unwrap();
-        assert!(s.txindex_ready().unwrap());
+        s.write_txindex(&[], &[(txid_of(&gid), loc(gid, 0, 0)), (txid_of(&b1), loc(b1, 1, 0))], (b1, 1))
+            .unwrap();
+        assert_eq!(s.txindex_tip().unwrap(), Some((b1, 1)));
     }
     with_keyspace(dir.path(), "meta", |m| {
         assert_eq!(&*m.get("format_version").unwrap().unwrap(), FORMAT_VERSION.to_le_bytes());
     });
     let s = DiskStore::open(dir.path()).unwrap();
-    assert!(s.txindex_ready().unwrap());
+    assert_eq!(s.txindex_tip().unwrap(), Some((b1, 1)));
     assert_eq!(s.tx_location(&txid_of(&b1)).unwrap(), Some(loc(b1, 1, 0)));
+}
+
+/// A directory of format 3 (the index written inside each commit, no index tip) opens with its
+/// tip recorded as the index tip and the current format.
+#[test]
+fn disk_format_3_gets_its_index_tip() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, b1) = disk_with_two_blocks(dir.path());
+    with_keyspace(dir.path(), "meta", |m| {
+        m.insert("format_version", 3u32.to_le_bytes()).unwrap();
+        m.remove("txindex_tip").unwrap();
+    });
+    drop(DiskStore::open(dir.path()).unwrap());
+    with_keyspace(dir.path(), "meta", |m| {
+        assert_eq!(&*m.get("format_version").unwrap().unwrap(), FORMAT_VERSION.to_le_bytes());
+    });
+    assert_eq!(DiskStore::open(dir.path()).unwrap().txindex_tip().unwrap(), Some((b1, 1)));
+}
+
+/// The index follows the commits on the store's writer: while it is held, every lookup still
+/// sees every commit (from the queue), and the index tip is the chain's; a store closed with
+/// its writer held (as a crash would) reopens with the index behind, as it was before them,
+/// and `write_txindex` moves it to the tip.
+#[test]
+fn disk_txindex_behind_after_a_held_writer_and_moved_to_the_tip() {
+    let dir = tempfile::tempdir().unwrap();
+    let (gid, g, mut first) = genesis();
+    first.txids_add = vec![(txid_of(&gid), loc(gid, 0, 0))];
+    let totals = Commit { utxo_count: 2, total_value: 75, ..Commit::default() };
+    let mut ids = Vec::new();
+    {
+        let mut s = DiskStore::open(dir.path()).unwrap();
+        s.init(PARAMS, &g, gid, &first).unwrap();
+        s.debug_hold_txindex(true);
+        let mut tip = gid;
+        for height in 1..=3u64 {
+            let (id, b) = block(height, tip, height);
+            s.put_block(&id, &b).unwrap();
+            s.commit(&Commit {
+                tip: id,
+                tip_height: height,
+                main_chain: vec![(height, id)],
+                txids_add: vec![(txid_of(&id), loc(id, height, 0))],
+                ..totals.clone()
+            })
+            .unwrap();
+            ids.push(id);
+            tip = id;
+        }
+        assert_eq!(s.txindex_queued(), 3);
+        assert_eq!(s.txindex_tip().unwrap(), Some((ids[2], 3)));
+        for (i, id) in ids.iter().enumerate() {
+            assert_eq!(s.tx_location(&txid_of(id)).unwrap(), Some(loc(*id, i as u64 + 1, 0)));
+        }
+    }
+    let mut s = DiskStore::open(dir.path()).unwrap();
+    assert_eq!(s.load().unwrap().unwrap().tip_height, 3);
+    assert_eq!(s.txindex_tip().unwrap(), Some((gid, 0)));
+    assert_eq!(s.tx_location(&txid_of(&ids[0])).unwrap(), None);
+    let add: Vec<(Hash, TxLocation)> =
+        ids.iter().enumerate().map(|(i, id)| (txid_of(id), loc(*id, i as u64 + 1, 0))).collect();
+    s.write_txindex(&[], &add, (ids[2], 3)).unwrap();
+    drop(s);
+    let s = DiskStore::open(dir.path()).unwrap();
+    assert_eq!(s.txindex_tip().unwrap(), Some((ids[2], 3)));
+    assert_eq!(s.tx_location(&txid_of(&ids[1])).unwrap(), Some(loc(ids[1], 2, 0)));
+}
+
+/// Without a hold the writer writes each commit's changes: once flushed nothing is queued and
+/// the index tip is on disk.
+#[test]
+fn disk_txindex_writer_writes_each_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, b1) = disk_with_two_blocks(dir.path());
+    let s = DiskStore::open(dir.path()).unwrap();
+    s.flush_txindex().unwrap();
+    assert_eq!(s.txindex_queued(), 0);
+    drop(s);
+    with_keyspace(dir.path(), "meta", |m| {
+        assert_eq!(&m.get("txindex_tip").unwrap().unwrap()[..32], &b1.0[..]);
+    });
 }
 
 #[test]
@@ -774,9 +859,31 @@ fn disk_bad_txindex_entry_is_corrupt_not_a_panic() {
     assert!(matches!(s.tx_location(&txid_of(&b1)), Err(StoreError::Corrupt(m)) if m.contains("txids")));
 }
 
+/// Brings the index of a store of this file's blocks (each with the one transaction
+/// [`txid_of`] names) to the committed tip, as the chain layer does when it opens a store.
+fn catch_up_txindex(s: &mut DiskStore) {
+    let st = s.load().unwrap().unwrap();
+    let headers: std::collections::HashMap<Hash, Header> =
+        st.headers.iter().map(|h| (h.hash(HashKind::Sha256), *h)).collect();
+    let (mut at, mut height) = s.txindex_tip().unwrap().unwrap();
+    let mut remove = Vec::new();
+    while st.main_chain.get(height as usize) != Some(&at) {
+        remove.push(txid_of(&at));
+        (at, height) = (headers[&at].prev_hash, height - 1);
+    }
+    let add: Vec<(Hash, TxLocation)> = (height + 1..=st.tip_height)
+        .map(|h| {
+            let id = st.main_chain[h as usize];
+            (txid_of(&id), loc(id, h, 0))
+        })
+        .collect();
+    s.write_txindex(&remove, &add, (st.tip, st.tip_height)).unwrap();
+}
+
 /// SIGKILL at random moments while a child commits blocks (with reorganisations) and their
-/// txid-index changes: after every kill the index agrees with the committed main chain, every
-/// main-chain block's transaction found at it, and no block off the main chain indexed.
+/// txid-index changes: after every kill the committed tip never went back, and the index is
+/// the index of the chain ending at its own tip (never ahead of the chain): every block of that
+/// chain found where it is, no other block indexed.
 #[test]
 fn disk_txindex_and_tip_agree_after_sigkill() {
     const CHILD: &str = "SCALECHAIN_STORE_TEST_TXINDEX_KILL_DIR";
@@ -788,6 +895,8 @@ fn disk_txindex_and_tip_agree_after_sigkill() {
         if s.load().unwrap().is_none() {
             s.init(PARAMS, &g, gid, &first).unwrap();
         }
+        // What the chain layer does when it opens a store: the index to the tip first.
+        catch_up_txindex(&mut s);
         let st = s.load().unwrap().unwrap();
         let (mut tip, mut height) = (st.tip, st.tip_height);
         for nonce in 1u64.. {
@@ -841,22 +950,33 @@ fn disk_txindex_and_tip_agree_after_sigkill() {
         child.wait().unwrap();
         let s = DiskStore::open(dir.path()).unwrap();
         let Some(st) = s.load().unwrap() else { continue };
-        assert!(s.txindex_ready().unwrap());
         assert!(st.tip_height >= last_height, "round {round}: the committed tip went back");
         last_height = st.tip_height;
-        let main: std::collections::HashSet<Hash> = st.main_chain.iter().copied().collect();
-        for (h, id) in st.main_chain.iter().enumerate() {
-            assert_eq!(s.tx_location(&txid_of(id)).unwrap(), Some(loc(*id, h as u64, 0)), "round {round}");
-        }
-        for header in &st.headers {
-            let id = header.hash(HashKind::Sha256);
-            if !main.contains(&id) {
-                assert_eq!(
-                    s.tx_location(&txid_of(&id)).unwrap(),
-                    None,
-                    "round {round}: {id} is off the main chain"
-                );
+        // The index (written after each commit, by the store's writer) may be behind the
+        // chain or on a branch a later commit left, but it is exactly the index of the chain
+        // ending at its tip: every block on that chain indexed where it is, no other.
+        let (itip, iheight) = s.txindex_tip().unwrap().expect("an index tip");
+        assert!(iheight <= st.tip_height, "round {round}: the index is ahead of the chain");
+        let headers: std::collections::HashMap<Hash, Header> =
+            st.headers.iter().map(|h| (h.hash(HashKind::Sha256), *h)).collect();
+        let mut on_path = std::collections::HashSet::new();
+        let (mut at, mut height) = (itip, iheight);
+        loop {
+            on_path.insert(at);
+            assert_eq!(s.tx_location(&txid_of(&at)).unwrap(), Some(loc(at, height, 0)), "round {round}");
+            if height == 0 {
+                assert_eq!(at, gid, "round {round}: the index's chain ends at genesis");
+                break;
             }
+            let h = headers.get(&at).unwrap_or_else(|| panic!("round {round}: index tip {at} not stored"));
+            (at, height) = (h.prev_hash, height - 1);
+        }
+        for id in headers.keys().filter(|id| !on_path.contains(*id)) {
+            assert_eq!(
+                s.tx_location(&txid_of(id)).unwrap(),
+                None,
+                "round {round}: {id} is off the index's chain"
+            );
         }
     }
     assert!(last_height > 0, "the child never committed a block");
