@@ -253,7 +253,9 @@ impl<S: ChainStore> Chain<S> {
         // The txid index follows the chain and may be behind it after a crash (or missing, in
         // a data directory written before it existed): bring it to the tip before anything
         // reads it.
-        chain.catch_up_txindex()?;
+        if chain.store.txindex_on() {
+            chain.catch_up_txindex()?;
+        }
         // Recovery: blocks stored (each passed the stateless and header checks) but not yet
         // committed when the process stopped may form a branch with more work than the committed
         // tip. Connect it now, as the interrupted run would have; otherwise those blocks would

@@ -877,6 +877,43 @@ fn a_txid_index_left_behind_on_an_old_branch_catches_up_when_the_chain_opens() {
     assert_txindex_matches_main_chain(&t, &old);
 }
 
+/// A node that serves no lookups by txid switches the index off: commits leave it where it
+/// stopped and lookups say it is off; switched on again, opening brings it to the tip.
+#[test]
+fn a_txid_index_switched_off_is_left_behind_and_rebuilt_when_switched_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
+    let store = scalechain_chain::DiskStore::open(dir.path()).unwrap();
+    let chain = Chain::open_or_init(store, &p, Apps::none(), VerifyConfig::parallel([7; 32])).unwrap();
+    let mut t = T { chain, gen: Generator::new(&p, SigMode::Ed25519, 1), p: p.clone() };
+    t.extend(2, 6);
+    let gen = t.gen.clone();
+    drop(t);
+    let mut store = scalechain_chain::DiskStore::open(dir.path()).unwrap();
+    store.set_txindex(false);
+    let chain = Chain::open(store, Apps::none(), VerifyConfig::parallel([7; 32])).unwrap();
+    let mut t = T { chain, gen, p: p.clone() };
+    t.extend(3, 6);
+    let last = t.chain.block_at(5).unwrap().unwrap();
+    let txid = last.txs[1].txid(p.hash);
+    assert!(matches!(
+        t.chain.tx_location(&txid),
+        Err(scalechain_chain::ChainError::Store(scalechain_chain::StoreError::TxIndexOff))
+    ));
+    let at_two = t.chain.block_at(2).unwrap().unwrap().hash(p.hash);
+    drop(t);
+    let store = scalechain_chain::DiskStore::open(dir.path()).unwrap();
+    assert_eq!(
+        store.txindex_tip().unwrap(),
+        Some((at_two, 2)),
+        "the index stopped where it was switched off"
+    );
+    let chain = Chain::open(store, Apps::none(), VerifyConfig::parallel([7; 32])).unwrap();
+    let t = T { chain, gen: Generator::new(&p, SigMode::Ed25519, 1), p };
+    assert_eq!(t.chain.tx_location(&txid).unwrap().map(|l| l.height), Some(5));
+    assert_txindex_matches_main_chain(&t, &[]);
+}
+
 /// The owner index answers exactly what a scan of the UTXO set finds, for every owner.
 fn assert_owner_index_matches_scan(chain: &Chain<MemStore>) {
     let mut scan: std::collections::BTreeMap<Hash, Vec<(OutPoint, Coin)>> = Default::default();

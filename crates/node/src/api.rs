@@ -19,6 +19,7 @@ use tokio::sync::{mpsc, oneshot};
 use utoipa::OpenApi;
 
 use scalechain_chain::export::{block_json, tx_json};
+use scalechain_chain::{ChainError, StoreError};
 use scalechain_client::ops;
 use scalechain_client::types::ApiError as ErrorBody;
 pub use scalechain_client::types::{
@@ -383,6 +384,10 @@ async fn tx(State(s): State<ApiState>, id: Result<Path<String>, PathRejection>) 
             Ok(Json(TxStatus { status: TxState::Confirmed, height: Some(loc.height), tx: tx_json(kind, &t) }))
         }
         Ok(None) => Err(ApiError::not_found(format!("no transaction {id}"))),
+        Err(ChainError::Store(StoreError::TxIndexOff)) => Err(ApiError::not_found(format!(
+            "no transaction {id} in the mempool, and this node keeps no txid index \
+             (store.tx_index = false) to look up confirmed ones"
+        ))),
         Err(e) => Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", e.to_string())),
     }
 }

@@ -118,6 +118,13 @@ pub struct StoreSection {
     /// 50 MiB (Bitcoin Core's margin); 0 turns the check off (a full disk is still caught
     /// when a write fails).
     pub min_free_bytes: u64,
+    /// Keep the txid index (txid → block, for `GET /txs/{txid}`, the explorer, wallets and the
+    /// mempool's "already confirmed" answer). Default true. Off, the node spends nothing on it,
+    /// `GET /txs/{txid}` finds mempool transactions only, and a transaction spending outputs of
+    /// a confirmed transaction that are all spent waits as an orphan (until it expires) instead
+    /// of being refused at once, as in a node without the index in Bitcoin Core. Switched on
+    /// again, the index is brought up to date from where it stopped when the node starts.
+    pub tx_index: bool,
 }
 
 impl Default for StoreSection {
@@ -127,6 +134,7 @@ impl Default for StoreSection {
             cache_bytes: d.cache_bytes,
             memtable_bytes: d.memtable_bytes,
             min_free_bytes: 50 << 20,
+            tx_index: true,
         }
     }
 }

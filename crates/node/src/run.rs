@@ -129,9 +129,13 @@ pub fn open_chain(cfg: &NodeConfig, apps: Apps, reindex: bool) -> Result<Chain<D
     let params = params_of(cfg);
     let verify = VerifyConfig::parallel(random32()?).with_mode(cfg.chain.verify_mode);
     let mem = cfg.store.memory().map_err(NodeError::Config)?;
+    let open_store = || -> Result<DiskStore, ChainError> {
+        let mut store = DiskStore::open_with(&dir, mem)?;
+        store.set_txindex(cfg.store.tx_index);
+        Ok(store)
+    };
     if reindex && dir.exists() {
-        let old =
-            Chain::open(DiskStore::open_with(&dir, mem).map_err(ChainError::from)?, apps.clone(), verify)?;
+        let old = Chain::open(open_store()?, apps.clone(), verify)?;
         let blocks: Vec<Block> = (1..=old.tip_height())
             .map(|h| {
                 old.block_at(h)?.ok_or_else(|| ChainError::Corrupt(format!("main-chain block {h} missing")))
@@ -140,12 +144,7 @@ pub fn open_chain(cfg: &NodeConfig, apps: Apps, reindex: bool) -> Result<Chain<D
         drop(old);
         let moved = dir.with_extension(format!("old-{}", now_ms()));
         std::fs::rename(&dir, &moved).map_err(|e| io("moving aside", &dir, e))?;
-        let mut fresh = Chain::open_or_init(
-            DiskStore::open_with(&dir, mem).map_err(ChainError::from)?,
-            &params,
-            apps.clone(),
-            verify,
-        )?;
+        let mut fresh = Chain::open_or_init(open_store()?, &params, apps.clone(), verify)?;
         for b in blocks {
             let t = b.header.time;
             fresh.accept_block(b, now_ms().max(t))?;
@@ -154,12 +153,7 @@ pub fn open_chain(cfg: &NodeConfig, apps: Apps, reindex: bool) -> Result<Chain<D
         std::fs::remove_dir_all(&moved).map_err(|e| io("removing", &moved, e))?;
         return Ok(fresh);
     }
-    Ok(Chain::open_or_init(
-        DiskStore::open_with(&dir, mem).map_err(ChainError::from)?,
-        &params,
-        apps,
-        verify,
-    )?)
+    Ok(Chain::open_or_init(open_store()?, &params, apps, verify)?)
 }
 
 fn reward_lock(cfg: &NodeConfig, params: &Params) -> Result<Lock, NodeError> {

@@ -23,16 +23,28 @@ struct Running {
     api: String,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<()>,
-    _dir: tempfile::TempDir,
+    _dir: Option<tempfile::TempDir>,
 }
 
 async fn start(token: Option<&str>) -> Running {
     let dir = tempfile::tempdir().unwrap();
-    let mut cfg = NodeConfig { data_dir: dir.path().to_path_buf(), ..NodeConfig::default() };
+    let mut n = start_at(dir.path(), |cfg| {
+        cfg.api.token = token.map(String::from);
+        cfg.api.max_txs_per_request = 3;
+        cfg.api.max_body_bytes = 64 << 10;
+    })
+    .await;
+    n._dir = Some(dir);
+    n
+}
+
+/// A node on data directory `dir` (which the caller keeps), with `tweak` applied to its settings.
+async fn start_at(dir: &std::path::Path, tweak: impl FnOnce(&mut NodeConfig)) -> Running {
+    let mut cfg = NodeConfig { data_dir: dir.to_path_buf(), ..NodeConfig::default() };
     cfg.api.listen = "127.0.0.1:0".into();
-    cfg.api.token = token.map(String::from);
-    cfg.api.max_txs_per_request = 3;
-    cfg.api.max_body_bytes = 64 << 10;
+    tweak(&mut cfg);
+    let path = dir.join("node.json");
+    let _ = std::fs::remove_file(&path);
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(async move {
         scalechain_node::run(cfg, Apps::none(), Pages::none(), false, async {
@@ -41,7 +53,6 @@ async fn start(token: Option<&str>) -> Running {
         .await
         .unwrap();
     });
-    let path = dir.path().join("node.json");
     let deadline = Instant::now() + Duration::from_secs(30);
     let info: NodeInfo = loop {
         if let Ok(t) = std::fs::read_to_string(&path) {
@@ -52,7 +63,26 @@ async fn start(token: Option<&str>) -> Running {
         assert!(Instant::now() < deadline, "node did not start");
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
-    Running { api: info.api.unwrap(), stop: Some(tx), task, _dir: dir }
+    Running { api: info.api.unwrap(), stop: Some(tx), task, _dir: None }
+}
+
+/// With `store.tx_index = false` a confirmed transaction is not looked up, and the 404 says
+/// why; the same data directory with the index on finds it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_without_the_txid_index_says_so_and_finds_confirmed_transactions_once_it_is_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
+    let coinbase = genesis_block(&p).txs[0].txid(p.hash);
+    let url = |n: &Running| format!("http://{}/txs/{coinbase}", n.api);
+    let n = start_at(dir.path(), |c| c.store.tx_index = false).await;
+    let (status, body) = call("GET", &url(&n), None, None).await;
+    assert_eq!(status, 404, "{body}");
+    assert!(body["message"].as_str().unwrap().contains("store.tx_index = false"), "{body}");
+    stop(n).await;
+    let n = start_at(dir.path(), |_| {}).await;
+    let (status, body) = call("GET", &url(&n), None, None).await;
+    assert_eq!((status, &body["status"], &body["height"]), (200, &json!("confirmed"), &json!(0)), "{body}");
+    stop(n).await;
 }
 
 async fn stop(mut n: Running) {

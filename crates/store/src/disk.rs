@@ -232,6 +232,8 @@ pub struct DiskStore {
     txids: Keyspace,
     /// The directory is of a format before the txid index (until `write_txindex`).
     txindex_missing: bool,
+    /// The txid index is switched off ([`DiskStore::set_txindex`]).
+    txindex_off: bool,
     /// The txid index's writer (its thread writes each commit's index changes after it).
     index: txindex::Writer,
     /// Synced writes so far (`meta`'s `commit_seq`).
@@ -413,6 +415,7 @@ impl DiskStore {
             })?,
             db,
             txindex_missing: false,
+            txindex_off: false,
             seq: 0,
             marker: marker::Writer::new(dir),
             poisoned: false,
@@ -670,6 +673,13 @@ impl DiskStore {
     #[doc(hidden)]
     pub fn debug_hold_txindex(&self, held: bool) {
         self.index.hold(held);
+    }
+
+    /// Switches the txid index on (the default) or off (see [`ChainStore::txindex_on`]): for
+    /// nodes that serve no lookups by txid, which then spend nothing on the index. Set it
+    /// before the chain opens the store.
+    pub fn set_txindex(&mut self, on: bool) {
+        self.txindex_off = !on;
     }
 
     /// Commits whose txid-index changes are not written yet.
@@ -1005,13 +1015,10 @@ impl ChainStore for DiskStore {
         self.stage_tip(&mut batch, &c.tip, c.tip_height, c);
         self.write_commit(batch, chain_id, c.tip, c.tip_height)?;
         self.pending_changes.fetch_add((c.utxo_remove.len() + c.utxo_add.len()) as u64, Ordering::Relaxed);
-        if !self.txindex_missing {
-            // An index not built yet stays so until `write_txindex` builds it whole.
-            let job = Job {
-                tip: (c.tip, c.tip_height),
-                remove: c.txids_remove.iter().copied().collect(),
-                add: c.txids_add.iter().copied().collect(),
-            };
+        if !self.txindex_missing && !self.txindex_off {
+            // An index not built yet stays so until `write_txindex` builds it whole; one
+            // switched off stays where it stopped.
+            let job = Job::new((c.tip, c.tip_height), &c.txids_remove, &c.txids_add);
             self.index.push(job).inspect_err(|_| self.poisoned = true)?;
         }
         Ok(())
@@ -1027,6 +1034,9 @@ impl ChainStore for DiskStore {
 
     fn tx_location(&self, txid: &Hash) -> Result<Option<TxLocation>, StoreError> {
         self.check_poisoned()?;
+        if self.txindex_off {
+            return Err(StoreError::TxIndexOff);
+        }
         // The commits whose index changes are not written yet, newest first. Checked before
         // the keyspace: the writer drops a job from the queue only after writing it.
         if let Some(answer) = self.index.lookup(txid) {
@@ -1057,6 +1067,10 @@ impl ChainStore for DiskStore {
         txindex::tip_from_bytes(&v).map(Some).ok_or_else(|| {
             StoreError::Corrupt(format!("meta: `txindex_tip`: expected 40 bytes, found {}", v.len()))
         })
+    }
+
+    fn txindex_on(&self) -> bool {
+        !self.txindex_off
     }
 
     fn write_txindex(

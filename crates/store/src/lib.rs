@@ -113,6 +113,9 @@ pub enum StoreError {
     /// Stored bytes do not decode or do not agree with each other.
     #[error("store is corrupt: {0}")]
     Corrupt(String),
+    /// A txid lookup on a store whose txid index is switched off (`store.tx_index = false`).
+    #[error("this node keeps no txid index (store.tx_index = false): confirmed transactions are not looked up by txid")]
+    TxIndexOff,
     /// A previous write failed; reopen the store.
     #[error("store is poisoned by an earlier failed write; reopen it")]
     Poisoned,
@@ -245,6 +248,14 @@ pub trait ChainStore: Send {
     /// branch a later commit left) or was written before the index existed (`None`, format 1),
     /// until [`write_txindex`](Self::write_txindex) brings it to the tip.
     fn txindex_tip(&self) -> Result<Option<(Hash, u64)>, StoreError>;
+
+    /// Whether the store keeps its txid index up to date. Switched off, commits leave the index
+    /// where it is (its tip stays), [`tx_location`](Self::tx_location) answers
+    /// [`StoreError::TxIndexOff`], and the chain layer does not bring it to the tip; switched on
+    /// again, the chain brings it to the tip from where it stopped when it opens the store.
+    fn txindex_on(&self) -> bool {
+        true
+    }
 
     /// Moves the txid index to `tip`, atomically and durably: the entries of `remove` go, then
     /// those of `add` are set.

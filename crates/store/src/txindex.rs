@@ -21,12 +21,15 @@
 //!   later operation with it (a store whose index stopped is as poisoned as one whose commit
 //!   failed).
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
 use fjall::{Database, Keyspace};
+// Keys are txids (uniform hashes): foldhash is several times faster than SipHash on them, and
+// a job's maps are built on the commit's critical path.
+use foldhash::{HashMap, HashMapExt, HashSet};
 use scalechain_types::Hash;
 
 use crate::{StoreError, TxLocation};
@@ -35,7 +38,7 @@ use crate::{StoreError, TxLocation};
 pub const MAX_QUEUED: usize = 64;
 
 /// The txid-index changes of one commit.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Job {
     /// The commit's tip and its height: the index tip once this job is written.
     pub tip: (Hash, u64),
@@ -47,6 +50,13 @@ pub struct Job {
 }
 
 impl Job {
+    /// The job of a commit to `tip` with these removals and additions.
+    pub fn new(tip: (Hash, u64), remove: &[Hash], add: &[(Hash, TxLocation)]) -> Job {
+        let mut a = HashMap::with_capacity(add.len());
+        a.extend(add.iter().copied());
+        Job { tip, remove: remove.iter().copied().collect(), add: a }
+    }
+
     /// This job's answer for `txid`: `Some(Some(l))` if it indexes it at `l`, `Some(None)` if it
     /// removes it, `None` if it does not touch it.
     fn answer(&self, txid: &Hash) -> Option<Option<TxLocation>> {
@@ -274,7 +284,7 @@ mod tests {
     #[test]
     fn a_job_answers_for_what_it_adds_and_removes_and_its_addition_wins() {
         let t = Hash([1; 32]);
-        let mut j = Job { tip: (Hash([9; 32]), 9), ..Job::default() };
+        let mut j = Job::new((Hash([9; 32]), 9), &[], &[]);
         assert_eq!(j.answer(&t), None);
         j.remove.insert(t);
         assert_eq!(j.answer(&t), Some(None));
