@@ -260,20 +260,6 @@ fn engine_builder(dir: &Path, mem: StoreMemory) -> fjall::DatabaseBuilder<Databa
     Database::builder(dir).cache_size(mem.cache_bytes).worker_threads(1)
 }
 
-/// The error of a failed write (`what`) to the store in `path`: [`StoreError::Full`] when the
-/// filesystem is out of space, [`StoreError::Engine`] otherwise.
-pub(crate) fn write_error_at(path: &Path, what: &str, e: &fjall::Error) -> StoreError {
-    let io = match e {
-        fjall::Error::Io(io) | fjall::Error::Storage(fjall::LsmError::Io(io)) => Some(io),
-        _ => None,
-    };
-    if io.is_some_and(crate::out_of_space) {
-        StoreError::Full { path: path.to_path_buf(), detail: format!("{what}: {e}") }
-    } else {
-        StoreError::Engine(format!("{}: {what}: {e}", path.display()))
-    }
-}
-
 /// How a keyspace is created. The keyspaces of large values written once (block bodies, undo
 /// data, the UTXO log's records: a block's worth each) keep their values out of the LSM tree,
 /// in blob files written once at flush and never again by compaction, and uncompressed (their
@@ -722,7 +708,7 @@ impl DiskStore {
     /// The error of a failed write (`what`): [`StoreError::Full`] when the filesystem is out of
     /// space, [`StoreError::Engine`] otherwise.
     fn write_error(&self, what: &str, e: &fjall::Error) -> StoreError {
-        write_error_at(&self.path, what, e)
+        crate::write_error_at(&self.path, what, e)
     }
 
     /// Every keyspace, for the engine-wide operations.

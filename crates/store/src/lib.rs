@@ -153,6 +153,20 @@ pub fn out_of_space(e: &std::io::Error) -> bool {
     matches!(e.kind(), std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded)
 }
 
+/// The error of a failed write (`what`) to the store in `path`: [`StoreError::Full`] when the
+/// filesystem is out of space, [`StoreError::Engine`] otherwise.
+pub(crate) fn write_error_at(path: &std::path::Path, what: &str, e: &fjall::Error) -> StoreError {
+    let io = match e {
+        fjall::Error::Io(io) | fjall::Error::Storage(fjall::LsmError::Io(io)) => Some(io),
+        _ => None,
+    };
+    if io.is_some_and(crate::out_of_space) {
+        StoreError::Full { path: path.to_path_buf(), detail: format!("{what}: {e}") }
+    } else {
+        StoreError::Engine(format!("{}: {what}: {e}", path.display()))
+    }
+}
+
 /// What to do with a damaged store (part of [`StoreError::Damaged`]'s message).
 pub const RECOVERY: &str = "To recover: move the directory aside (nothing in it was deleted) and start the \
     node on an empty data directory, which syncs the chain again from its peers (docs/adr/0003-disk-format.md, \

@@ -252,7 +252,7 @@ fn write(target: &Target, jobs: &[Arc<Job>]) -> Result<(), StoreError> {
     }
     let Some(last) = jobs.last() else { return Ok(()) };
     batch.insert(&target.meta, target.tip_key, &tip_bytes(last.tip)[..]);
-    batch.commit().map_err(|e| crate::disk::write_error_at(&target.path, "writing the txid index", &e))
+    batch.commit().map_err(|e| crate::write_error_at(&target.path, "writing the txid index", &e))
 }
 
 /// The stored encoding of an index tip: the block's hash, then its height (`u64` LE).
