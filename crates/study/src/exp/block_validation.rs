@@ -39,6 +39,7 @@ pub const COLUMNS: &[&str] = &[
     "bound_s",
     "apply_s",
     "commit_s",
+    "index_s",
     "runs",
     "commit",
     "seed",
@@ -144,10 +145,10 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
             let apply_s = t0.elapsed().as_secs_f64();
             drop(utxos);
             // The durable commit once, at the largest block, in parallel mode.
-            let commit_s = if n == 1 << max && vm == VerifyMode::Parallel {
+            let (commit_s, index_s) = if n == 1 << max && vm == VerifyMode::Parallel {
                 measure_commit(ctx, &p, &block, &w.utxos, &diff)?
             } else {
-                f64::NAN
+                (f64::NAN, f64::NAN)
             };
             let f = |x: f64| if x.is_nan() { String::new() } else { format!("{x:.9}") };
             table.push(vec![
@@ -162,6 +163,7 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
                 f(bound_s),
                 f(apply_s),
                 f(commit_s),
+                f(index_s),
                 runs.to_string(),
                 ctx.machine.commit.into(),
                 ctx.opts.seed.to_string(),
@@ -178,14 +180,16 @@ pub const TOTAL_TARGET: Target = Target::AtMost(1.15);
 pub const MERKLE_TARGET: Target = Target::AtMost(0.05);
 
 /// Seconds to store the block and commit its diff durably (fjall, synced), on a store that
-/// already holds the spent coins.
+/// already holds the spent coins; then the seconds after that until the store's index writer
+/// has written the block's txid entries (off the critical path: the next block's validation
+/// runs beside it, docs/adr/0004-txid-index-follows-the-chain.md).
 fn measure_commit(
     ctx: &Ctx,
     p: &Params,
     block: &Block,
     coins: &UtxoSet,
     diff: &scalechain_consensus::BlockDiff,
-) -> Result<f64, StudyError> {
+) -> Result<(f64, f64), StudyError> {
     let dir = ctx.opts.out.join(".block-validation-store");
     let _ = std::fs::remove_dir_all(&dir);
     let io = |e: scalechain_store::StoreError| StudyError::Wrong(format!("store: {e}"));
@@ -235,9 +239,12 @@ fn measure_commit(
     store.put_block(&hash, block).map_err(io)?;
     store.commit(&c).map_err(io)?;
     let s = t0.elapsed().as_secs_f64();
+    let t1 = Instant::now();
+    store.flush_txindex().map_err(io)?;
+    let index_s = t1.elapsed().as_secs_f64();
     drop(store);
     let _ = std::fs::remove_dir_all(&dir);
-    Ok(s)
+    Ok((s, index_s))
 }
 
 /// A seed number as the seed prints it: plain digits, or the spreadsheet's `1.49E+08` form of
@@ -354,7 +361,7 @@ fn section(t: &Table, build: &str) -> String {
     let builds = t.distinct("build");
     s.push_str(&format!("**Targets at n = {max_n}** (parallel mode):\n\n"));
     s.push_str(&format!(
-        "| build | total / bound (target {}) | merkle / bound (target {}) | apply s | store commit s |\n|---|---:|---:|---:|---:|\n",
+        "| build | total / bound (target {}) | merkle / bound (target {}) | apply s | store commit s | txid index written after, s |\n|---|---:|---:|---:|---:|---:|\n",
         TOTAL_TARGET.text(),
         MERKLE_TARGET.text()
     ));
@@ -363,11 +370,12 @@ fn section(t: &Table, build: &str) -> String {
             let g = |c: &str| t.num(r, c).unwrap_or(f64::NAN);
             let (total, merkle) = (g("total_s") / g("bound_s"), g("merkle_s") / g("bound_s"));
             s.push_str(&format!(
-                "| {b} | {} | {} | {:.3} | {:.3} |\n",
+                "| {b} | {} | {} | {:.3} | {:.3} | {:.3} |\n",
                 TOTAL_TARGET.cell(&format!("{total:.3}"), total),
                 MERKLE_TARGET.cell(&format!("{merkle:.4}"), merkle),
                 g("apply_s"),
-                g("commit_s")
+                g("commit_s"),
+                g("index_s")
             ));
         }
     }
