@@ -754,7 +754,10 @@ pub(crate) fn metrics_text(sh: &Shared) -> String {
         let c = sh.replica.chain.read();
         (c.tip_height(), c.orphan_count(), c.utxos().len())
     };
-    let store = sh.replica.chain.read().store().memory();
+    let (store, index_queued) = {
+        let c = sh.replica.chain.read();
+        (c.store().memory(), c.store().txindex_queued())
+    };
     let st = sh.replica.mempool.stats();
     let mut e = Scrape::new();
     e.process()
@@ -769,6 +772,11 @@ pub(crate) fn metrics_text(sh: &Shared) -> String {
             store.cache as f64,
         )
         .gauge("store_journal_bytes", "Bytes of the store's journals on disk.", store.journal as f64)
+        .gauge(
+            "store_txindex_queued",
+            "Commits whose txid-index entries the store's index writer has not written yet (at most 64).",
+            index_queued as f64,
+        )
         .gauge(
             "sig_cache_entries",
             "Verdicts the signature cache holds (mempool.sig_cache).",

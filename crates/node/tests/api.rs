@@ -209,9 +209,14 @@ async fn bad_requests_get_json_4xx_and_good_ones_answer() {
     };
     assert!(gauge("process_resident_memory_bytes") > 1e6);
     assert!(gauge("store_journal_bytes") > 0.0);
-    for name in
-        ["store_write_buffer_bytes", "store_cache_bytes", "sig_cache_entries", "mempool_bytes", "utxos"]
-    {
+    for name in [
+        "store_write_buffer_bytes",
+        "store_cache_bytes",
+        "store_txindex_queued",
+        "sig_cache_entries",
+        "mempool_bytes",
+        "utxos",
+    ] {
         assert!(gauge(name) >= 0.0, "{name}");
     }
     // Every request before this scrape was counted and timed, the refused ones as errors.
