@@ -382,23 +382,25 @@ impl DiskStore {
         })?;
         let db = engine_builder(dir, mem).open().map_err(&engine)?;
         let open = |name: &str| db.keyspace(name, || keyspace_options(name)).map_err(&engine);
+        // The index writer shares these two with the store.
+        let (meta_ks, txids) = (open(ks::META)?, open(ks::TXIDS)?);
         let mut store = DiskStore {
             path: dir.to_path_buf(),
-            meta: open(ks::META)?,
             blocks: open(ks::BLOCKS)?,
             headers: open(ks::HEADERS)?,
             undo: open(ks::UNDO)?,
             heights: open(ks::HEIGHTS)?,
             utxos: open(ks::UTXOS)?,
             app: open(ks::APP)?,
-            txids: open(ks::TXIDS)?,
             index: txindex::Writer::start(txindex::Target {
                 db: db.clone(),
-                txids: open(ks::TXIDS)?,
-                meta: open(ks::META)?,
+                txids: txids.clone(),
+                meta: meta_ks.clone(),
                 tip_key: meta::TXINDEX_TIP,
                 path: dir.to_path_buf(),
             })?,
+            txids,
+            meta: meta_ks,
             db,
             txindex_missing: false,
             txindex_off: false,
@@ -816,13 +818,8 @@ impl DiskStore {
         add: &[(Hash, TxLocation)],
         tip: (Hash, u64),
     ) {
-        for (t, loc) in net_changes(remove, add) {
-            match loc {
-                Some(loc) => batch.insert(&self.txids, &t.0[..], &loc.to_bytes()[..]),
-                None => batch.remove(&self.txids, &t.0[..]),
-            }
-        }
-        batch.insert(&self.meta, meta::TXINDEX_TIP, &txindex::tip_bytes(tip)[..]);
+        let changes = net_changes(remove, add).into_iter().map(|(t, l)| (t, l.copied()));
+        txindex::stage(batch, &self.txids, &self.meta, meta::TXINDEX_TIP, changes, tip);
     }
 
     /// Stages the tip and the UTXO totals.

@@ -26,7 +26,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
-use fjall::{Database, Keyspace};
+use fjall::{Database, Keyspace, OwnedWriteBatch};
 // Keys are txids (uniform hashes): foldhash is several times faster than SipHash on them, and
 // a job's maps are built on the commit's critical path.
 use foldhash::{HashMap, HashMapExt, HashSet};
@@ -229,30 +229,42 @@ fn run(shared: &Shared, target: &Target) {
 /// Not synced: the next synced commit persists it (see the module documentation).
 fn write(target: &Target, jobs: &[Arc<Job>]) -> Result<(), StoreError> {
     let _s = scalechain_types::profile::span("store.txindex");
+    let Some(last) = jobs.last() else { return Ok(()) };
     let mut batch = target.db.batch();
-    let mut stage = |changes: &mut dyn Iterator<Item = (Hash, Option<TxLocation>)>| {
-        for (t, l) in changes {
-            match l {
-                Some(l) => batch.insert(&target.txids, &t.0[..], &l.to_bytes()[..]),
-                None => batch.remove(&target.txids, &t.0[..]),
-            }
-        }
-    };
+    let (txids, meta) = (&target.txids, &target.meta);
     if let [job] = jobs {
         // One job: its own sets are already one change per txid.
         let removed = job.remove.iter().filter(|t| !job.add.contains_key(t)).map(|t| (*t, None));
-        stage(&mut removed.chain(job.add.iter().map(|(t, l)| (*t, Some(*l)))));
+        let changes = removed.chain(job.add.iter().map(|(t, l)| (*t, Some(*l))));
+        stage(&mut batch, txids, meta, target.tip_key, changes, last.tip);
     } else {
         let mut net: HashMap<Hash, Option<TxLocation>> = HashMap::new();
         for job in jobs {
             net.extend(job.remove.iter().map(|t| (*t, None)));
             net.extend(job.add.iter().map(|(t, l)| (*t, Some(*l))));
         }
-        stage(&mut net.into_iter());
+        stage(&mut batch, txids, meta, target.tip_key, net, last.tip);
     }
-    let Some(last) = jobs.last() else { return Ok(()) };
-    batch.insert(&target.meta, target.tip_key, &tip_bytes(last.tip)[..]);
     batch.commit().map_err(|e| crate::write_error_at(&target.path, "writing the txid index", &e))
+}
+
+/// Stages txid-index changes, each txid once (`None` removes it), and the index tip under
+/// `tip_key` in `meta`: the writer's batches and the disk store's synchronous ones alike.
+pub fn stage(
+    batch: &mut OwnedWriteBatch,
+    txids: &Keyspace,
+    meta: &Keyspace,
+    tip_key: &str,
+    changes: impl IntoIterator<Item = (Hash, Option<TxLocation>)>,
+    tip: (Hash, u64),
+) {
+    for (t, l) in changes {
+        match l {
+            Some(l) => batch.insert(txids, &t.0[..], &l.to_bytes()[..]),
+            None => batch.remove(txids, &t.0[..]),
+        }
+    }
+    batch.insert(meta, tip_key, &tip_bytes(tip)[..]);
 }
 
 /// The stored encoding of an index tip: the block's hash, then its height (`u64` LE).
