@@ -836,16 +836,23 @@ fn txid_index_follows_connects_and_reorgs_and_rebuilds_the_same() {
     assert_eq!(got, want);
 }
 
+/// A chain of the devnet parameters on disk store `store` (created there if it is empty),
+/// built on by `gen` or a fresh generator.
+fn on_disk(store: scalechain_chain::DiskStore, gen: Option<Generator>) -> T<scalechain_chain::DiskStore> {
+    let p = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
+    let chain = Chain::open_or_init(store, &p, Apps::none(), VerifyConfig::parallel([7; 32])).unwrap();
+    let gen = gen.unwrap_or_else(|| Generator::new(&p, SigMode::Ed25519, 1));
+    T { chain, gen, p }
+}
+
 /// The disk store writes the txid index after each commit, so a crash can leave it behind the
 /// chain, on a branch a later commit left: reopening brings it to the tip (the branch's
 /// transactions out, the main chain's in) before anything reads it.
 #[test]
 fn a_txid_index_left_behind_on_an_old_branch_catches_up_when_the_chain_opens() {
     let dir = tempfile::tempdir().unwrap();
-    let p = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
-    let store = scalechain_chain::DiskStore::open(dir.path()).unwrap();
-    let chain = Chain::open_or_init(store, &p, Apps::none(), VerifyConfig::parallel([7; 32])).unwrap();
-    let mut t = T { chain, gen: Generator::new(&p, SigMode::Ed25519, 1), p: p.clone() };
+    let mut t = on_disk(scalechain_chain::DiskStore::open(dir.path()).unwrap(), None);
+    let p = t.p.clone();
     t.extend(2, 6);
     let fork_gen = t.gen.clone();
     let fork_block = t.chain.block_at(2).unwrap().unwrap();
@@ -871,9 +878,8 @@ fn a_txid_index_left_behind_on_an_old_branch_catches_up_when_the_chain_opens() {
         Some((old[1].hash(p.hash), 4)),
         "the index stayed on the old branch"
     );
-    let chain = Chain::open(store, Apps::none(), VerifyConfig::parallel([7; 32])).unwrap();
-    assert_eq!(chain.store().txindex_tip().unwrap(), Some((chain.tip(), 6)));
-    let t = T { chain, gen: Generator::new(&p, SigMode::Ed25519, 1), p };
+    let t = on_disk(store, None);
+    assert_eq!(t.chain.store().txindex_tip().unwrap(), Some((t.chain.tip(), 6)));
     assert_txindex_matches_main_chain(&t, &old);
 }
 
@@ -882,17 +888,14 @@ fn a_txid_index_left_behind_on_an_old_branch_catches_up_when_the_chain_opens() {
 #[test]
 fn a_txid_index_switched_off_is_left_behind_and_rebuilt_when_switched_on() {
     let dir = tempfile::tempdir().unwrap();
-    let p = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
-    let store = scalechain_chain::DiskStore::open(dir.path()).unwrap();
-    let chain = Chain::open_or_init(store, &p, Apps::none(), VerifyConfig::parallel([7; 32])).unwrap();
-    let mut t = T { chain, gen: Generator::new(&p, SigMode::Ed25519, 1), p: p.clone() };
+    let mut t = on_disk(scalechain_chain::DiskStore::open(dir.path()).unwrap(), None);
+    let p = t.p.clone();
     t.extend(2, 6);
     let gen = t.gen.clone();
     drop(t);
     let mut store = scalechain_chain::DiskStore::open(dir.path()).unwrap();
     store.set_txindex(false);
-    let chain = Chain::open(store, Apps::none(), VerifyConfig::parallel([7; 32])).unwrap();
-    let mut t = T { chain, gen, p: p.clone() };
+    let mut t = on_disk(store, Some(gen));
     t.extend(3, 6);
     let last = t.chain.block_at(5).unwrap().unwrap();
     let txid = last.txs[1].txid(p.hash);
@@ -908,8 +911,7 @@ fn a_txid_index_switched_off_is_left_behind_and_rebuilt_when_switched_on() {
         Some((at_two, 2)),
         "the index stopped where it was switched off"
     );
-    let chain = Chain::open(store, Apps::none(), VerifyConfig::parallel([7; 32])).unwrap();
-    let t = T { chain, gen: Generator::new(&p, SigMode::Ed25519, 1), p };
+    let t = on_disk(store, None);
     assert_eq!(t.chain.tx_location(&txid).unwrap().map(|l| l.height), Some(5));
     assert_txindex_matches_main_chain(&t, &[]);
 }
@@ -956,13 +958,11 @@ fn owner_index_equals_a_scan_after_blocks_a_reorg_and_a_reopen() {
 #[test]
 fn a_disk_store_with_snapshots_and_a_reorganisation_reopens_to_the_same_utxo_set() {
     let dir = tempfile::tempdir().unwrap();
-    let p = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
     let mut store = scalechain_chain::DiskStore::open(dir.path()).unwrap();
     // A snapshot after every 40 changes: several during the run, so reopening replays a log
     // that holds the reorganisation from a snapshot taken before it.
     store.set_snapshot_every(40);
-    let chain = Chain::open_or_init(store, &p, Apps::none(), VerifyConfig::parallel([7; 32])).unwrap();
-    let mut t = T { chain, gen: Generator::new(&p, SigMode::Ed25519, 1), p: p.clone() };
+    let mut t = on_disk(store, None);
     let mut mem = setup();
     let follow = |mem: &mut T, t: &T<scalechain_chain::DiskStore>| {
         for h in mem.chain.tip_height() + 1..=t.chain.tip_height() {
