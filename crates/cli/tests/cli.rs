@@ -315,7 +315,10 @@ fn study_quick_smoke() {
         .join("\n");
     for (exp, header) in [
         ("tx-throughput", "n,mode,threads,build,median_s,tx_per_s,runs,commit,seed"),
-        ("block-validation", "n,mode,threads,build,fork_s,merkle_s,tx_verify_s,total_s,bound_s"),
+        (
+            "block-validation",
+            "n,mode,threads,build,fork_s,merkle_s,tx_verify_s,total_s,bound_s,apply_s,commit_s,index_s",
+        ),
         ("speedup", "task,n,threads,build,median_s,speedup,amdahl,parallel_fraction"),
         ("hash", "algorithm,bytes,threads,build,impl,hashes_per_s,mb_per_s,peak_rss_kib"),
         ("components", "component,ns,iterations,build"),
@@ -394,6 +397,15 @@ fn study_quick_smoke() {
         .sum();
     assert_eq!(offers, 1_001, "{csv}");
     assert!(report.contains("| AcceptToMemoryPoolWithTime | 11, 405 | 11, 447 |"), "{report}");
+    // block-validation: the commit's row times the txid index's write after it, in the CSV and
+    // in the target table.
+    let csv = std::fs::read_to_string(in_either(out, "block-validation.csv")).unwrap();
+    let committed: Vec<&str> =
+        csv.lines().skip(1).filter(|l| !l.split(',').nth(10).unwrap_or("").is_empty()).collect();
+    assert_eq!(committed.len(), 1, "{csv}");
+    let index_s: f64 = committed[0].split(',').nth(11).unwrap().parse().unwrap();
+    assert!(index_s >= 0.0, "{csv}");
+    assert!(report.contains("| store commit s | txid index written after, s |"), "{report}");
     // cpu: perf sampled the peer over each round; the categories of a round sum to 100% and
     // more than one holds samples; the miner's long profile has histograms of more than one
     // non-empty bucket.
