@@ -49,6 +49,7 @@ use tokio::sync::mpsc;
 
 use crate::msg::{message_id, MsgId, ProtocolNames, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES};
 
+mod dial;
 mod gate;
 mod silent;
 pub use crate::msg::Topic;
@@ -434,7 +435,8 @@ pub async fn start_with(cfg: NetConfig, net_limits: NetLimits) -> Result<Net, Ne
             let watch = silent.clone();
             let noise = noise::Config::new(key)
                 .map_err(|e| -> Box<dyn std::error::Error + Send + Sync> { Box::new(e) })?;
-            Ok(tcp::tokio::Transport::new(tcp::Config::default().nodelay(true))
+            // Dials from the listen port fall back to a new port when that one is taken (`dial`).
+            Ok(dial::ReuseOrNew::new(tcp::tokio::Transport::new(tcp::Config::default().nodelay(true)))
                 .and_then(move |stream: tcp::tokio::TcpStream, endpoint: ConnectedPoint| {
                     let _ = socket2::SockRef::from(&stream.0).set_tcp_user_timeout(Some(LINK_TIMEOUT));
                     let watched = watch.watch(stream, endpoint.is_listener());
