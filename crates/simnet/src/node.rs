@@ -184,8 +184,7 @@ impl Honest {
     /// Remembers a gossip id seen now (in the world's duplicate cache of this node); false if
     /// it was seen already.
     fn remember(&self, id: MsgId, w: &mut World) -> bool {
-        let now = w.now();
-        w.seen_by(self.id).is_some_and(|s| s.remember(id, now))
+        w.remember(self.id, id)
     }
 
     /// Steps the machine at the world's clock and carries out its outputs.

@@ -176,7 +176,7 @@ pub(crate) struct World {
     /// Per node: its incarnation if it is up.
     pub up: Vec<Option<u64>>,
     /// Per node: its duplicate cache (emptied when it starts).
-    seen: Vec<Seen>,
+    seen: Seen,
     /// The gossip mesh and its bounds.
     pub mesh: Mesh,
     pub gossip: GossipParams,
@@ -227,7 +227,7 @@ impl World {
             refusals: BTreeMap::new(),
             subscribers: Vec::new(),
             up: Vec::new(),
-            seen: Vec::new(),
+            seen: Seen::default(),
             mesh: Mesh::default(),
             gossip,
             keep_events,
@@ -291,21 +291,21 @@ impl World {
             self.hosts.resize(i + 1, Host::default());
             self.subscribers.resize(i + 1, false);
             self.up.resize(i + 1, None);
-            self.seen.resize_with(i + 1, Seen::default);
+            self.seen.grow(i + 1);
         }
         self.hosts[i].region = region;
     }
 
-    /// Node `id`'s duplicate cache.
-    pub fn seen_by(&mut self, id: NodeId) -> Option<&mut Seen> {
-        self.seen.get_mut(id.0 as usize)
+    /// Node `id` remembers gossip id `msg` seen now (in its duplicate cache); false if it was
+    /// seen already.
+    pub fn remember(&mut self, id: NodeId, msg: MsgId) -> bool {
+        let now = self.now();
+        self.seen.remember(id.0 as usize, msg, now)
     }
 
     /// Empties node `id`'s duplicate cache (it starts afresh).
     pub fn forget_seen(&mut self, id: NodeId) {
-        if let Some(s) = self.seen.get_mut(id.0 as usize) {
-            *s = Seen::default();
-        }
+        self.seen.forget(id.0 as usize);
     }
 
     /// Node `id`'s incarnation, if it is up.
@@ -471,7 +471,7 @@ impl World {
     /// (a message longer than the threshold), and the control message has arrived if that was
     /// at least the link's longest latency ago.
     pub fn declined(&self, peer: NodeId, to: NodeId, id: &MsgId) -> bool {
-        let Some(first_ms) = self.seen.get(peer.0 as usize).and_then(|s| s.first_seen_ms(id)) else {
+        let Some(first_ms) = self.seen.first_seen_ms(peer.0 as usize, id) else {
             return false;
         };
         first_ms.saturating_mul(1_000).saturating_add(self.max_delay_us(peer, to)) <= self.now_us
@@ -503,7 +503,7 @@ impl World {
         // Without a record of events, a copy of gossip that its receiver already has when it is
         // sent takes its bandwidth above but is not delivered: the receiver would only drop it.
         if let Wire::Gossip { id, .. } = &wire {
-            if !self.keep_events && self.seen.get(to.0 as usize).is_some_and(|s| s.holds(id, at / 1_000)) {
+            if !self.keep_events && self.seen.holds(to.0 as usize, id, at / 1_000) {
                 self.counters.elided += 1;
                 return true;
             }
