@@ -98,7 +98,7 @@ impl Seen {
         }
     }
 
-    /// The entry of `id`, made if there is none.
+    /// The entry of `id`, made (held by no node yet) if there is none.
     fn entry(&mut self, id: MsgId) -> u32 {
         if let Some(&e) = self.index.get(&id) {
             return e;
@@ -130,12 +130,10 @@ impl Seen {
             }
             self.pop_front(node);
         }
-        if let Some(&e) = self.index.get(&id) {
-            if self.first_of(e, node).is_some() {
-                return false;
-            }
-        }
         let e = self.entry(id);
+        if self.first_of(e, node).is_some() {
+            return false;
+        }
         let entry = &mut self.entries[e as usize];
         if entry.first.len() <= node {
             entry.first.resize(self.queues.len(), NONE);

@@ -146,7 +146,7 @@ mod tests {
         let mut wrapped = ReuseOrNew::new(tcp::tokio::Transport::new(config()));
         let port = listening(&mut wrapped).await;
         let _holder = std::net::TcpListener::bind(("127.0.0.2", port)).unwrap();
-        let stream = wrapped.dial(to.clone(), opts).map_err(|_| ()).unwrap().await.unwrap();
+        let stream = wrapped.dial(to, opts).map_err(|_| ()).unwrap().await.unwrap();
         let (_, from) = target.accept().await.unwrap();
         assert_eq!(stream.0.local_addr().unwrap(), from, "connected, from a new port");
         assert_ne!(from.port(), port);
