@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use scalechain_consensus::params::SigMode;
+use scalechain_consensus::params::{SigMode, DEVNET_GENESIS_TIME};
 use scalechain_consensus::VerifyMode;
 use scalechain_mempool::{MempoolConfig, OrphanConfig};
 use scalechain_p2p::msg::Role;
@@ -168,6 +168,12 @@ pub struct ChainSection {
     /// than the devnet's makes another chain, with another id, that only nodes configured the
     /// same join. Default 1000 (the devnet's).
     pub target_block_ms: u64,
+    /// The chain's genesis time, ms since the Unix epoch. A consensus parameter, like
+    /// `target_block_ms`: another value makes another chain, with another id. For networks
+    /// whose clocks start elsewhere than today's, such as a network simulator's (Shadow's
+    /// starts at 2000-01-01): a miner paces its blocks from its parent's time, so a clock
+    /// before genesis mines nothing. Default 1767225600000 (the devnet's, 2026-01-01).
+    pub genesis_time_ms: u64,
     /// Study only: a chain whose genesis declares that input signatures are not verified
     /// (`docs/PROTOCOL.md` §3.4), to measure what signatures cost end to end. Another chain,
     /// with another id; no chain that does not declare it ever skips a signature. Default
@@ -397,6 +403,7 @@ impl Default for ChainSection {
             verify_mode: VerifyMode::Parallel,
             verify_threads: 0,
             target_block_ms: 1_000,
+            genesis_time_ms: DEVNET_GENESIS_TIME,
             skip_signatures: false,
         }
     }

@@ -109,10 +109,11 @@ fn write_private(path: &Path, data: &[u8]) -> Result<(), NodeError> {
 }
 
 /// The chain parameters a configuration selects: the devnet of its hash function and
-/// signature mode, with its target block interval and signature flag.
+/// signature mode, with its target block interval, genesis time and signature flag.
 pub fn params_of(cfg: &NodeConfig) -> Params {
     let mut p = Params::devnet(cfg.chain.hash, cfg.chain.sig);
     p.target_block_ms = cfg.chain.target_block_ms;
+    p.genesis_time = cfg.chain.genesis_time_ms;
     p.skip_signatures = cfg.chain.skip_signatures;
     p
 }
