@@ -58,6 +58,7 @@ mod node;
 mod observe;
 mod seen;
 mod transport;
+mod uplink;
 mod wire;
 mod world;
 
@@ -82,6 +83,7 @@ pub use net::{Jitter, ModelError, NetModel, Region};
 pub use node::WorkModel;
 pub use observe::{Arrivals, Mined, Tracking};
 pub use transport::calibrate_transport;
+pub use uplink::Uplink;
 pub use wire::{NodeId, Wire};
 pub use world::Penalty;
 
@@ -663,6 +665,7 @@ impl Sim {
                     n.accept_blocks(&mut self.w);
                 }
             }
+            Ev::UplinkTick { node, epoch } => self.w.uplink_tick(node, epoch),
             Ev::CpuTick { epoch } => {
                 for e in self.w.cpu_tick(epoch) {
                     if let (true, Some(Slot::Honest(n))) =

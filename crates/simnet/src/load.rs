@@ -114,6 +114,8 @@ pub struct Accounts {
     coins: Vec<(OutPoint, TxOut)>,
     next: usize,
     rng: ChaCha20Rng,
+    /// Bytes of `data` each transaction carries (0: a plain transfer of about 190 bytes).
+    data_bytes: usize,
 }
 
 impl Accounts {
@@ -132,18 +134,28 @@ impl Accounts {
                 .collect(),
             next: 0,
             rng: ChaCha20Rng::seed_from_u64(seed),
+            data_bytes: 0,
         }
     }
 
+    /// The same accounts whose transactions each carry `bytes` of data (at most the chain's
+    /// `max_tx_data`), paying 200 more fee per 1,000 of them (twice the node's minimum fee
+    /// rate): larger transactions, so larger blocks, for the same count.
+    pub fn with_data(mut self, bytes: usize) -> Accounts {
+        self.data_bytes = bytes;
+        self
+    }
+
     /// The next `n` transactions, each spending its account's coin back to it less a fee of
-    /// 1,000–1,999 (fewer if an account's coin cannot pay the fee any more).
+    /// 1,000–1,999 plus what its data pays (fewer if an account's coin cannot pay the fee any
+    /// more).
     pub fn next(&mut self, n: usize) -> Vec<Tx> {
         let mut out = Vec::with_capacity(n);
         for _ in 0..n {
             let i = self.next % self.coins.len();
             self.next += 1;
             let (prev, coin) = self.coins[i];
-            let fee = 1_000 + self.rng.next_u64() % 1_000;
+            let fee = 1_000 + self.rng.next_u64() % 1_000 + (self.data_bytes as u64).div_ceil(5);
             let Some(value) = coin.value.get().checked_sub(fee).and_then(|v| Amount::new(v).ok()) else {
                 continue;
             };
@@ -153,7 +165,7 @@ impl Accounts {
                 kind: TxKind::TRANSFER,
                 inputs: vec![TxIn { prev, witness: Witness { pubkey: key.public(), signature: [0; 64] } }],
                 outputs: vec![TxOut { value, lock: coin.lock }],
-                data: vec![],
+                data: vec![0; self.data_bytes],
             };
             tx.sign_inputs_with(self.hash, &self.chain_id, key);
             self.coins[i] = (OutPoint { txid: tx.txid(self.hash), index: 0 }, tx.outputs[0]);

@@ -6,7 +6,8 @@
 //! region an upload and a download bandwidth, and gossip a loss rate. The world
 //! (`crate::world`) turns it into arrival times: a message leaves when its sender's uplink is
 //! free (the uplink carries its messages one after another, in the order they were sent) and
-//! takes `size / upload` to leave; it travels the latency; it has arrived once its last byte
+//! takes `size / upload` to leave — or, with [`Uplink::Fair`], the uplink is shared equally
+//! among the peers the sender has messages queued for, as TCP connections share it; it travels the latency; it has arrived once its last byte
 //! left and travelled, and no sooner than `size / download` after its first byte came (the
 //! slower link sets the pace). Downlinks do not queue: as in SimBlock, a message's transfer
 //! is bounded by the receiver's bandwidth but not by the other messages arriving at it.
@@ -36,6 +37,8 @@
 //! clock.
 
 use rand_core::Rng;
+
+use crate::uplink::Uplink;
 
 /// One region of the model.
 #[derive(Clone, Debug, PartialEq)]
@@ -82,6 +85,9 @@ pub struct NetModel {
     /// Bytes a message costs on the wire beyond its payload (framing, stream and transport
     /// headers).
     pub overhead_bytes: u64,
+    /// How a node's uplink is shared among the messages it sends (SimBlock's one after
+    /// another by default; `crate::uplink`).
+    pub uplink: Uplink,
 }
 
 /// A mistake in a model, with its place.
@@ -120,6 +126,7 @@ impl NetModel {
             jitter: if jitter_ms == 0 { Jitter::None } else { Jitter::Uniform { max_us: jitter_ms * 1_000 } },
             loss,
             overhead_bytes: 0,
+            uplink: Uplink::Fifo,
         }
     }
 
@@ -139,6 +146,7 @@ impl NetModel {
             jitter: Jitter::Uniform { max_us: 17_500 },
             loss: 0.0,
             overhead_bytes: 64,
+            uplink: Uplink::Fifo,
         }
     }
 
@@ -171,6 +179,7 @@ impl NetModel {
             jitter: Jitter::Pareto,
             loss: 0.0,
             overhead_bytes: 64,
+            uplink: Uplink::Fifo,
         }
     }
 
@@ -312,6 +321,7 @@ impl NetModel {
     /// jitter = "pareto"            # or "none", or { uniform_ms = 5 }
     /// loss = 0.0
     /// overhead_bytes = 64
+    /// uplink = "fifo"             # or "fair" (shared among peers, as TCP shares it)
     /// latency_ms = [[10, 80], [80, 10]]
     /// [[regions]]
     /// name = "west"
@@ -323,7 +333,8 @@ impl NetModel {
         let doc: toml::Table =
             text.parse().map_err(|e: toml::de::Error| err("document", e.message().to_string()))?;
         for key in doc.keys() {
-            if !["name", "jitter", "loss", "overhead_bytes", "latency_ms", "regions"].contains(&key.as_str())
+            if !["name", "jitter", "loss", "overhead_bytes", "uplink", "latency_ms", "regions"]
+                .contains(&key.as_str())
             {
                 return Err(err(key.as_str(), "unknown key"));
             }
@@ -437,7 +448,14 @@ impl NetModel {
                 b as u64
             }
         };
-        let m = NetModel { name, regions, latency_us, jitter, loss, overhead_bytes };
+        let uplink = match doc.get("uplink") {
+            None => Uplink::Fifo,
+            Some(v) => v
+                .as_str()
+                .and_then(Uplink::from_name)
+                .ok_or_else(|| err("uplink", "expected \"fifo\" or \"fair\""))?,
+        };
+        let m = NetModel { name, regions, latency_us, jitter, loss, overhead_bytes, uplink };
         m.validate()?;
         Ok(m)
     }
@@ -571,6 +589,9 @@ mod tests {
             .starts_with("regions[0].up_mbps: 0.0000001 Mbit/s is outside"));
         assert!(bad(&format!("{base}down_mbps = 1e9\n")).starts_with("regions[0].down_mbps: "));
         assert!(bad(&format!("overhead_bytes = 1e12\n{base}")).starts_with("overhead_bytes: "));
+        assert!(bad(&format!("uplink = \"tcp\"\n{base}")).starts_with("uplink: expected"));
+        assert_eq!(NetModel::from_toml(&format!("uplink = \"fair\"\n{base}")).unwrap().uplink, Uplink::Fair);
+        assert_eq!(NetModel::from_toml(base).unwrap().uplink, Uplink::Fifo);
         assert_eq!(
             bad(&format!("jitter = \"pareto\"\n{base}")),
             "latency_ms[0][0]: 1 ms is below the 5.25 ms a Pareto jitter needs"

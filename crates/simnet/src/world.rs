@@ -33,6 +33,7 @@ use crate::mesh::{GossipParams, Mesh};
 use crate::net::NetModel;
 use crate::observe::Arrivals;
 use crate::seen::Seen;
+use crate::uplink::{FairUplink, Uplink};
 use crate::wire::{NodeId, Wire};
 
 /// Something scheduled to happen at a virtual time.
@@ -61,6 +62,9 @@ pub(crate) enum Ev {
     /// The shared CPU's next job may have ended ([`crate::WorkModel::SharedHost`]); stale if
     /// its epoch is not the CPU's.
     CpuTick { epoch: u64 },
+    /// A message on `node`'s fair-shared uplink may have finished leaving
+    /// ([`crate::Uplink::Fair`]); stale if its epoch is not the uplink's.
+    UplinkTick { node: NodeId, epoch: u64 },
 }
 
 /// An event's place in the queue: its time (µs), its sequence number and the slot that holds
@@ -199,6 +203,8 @@ pub(crate) struct World {
     pub cpu: Option<SharedCpu>,
     /// Jobs of the shared CPU that ended and wait for the next tick to be handled.
     pub cpu_ended: Vec<Ended>,
+    /// Per node, its uplink's queues under [`Uplink::Fair`] (made at its first limited send).
+    uplinks: Vec<Option<FairUplink<(u64, Wire)>>>,
 }
 
 pub(crate) fn pair(a: NodeId, b: NodeId) -> (NodeId, NodeId) {
@@ -240,6 +246,7 @@ impl World {
             readmitted: 0,
             cpu: None,
             cpu_ended: Vec::new(),
+            uplinks: Vec::new(),
         }
     }
 
@@ -292,6 +299,7 @@ impl World {
             self.subscribers.resize(i + 1, false);
             self.up.resize(i + 1, None);
             self.seen.grow(i + 1);
+            self.uplinks.resize_with(i + 1, || None);
         }
         self.hosts[i].region = region;
     }
@@ -498,18 +506,93 @@ impl World {
             self.record(Event::Lost { from, to, msg: Msg::of(&wire), cause: Cause::Loss });
             return false;
         }
-        let at = self.arrival_us(from, to, size);
         self.counters.add_bytes(from, to, size);
-        // Without a record of events, a copy of gossip that its receiver already has when it is
-        // sent takes its bandwidth above but is not delivered: the receiver would only drop it.
+        let up_bps = self.up_bps(from);
+        if self.model.uplink == Uplink::Fair && up_bps != 0 {
+            let now = self.now_us;
+            let Some(slot) = self.uplinks.get_mut(from.0 as usize) else { return false };
+            let u = slot.get_or_insert_with(|| FairUplink::new(up_bps));
+            let next = u.push(now, to, size, (link.epoch, wire));
+            let epoch = u.epoch;
+            if let Some(at) = next {
+                self.schedule_us(at.max(now), Ev::UplinkTick { node: from, epoch });
+            }
+            return true;
+        }
+        let at = self.arrival_us(from, to, size);
+        self.deliver_at(from, to, link.epoch, wire, at);
+        true
+    }
+
+    /// Schedules the delivery of `wire` at `at` — unless, without a record of events, it is a
+    /// copy of gossip that its receiver will already have by then: that copy took its
+    /// bandwidth but is not delivered (the receiver would only drop it).
+    fn deliver_at(&mut self, from: NodeId, to: NodeId, epoch: u64, wire: Wire, at: u64) {
         if let Wire::Gossip { id, .. } = &wire {
             if !self.keep_events && self.seen.holds(to.0 as usize, id, at / 1_000) {
                 self.counters.elided += 1;
-                return true;
+                return;
             }
         }
-        self.schedule_us(at, Ev::Deliver { to, from, epoch: link.epoch, wire });
-        true
+        self.schedule_us(at, Ev::Deliver { to, from, epoch, wire });
+    }
+
+    /// `node`'s fair-shared uplink's tick: the messages that finished leaving by now are on
+    /// their way (latency, then the receiver's download), the next tick is scheduled.
+    pub fn uplink_tick(&mut self, node: NodeId, epoch: u64) {
+        let now = self.now_us;
+        let Some(u) = self.uplinks.get_mut(node.0 as usize).and_then(Option::as_mut) else { return };
+        if u.epoch != epoch {
+            return;
+        }
+        let (sent, next) = u.finished(now);
+        let epoch = u.epoch;
+        if let Some(at) = next {
+            self.schedule_us(at.max(now), Ev::UplinkTick { node, epoch });
+        }
+        for m in sent {
+            let (link_epoch, wire) = m.item;
+            let size = wire.len() as u64 + self.model.overhead_bytes;
+            let at = self.landing_us(node, m.to, size, m.started_us, now);
+            self.deliver_at(node, m.to, link_epoch, wire, at);
+        }
+    }
+
+    /// Drops what `from`'s fair-shared uplink still holds for `to` (their link went down).
+    fn drop_uplink(&mut self, from: NodeId, to: NodeId) {
+        let now = self.now_us;
+        let Some(u) = self.uplinks.get_mut(from.0 as usize).and_then(Option::as_mut) else { return };
+        let before = u.epoch;
+        let next = u.drop_peer(now, to);
+        let epoch = u.epoch;
+        if epoch != before {
+            if let Some(at) = next {
+                self.schedule_us(at.max(now), Ev::UplinkTick { node: from, epoch });
+            }
+        }
+    }
+
+    /// How long what `node` has queued takes to leave its uplink, µs.
+    fn queued_us(&self, node: NodeId) -> u64 {
+        let i = node.0 as usize;
+        match self.uplinks.get(i).and_then(Option::as_ref) {
+            Some(u) if self.model.uplink == Uplink::Fair => u.backlog_us(),
+            _ => self.hosts.get(i).map_or(0, |h| h.up_free.saturating_sub(self.now_us)),
+        }
+    }
+
+    fn up_bps(&self, node: NodeId) -> u64 {
+        self.model.regions.get(usize::from(self.region(node))).map_or(0, |r| r.up_bps)
+    }
+
+    /// When `size` bytes that began to leave `from` at `started` and had left by `left` finish
+    /// arriving at `to`: after the latency, and no sooner than the receiver's download takes
+    /// from the first byte's arrival.
+    fn landing_us(&mut self, from: NodeId, to: NodeId, size: u64, started: u64, left: u64) -> u64 {
+        let latency = self.delay_us(from, to);
+        let down_bps = self.model.regions.get(usize::from(self.region(to))).map_or(0, |r| r.down_bps);
+        let take = if down_bps == 0 { 0 } else { size.saturating_mul(8_000_000).div_ceil(down_bps) };
+        left.saturating_add(latency).max(started.saturating_add(latency).saturating_add(take))
     }
 
     /// When `size` bytes sent now from `from` finish arriving at `to`: the sender's uplink
@@ -517,21 +600,15 @@ impl World {
     /// latency; the receiver takes it in no faster than its download bandwidth (the slower
     /// link sets the pace). Downlinks do not queue (`crate::net`).
     fn arrival_us(&mut self, from: NodeId, to: NodeId, size: u64) -> u64 {
-        let now = self.now_us;
-        let latency = self.delay_us(from, to);
-        let (rf, rt) = (self.region(from), self.region(to));
-        let up_bps = self.model.regions.get(usize::from(rf)).map_or(0, |r| r.up_bps);
-        let down_bps = self.model.regions.get(usize::from(rt)).map_or(0, |r| r.down_bps);
-        let bits = size.saturating_mul(8);
-        let take = |bps: u64| if bps == 0 { 0 } else { bits.saturating_mul(1_000_000).div_ceil(bps) };
+        let up_bps = self.up_bps(from);
         let fi = from.0 as usize;
-        let start = now.max(self.hosts[fi].up_free);
-        let sent = start.saturating_add(take(up_bps));
+        let start = self.now_us.max(self.hosts[fi].up_free);
+        let take = if up_bps == 0 { 0 } else { size.saturating_mul(8_000_000).div_ceil(up_bps) };
+        let sent = start.saturating_add(take);
         if up_bps != 0 {
             self.hosts[fi].up_free = sent;
         }
-        let first_bit = start.saturating_add(latency);
-        sent.saturating_add(latency).max(first_bit.saturating_add(take(down_bps)))
+        self.landing_us(from, to, size, start, sent)
     }
 
     /// A message sent on link epoch `epoch` arrives: true (and recorded as delivered) if that
@@ -583,6 +660,8 @@ impl World {
             m.remove(&a);
         }
         self.mesh.prune(a, b);
+        self.drop_uplink(a, b);
+        self.drop_uplink(b, a);
         self.record(Event::Unlinked { a, b });
         for (node, peer) in [(a, b), (b, a)] {
             if let Some(incarnation) = self.incarnation(node) {
@@ -601,7 +680,7 @@ impl World {
         self.refusals.insert((banner, banned), until);
         self.record(Event::Ban { by: banner, peer: banned, until_ms: until });
         self.mesh.prune(banner, banned);
-        let queued = self.hosts.get(banner.0 as usize).map_or(0, |h| h.up_free.saturating_sub(self.now_us));
+        let queued = self.queued_us(banner);
         let after = self.max_delay_us(banner, banned) + queued + 1_000;
         let Some(link) = self.link(banner, banned).filter(|l| !l.closing) else { return };
         for (x, y) in [(banner, banned), (banned, banner)] {
@@ -629,6 +708,10 @@ mod tests {
     /// Two regions 10 ms and 200 ms apart (one way), 8 Mbit/s each way per node; nodes 0 and
     /// 1 in the near region, node 2 in the far one, all linked and up.
     fn world() -> World {
+        world_with(crate::Uplink::Fifo)
+    }
+
+    fn world_with(uplink: crate::Uplink) -> World {
         let region =
             |name: &str| Region { name: name.into(), share: 1.0, up_bps: 8_000_000, down_bps: 8_000_000 };
         let model = NetModel {
@@ -638,6 +721,7 @@ mod tests {
             jitter: Jitter::None,
             loss: 0.0,
             overhead_bytes: 0,
+            uplink,
         };
         let mut w = World::new(1, model, GossipParams::node(), 1_000, true);
         for (i, region) in [0u16, 0, 1].into_iter().enumerate() {
@@ -661,8 +745,10 @@ mod tests {
     fn deliveries(w: &mut World, t0: u64) -> Vec<(u64, u32, u32)> {
         let mut out = Vec::new();
         while let Some(ev) = w.pop(u64::MAX) {
-            if let Ev::Deliver { to, from, .. } = ev {
-                out.push((w.now_us - t0, from.0, to.0));
+            match ev {
+                Ev::Deliver { to, from, .. } => out.push((w.now_us - t0, from.0, to.0)),
+                Ev::UplinkTick { node, epoch } => w.uplink_tick(node, epoch),
+                _ => {}
             }
         }
         out
@@ -676,6 +762,27 @@ mod tests {
         assert!(w.send(NodeId(0), NodeId(1), gossip(125_000, 1)));
         assert!(w.send(NodeId(0), NodeId(2), gossip(125_000, 1)));
         assert_eq!(deliveries(&mut w, t0), [(125_000 + 10_000, 0, 1), (250_000 + 200_000, 0, 2)]);
+    }
+
+    #[test]
+    fn a_fair_uplink_shares_its_bandwidth_among_peers() {
+        let mut w = world_with(crate::Uplink::Fair);
+        let t0 = w.now_us;
+        // The same two sends: each peer gets half the bandwidth, so both copies take 250 ms
+        // to leave, and a third to node 1 waits behind its first (one connection, in order).
+        assert!(w.send(NodeId(0), NodeId(1), gossip(125_000, 1)));
+        assert!(w.send(NodeId(0), NodeId(2), gossip(125_000, 1)));
+        assert!(w.send(NodeId(0), NodeId(1), gossip(125_000, 2)));
+        assert_eq!(
+            deliveries(&mut w, t0),
+            [(250_000 + 10_000, 0, 1), (375_000 + 10_000, 0, 1), (250_000 + 200_000, 0, 2)]
+        );
+        // A link that goes down takes its queue with it: the other peer gets the whole uplink.
+        let t1 = w.now_us;
+        assert!(w.send(NodeId(0), NodeId(1), gossip(125_000, 3)));
+        assert!(w.send(NodeId(0), NodeId(2), gossip(125_000, 4)));
+        w.disconnect(NodeId(0), NodeId(1));
+        assert_eq!(deliveries(&mut w, t1), [(125_000 + 200_000, 0, 2)]);
     }
 
     #[test]

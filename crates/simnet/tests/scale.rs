@@ -291,3 +291,31 @@ fn idontwant_spares_copies_of_long_messages_that_their_receiver_has_and_loses_no
     }
     assert!(arrivals.mined.len() >= 3);
 }
+
+#[test]
+fn transactions_carrying_data_are_confirmed_and_make_larger_blocks() {
+    let run = |data: usize| {
+        let cfg = SimConfig::devnet(4);
+        let accounts = Accounts::new(&cfg.params, cfg.sig, 4, 64).with_data(data);
+        let mut sim = Sim::new(cfg);
+        let miner = sim.add_node(Role::Miner);
+        let peer = sim.add_node(Role::Peer);
+        sim.connect(miner, peer);
+        let start = sim.now();
+        sim.start_load(LoadPlan::new(20.0, start + 100, start + 3_000, vec![peer]), accounts);
+        sim.run_for(6_000);
+        let r = sim.replica(peer).unwrap();
+        let chain = r.chain.read();
+        let accepted = sim.accepted().len();
+        let confirmed =
+            sim.accepted().iter().filter(|t| chain.tx_location(t).ok().flatten().is_some()).count();
+        (accepted, confirmed, sim.counters().up_bytes.iter().sum::<u64>())
+    };
+    let (plain, plain_confirmed, plain_bytes) = run(0);
+    let (big, big_confirmed, big_bytes) = run(10_000);
+    assert!(plain > 40 && plain == plain_confirmed, "{plain} {plain_confirmed}");
+    // Their fee pays for their size: every one is admitted and confirmed.
+    assert_eq!((big, big_confirmed), (plain, plain_confirmed));
+    // 10 KB more each on the wire (compact blocks do not carry them again).
+    assert!(big_bytes >= plain_bytes + plain as u64 * 10_000, "{big_bytes} {plain_bytes}");
+}

@@ -18,9 +18,12 @@
 //!   launcher killed with SIGKILL cannot stop anything: tying the children's lives to it would
 //!   take an unsafe pre-exec hook, which the workspace forbids.)
 //! - Single nodes can be stopped, killed and restarted on the same data directory.
+//! - [`shadow`]: the same binary as hosts of the Shadow network simulator, in virtual time
+//!   (configuration, run, and finding Shadow, which is optional).
 
 pub mod netns;
 mod process;
+pub mod shadow;
 pub mod wan;
 
 use std::ffi::{OsStr, OsString};

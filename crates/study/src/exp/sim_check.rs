@@ -25,6 +25,12 @@
 //! always; as root, `namespaces-100mbit` and `namespaces-wan-seed001-100mbit` (each node in a
 //! network namespace, its link limited by `tc tbf` to 100 Mbit/s, where a 190 KB message to 15
 //! peers takes a sender's uplink about 230 ms and bandwidth is no longer free).
+//!
+//! Beyond 16 nodes, where two cores cannot run the processes in real time: the real binary
+//! under Shadow against the simulator, at 64 and 256 nodes on SimBlock's six regions
+//! ([`shadow`]), when Shadow is on the `PATH`; the report says when it is not.
+
+pub mod shadow;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -38,7 +44,9 @@ use scalechain_lab::plot::{Chart, Series};
 use scalechain_lab::Table;
 use scalechain_mempool::MempoolConfig;
 use scalechain_p2p::msg::Role;
-use scalechain_simnet::{CostModel, Jitter, NetModel, NodeId, Region, Sim, SimConfig, Tracking, WorkModel};
+use scalechain_simnet::{
+    CostModel, Jitter, NetModel, NodeId, Region, Sim, SimConfig, Tracking, Uplink, WorkModel,
+};
 use scalechain_types::{Hash, HashKind, Tx};
 
 use super::propagation::{self, Placement, RawRun, RunOpts, FAN_OUT};
@@ -141,6 +149,7 @@ impl Setting {
                 jitter: Jitter::None,
                 loss: 0.0,
                 overhead_bytes: 64,
+                uplink: Uplink::Fifo,
             }
         } else {
             let us = if self == Setting::Loopback { 50 } else { 100 };
@@ -151,6 +160,7 @@ impl Setting {
                 jitter: Jitter::None,
                 loss: 0.0,
                 overhead_bytes: 64,
+                uplink: Uplink::Fifo,
             }
         }
     }
@@ -218,7 +228,13 @@ pub fn from_real(raw: &RawRun) -> Observed {
 
 /// The simulated run's arrivals as items, for the `measured` nodes (the miner last) from
 /// `t0_us` on.
-fn from_sim(sim: &Sim, measured: &[NodeId], ids: &[Hash], t0_us: u64, cpu_ms_node: f64) -> Observed {
+pub(crate) fn from_sim(
+    sim: &Sim,
+    measured: &[NodeId],
+    ids: &[Hash],
+    t0_us: u64,
+    cpu_ms_node: f64,
+) -> Observed {
     let a = sim.arrivals();
     let item = |arr: Option<&Vec<(NodeId, u64)>>, origin: usize| Item {
         origin,
@@ -384,62 +400,134 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
             }
             let wall_s = wall.elapsed().as_secs_f64();
             for (m, model) in MODELS.iter().enumerate() {
+                let sim_cpu = *model == "shared-host";
+                let compared =
+                    Compared { placement: setting.label(), n, model, sim: &sim[m], real: &real, sim_cpu };
                 for series in ["tx", "block"] {
-                    let pick = |o: &Observed| if series == "tx" { o.txs.clone() } else { o.blocks.clone() };
-                    let over_runs = |obs: &[Observed]| -> [f64; 3] {
-                        let per: Vec<[f64; 3]> = obs.iter().map(|o| stats(&pick(o))).collect();
-                        [0, 1, 2]
-                            .map(|k| median(per.iter().map(|q| q[k]).filter(|x| x.is_finite()).collect()))
-                    };
-                    let (s, r) = (over_runs(&sim[m]), over_runs(&real));
-                    let diffs: Vec<f64> = (0..3)
-                        .filter(|&k| r[k].is_finite() && s[k].is_finite() && r[k] > 0.0)
-                        .map(|k| (s[k] - r[k]) / r[k] * 100.0)
-                        .collect();
-                    let worst = diffs.iter().copied().max_by(|a, b| a.abs().total_cmp(&b.abs()));
-                    let count = |obs: &[Observed]| obs.iter().map(|o| pick(o).len()).sum::<usize>();
-                    let cpu = |obs: &[Observed]| median(obs.iter().map(|o| o.cpu_ms_node).collect());
-                    let other =
-                        median(real.iter().map(|o| o.other_cores).filter(|x| x.is_finite()).collect());
-                    let f = |x: f64| if x.is_finite() { format!("{x:.1}") } else { String::new() };
-                    table.push(vec![
-                        series.into(),
-                        setting.label().into(),
-                        n.to_string(),
-                        (*model).into(),
-                        f(s[0]),
-                        f(r[0]),
-                        f(s[1]),
-                        f(r[1]),
-                        f(s[2]),
-                        f(r[2]),
-                        worst.map_or(String::new(), |w| format!("{w:.0}")),
-                        worst.is_some_and(|w| w.abs() <= WITHIN).to_string(),
-                        count(&real).to_string(),
-                        count(&sim[m]).to_string(),
-                        f(cpu(&real)),
-                        if *model == "shared-host" { f(cpu(&sim[m])) } else { String::new() },
-                        if other.is_finite() { format!("{other:.2}") } else { String::new() },
-                        if transport_ns.is_finite() { format!("{transport_ns:.2}") } else { String::new() },
-                        runs.to_string(),
-                        format!("{wall_s:.1}"),
-                        ctx.machine.build.into(),
-                        costs.source.replace(',', ";"),
-                        ctx.machine.commit.into(),
-                        ctx.opts.seed.to_string(),
-                    ]);
+                    table.push(compared.row(ctx, series, transport_ns, runs, wall_s, &costs.source));
                 }
             }
         }
     }
+    shadow_part(ctx, &exe, &mut table)?;
     ctx.finish(Experiment::SimCheck, &table, charts, section)
+}
+
+/// One comparison of simulated runs with measured ones, for the table.
+struct Compared<'a> {
+    placement: &'a str,
+    n: usize,
+    model: &'a str,
+    sim: &'a [Observed],
+    real: &'a [Observed],
+    /// The model charged CPU worth reporting (the shared host's).
+    sim_cpu: bool,
+}
+
+impl Compared<'_> {
+    /// The row of `series` (`tx` or `block`): medians over runs of each statistic.
+    fn row(
+        &self,
+        ctx: &Ctx,
+        series: &str,
+        transport_ns: f64,
+        runs: usize,
+        wall_s: f64,
+        costs: &str,
+    ) -> Vec<String> {
+        let pick = |o: &Observed| if series == "tx" { o.txs.clone() } else { o.blocks.clone() };
+        let over_runs = |obs: &[Observed]| -> [f64; 3] {
+            let per: Vec<[f64; 3]> = obs.iter().map(|o| stats(&pick(o))).collect();
+            [0, 1, 2].map(|k| median(per.iter().map(|q| q[k]).filter(|x| x.is_finite()).collect()))
+        };
+        let (s, r) = (over_runs(self.sim), over_runs(self.real));
+        let diffs: Vec<f64> = (0..3)
+            .filter(|&k| r[k].is_finite() && s[k].is_finite() && r[k] > 0.0)
+            .map(|k| (s[k] - r[k]) / r[k] * 100.0)
+            .collect();
+        let worst = diffs.iter().copied().max_by(|a, b| a.abs().total_cmp(&b.abs()));
+        let count = |obs: &[Observed]| obs.iter().map(|o| pick(o).len()).sum::<usize>();
+        let cpu =
+            |obs: &[Observed]| median(obs.iter().map(|o| o.cpu_ms_node).filter(|x| x.is_finite()).collect());
+        let other = median(self.real.iter().map(|o| o.other_cores).filter(|x| x.is_finite()).collect());
+        let f = |x: f64| if x.is_finite() { format!("{x:.1}") } else { String::new() };
+        vec![
+            series.into(),
+            self.placement.into(),
+            self.n.to_string(),
+            self.model.into(),
+            f(s[0]),
+            f(r[0]),
+            f(s[1]),
+            f(r[1]),
+            f(s[2]),
+            f(r[2]),
+            worst.map_or(String::new(), |w| format!("{w:.0}")),
+            worst.is_some_and(|w| w.abs() <= WITHIN).to_string(),
+            count(self.real).to_string(),
+            count(self.sim).to_string(),
+            f(cpu(self.real)),
+            if self.sim_cpu { f(cpu(self.sim)) } else { String::new() },
+            if other.is_finite() { format!("{other:.2}") } else { String::new() },
+            if transport_ns.is_finite() { format!("{transport_ns:.2}") } else { String::new() },
+            runs.to_string(),
+            format!("{wall_s:.1}"),
+            ctx.machine.build.into(),
+            costs.replace(',', ";"),
+            ctx.machine.commit.into(),
+            ctx.opts.seed.to_string(),
+        ]
+    }
+}
+
+/// The placement label of the runs under Shadow.
+pub const SHADOW_PLACEMENT: &str = "shadow-simblock";
+/// The simulator's models beside Shadow: no work charged, as Shadow charges none, and each
+/// uplink model.
+pub const SHADOW_MODELS: [(&str, Uplink); 2] = [("fifo-uplink", Uplink::Fifo), ("fair-uplink", Uplink::Fair)];
+
+/// The real binary under Shadow against the simulator ([`shadow`]), at 64 and 256 nodes
+/// (16 with `--quick`), when Shadow is found; nothing otherwise (the section says so).
+fn shadow_part(ctx: &Ctx, exe: &std::path::Path, table: &mut Table) -> Result<(), StudyError> {
+    let Some(bin) = scalechain_lab::launcher::shadow::find() else {
+        ctx.progress.println("sim-check: Shadow is not on the PATH (nor SCALECHAIN_SHADOW): no run under it");
+        return Ok(());
+    };
+    let sizes: &[usize] = if ctx.opts.quick { &[16] } else { &[64, 256] };
+    let mut p = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
+    p.genesis_time = scalechain_lab::launcher::shadow::EPOCH_MS;
+    let txs = propagation::workload(&p);
+    let ids: Vec<Hash> = txs.iter().map(|t| t.txid(p.hash)).collect();
+    let base = ctx.opts.out.join("shadow");
+    for &n in sizes {
+        ctx.progress.set_message(format!("under Shadow: {n} nodes"));
+        let seed = ctx.opts.seed;
+        let sims: Vec<(Observed, shadow::Topology)> =
+            SHADOW_MODELS.iter().map(|&(_, uplink)| shadow::simulate(n, &p, &txs, seed, uplink)).collect();
+        let dir = base.join(format!("n{n}"));
+        let (real, wall) = shadow::run_shadow(&bin, exe, &sims[0].1, &txs, &ids, seed, &dir)?;
+        for ((model, _), (sim, _)) in SHADOW_MODELS.iter().zip(&sims) {
+            let compared = Compared {
+                placement: SHADOW_PLACEMENT,
+                n,
+                model,
+                sim: std::slice::from_ref(sim),
+                real: std::slice::from_ref(&real),
+                sim_cpu: false,
+            };
+            for series in ["tx", "block"] {
+                table.push(compared.row(ctx, series, f64::NAN, 1, wall.as_secs_f64(), "none charged"));
+            }
+        }
+    }
+    Ok(())
 }
 
 pub(crate) fn charts(t: &Table) -> Vec<Chart> {
     let mut out = Vec::new();
     for placement in t.distinct("placement") {
         let is = |r: &[String], col: &str, v: &str| t.col(col).is_some_and(|i| r[i] == v);
-        let rows = |series: &'static str, model: &'static str| -> Vec<&Vec<String>> {
+        let rows = |series: &str, model: &str| -> Vec<&Vec<String>> {
             t.rows
                 .iter()
                 .filter(|r| {
@@ -450,19 +538,30 @@ pub(crate) fn charts(t: &Table) -> Vec<Chart> {
         let points = |rows: &[&Vec<String>], y: &str| -> Vec<(f64, f64)> {
             rows.iter().filter_map(|r| Some((t.num(r, "nodes")?, t.num(r, y)?))).collect()
         };
+        let models: Vec<String> = t
+            .distinct("model")
+            .into_iter()
+            .filter(|m| t.rows.iter().any(|r| is(r, "placement", &placement) && is(r, "model", m)))
+            .collect();
+        let under_shadow = placement == SHADOW_PLACEMENT;
         let mut series = Vec::new();
         for (s, what) in [("tx", "transactions"), ("block", "blocks")] {
-            let shared = rows(s, "shared-host");
-            series.push(Series::seed(format!("{what}: measured"), points(&shared, "real_p90_ms")));
-            series
-                .push(Series::line(format!("{what}: simulated, shared host"), points(&shared, "sim_p90_ms")));
-            series.push(Series::line(
-                format!("{what}: simulated, own cores"),
-                points(&rows(s, "own-cores"), "sim_p90_ms"),
-            ));
+            // The measured times are the same in every model's rows.
+            if let Some(first) = models.first() {
+                let label = if under_shadow { "under Shadow" } else { "measured" };
+                series.push(Series::seed(format!("{what}: {label}"), points(&rows(s, first), "real_p90_ms")));
+            }
+            for m in &models {
+                let name = m.replace('-', " ");
+                series.push(Series::line(
+                    format!("{what}: simulated, {name}"),
+                    points(&rows(s, m), "sim_p90_ms"),
+                ));
+            }
         }
+        let against = if under_shadow { "the real binary under Shadow" } else { "measured" };
         out.push(Chart {
-            title: format!("Simulated against measured, {placement}: time to 90% of the nodes"),
+            title: format!("Simulated against {against}, {placement}: time to 90% of the nodes"),
             x_label: "nodes".into(),
             y_label: "ms from the first node".into(),
             log_x: true,
@@ -505,13 +604,41 @@ fn section(t: &Table) -> String {
         let ok = rows.iter().filter(|r| t.col("within_25").is_some_and(|i| r[i] == "true")).count();
         (ok, rows.len())
     };
-    for model in MODELS {
+    for model in MODELS.into_iter().chain(SHADOW_MODELS.map(|(m, _)| m)) {
         let (ok, all) = within(model);
-        s.push_str(&format!("- `{model}`: {ok} of {all} comparisons within 25%.\n"));
+        if all > 0 {
+            s.push_str(&format!("- `{model}`: {ok} of {all} comparisons within 25%.\n"));
+        }
     }
     s.push('\n');
+    s.push_str(&shadow_paragraph(t));
     s.push_str(&t.markdown(&COLUMNS[..17]));
     s
+}
+
+/// What the report says of the runs under Shadow: how they were made, or that Shadow was absent.
+fn shadow_paragraph(t: &Table) -> String {
+    let ran = t.rows.iter().any(|r| t.col("placement").is_some_and(|i| r[i] == SHADOW_PLACEMENT));
+    if !ran {
+        return format!(
+            "**Under Shadow: not run.** Shadow (a network simulator that runs the real binary in \
+             virtual time) was not on the `PATH`, nor named by `SCALECHAIN_SHADOW`, so the check \
+             beyond 16 nodes (placement `{SHADOW_PLACEMENT}`) is absent from this run. It is built \
+             from its sources (docs/SIMULATOR.md says how).\n\n"
+        );
+    }
+    format!(
+        "**Under Shadow** (placement `{SHADOW_PLACEMENT}`): the real `scalechain` \
+         binary, one process per simulated host, on SimBlock's six regions (the latency table's means, \
+         each region's bandwidths), each node dialling the peers the simulator gave it (eight each), \
+         against the simulator on the same network. Shadow runs processes in zero virtual time, so \
+         neither world charges CPU: this checks the network model and the relay, not the cost model. \
+         The simulator runs with each of its uplink models: `fifo-uplink` sends one message after \
+         another at the full upload bandwidth (SimBlock's), `fair-uplink` shares the bandwidth equally \
+         among the peers with messages queued, as TCP connections share a bottleneck. \
+         `real_*` are Shadow's times, from the nodes' own arrival logs; one run a size; `wall_s` is \
+         Shadow's wall time.\n\n"
+    )
 }
 
 #[cfg(test)]
