@@ -477,6 +477,14 @@ fn study_quick_smoke() {
         }
     }
     assert!(in_either(out, "sim-check-costs.toml").exists());
+    // Under Shadow at 16 nodes when Shadow is found; otherwise the report says it was not.
+    let shadow_rows = csv.lines().filter(|l| l.contains(",shadow-simblock,16,")).count();
+    if scalechain_lab::launcher::shadow::find().is_some() {
+        assert_eq!(shadow_rows, 4, "two series for each uplink model: {csv}");
+    } else {
+        assert_eq!(shadow_rows, 0, "{csv}");
+        assert!(report.contains("**Under Shadow: not run.**"), "the report says Shadow was absent");
+    }
     // voting: both schemes in every mode, with positive rates.
     let csv = std::fs::read_to_string(in_either(out, "voting.csv")).unwrap();
     for scheme in ["elgamal", "paillier"] {
