@@ -456,43 +456,23 @@ pub(crate) fn charts(t: &Table) -> Vec<Chart> {
         .iter()
         .map(|(c, l)| line(&prop, "nodes", c, l))
         .collect();
-    let stale: Vec<&Vec<String>> = rows("stale");
-    let mut stale_series: Vec<Series> = ["true", "false"]
-        .iter()
-        .map(|on| {
-            let rows: Vec<&Vec<String>> = stale
-                .iter()
-                .copied()
-                .filter(|r| t.col("compact").map(|i| r[i] == *on) == Some(true))
-                .collect();
-            line(
-                &rows,
-                "interval_s",
-                "stale_pct",
-                if *on == "true" { "compact blocks" } else { "whole blocks" },
-            )
-        })
-        .collect();
+    // The stale rate against `x`, a line for compact blocks and one for whole blocks.
+    let by_compact = |rows: &[&Vec<String>], x: &str| -> Vec<Series> {
+        [("true", "compact blocks"), ("false", "whole blocks")]
+            .iter()
+            .map(|(on, label)| {
+                let rows: Vec<&Vec<String>> =
+                    rows.iter().copied().filter(|r| t.col("compact").is_some_and(|i| r[i] == *on)).collect();
+                line(&rows, x, "stale_pct", label)
+            })
+            .collect()
+    };
+    let mut stale_series = by_compact(&rows("stale"), "interval_s");
     for (label, pct) in BITCOIN_STALE {
         stale_series.push(Series::seed(label, vec![(600.0, pct)]));
     }
     let size: Vec<&Vec<String>> = rows("size");
-    let size_series: Vec<Series> = ["true", "false"]
-        .iter()
-        .map(|on| {
-            let rows: Vec<&Vec<String>> = size
-                .iter()
-                .copied()
-                .filter(|r| t.col("compact").map(|i| r[i] == *on) == Some(true))
-                .collect();
-            line(
-                &rows,
-                "block_kb",
-                "stale_pct",
-                if *on == "true" { "compact blocks" } else { "whole blocks" },
-            )
-        })
-        .collect();
+    let size_series = by_compact(&size, "block_kb");
     let load = rows("load");
     let mut charts = vec![
         Chart {
