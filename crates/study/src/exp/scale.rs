@@ -9,7 +9,7 @@
 //!   the time for a block to reach 50 / 90 / 99 / 100% of the nodes after it was mined and for a
 //!   transaction after it was submitted (medians over blocks and over a sample of
 //!   transactions), the stale rate, and what a node sends.
-//! - `stale`: at 256 nodes (32 with `--quick`), the block interval swept (1, 2, 5, 15 s; 1 and 5
+//! - `stale`: at 256 nodes (32 with `--quick`), the block interval swept (1, 2, 5, 15, 60 s; 1 and 5
 //!   with `--quick`), compact blocks on and off, the same load: the stale (orphaned) block rate.
 //! - `size`: at 1,024 nodes (32 with `--quick`), the block size swept through the size of the
 //!   load's transactions (each carrying 0, 1, 5 or 20 KB of data at 20 tx/s and a block a
@@ -135,7 +135,8 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
             points.push(point("blocks", nodes, 60_000, 0.0));
         }
     }
-    let (stale_nodes, intervals): (usize, &[u64]) = if quick { (32, &[1, 5]) } else { (256, &[1, 2, 5, 15]) };
+    let (stale_nodes, intervals): (usize, &[u64]) =
+        if quick { (32, &[1, 5]) } else { (256, &[1, 2, 5, 15, 60]) };
     for &s in intervals {
         for compact in [true, false] {
             let virtual_ms = if quick { 20_000 } else { (30 * s * 1_000).max(60_000) };
