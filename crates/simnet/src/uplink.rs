@@ -202,9 +202,9 @@ mod tests {
     fn a_newcomer_slows_those_already_sending() {
         let mut u = FairUplink::new(8_000_000);
         u.push(0, NodeId(1), 1_000, 1);
-        // Half sent at 500 µs; from then on the two share: peer 1's other half takes 1 ms,
-        // then peer 2's last quarter... peer 2 has 1,000 bytes: 500 done by 1,500, the rest
-        // alone by 2,000.
+        // Peer 1's message is half sent at 500 µs; from then on the two share the uplink, so
+        // its other half takes 1 ms (ends at 1,500). By then peer 2's is half sent too, and
+        // its rest goes alone, by 2,000.
         let next = u.push(500, NodeId(2), 1_000, 2);
         let done = drain(&mut u, next);
         assert_eq!(done, vec![(1, 1, 0, 1_500), (2, 2, 500, 2_000)]);

@@ -514,9 +514,7 @@ impl World {
             let u = slot.get_or_insert_with(|| FairUplink::new(up_bps));
             let next = u.push(now, to, size, (link.epoch, wire));
             let epoch = u.epoch;
-            if let Some(at) = next {
-                self.schedule_us(at.max(now), Ev::UplinkTick { node: from, epoch });
-            }
+            self.uplink_reschedule(from, epoch, next);
             return true;
         }
         let at = self.arrival_us(from, to, size);
@@ -547,9 +545,7 @@ impl World {
         }
         let (sent, next) = u.finished(now);
         let epoch = u.epoch;
-        if let Some(at) = next {
-            self.schedule_us(at.max(now), Ev::UplinkTick { node, epoch });
-        }
+        self.uplink_reschedule(node, epoch, next);
         for m in sent {
             let (link_epoch, wire) = m.item;
             let size = wire.len() as u64 + self.model.overhead_bytes;
@@ -566,9 +562,14 @@ impl World {
         let next = u.drop_peer(now, to);
         let epoch = u.epoch;
         if epoch != before {
-            if let Some(at) = next {
-                self.schedule_us(at.max(now), Ev::UplinkTick { node: from, epoch });
-            }
+            self.uplink_reschedule(from, epoch, next);
+        }
+    }
+
+    /// Schedules `node`'s uplink tick of `epoch` at its next end, if it has one.
+    fn uplink_reschedule(&mut self, node: NodeId, epoch: u64, next: Option<u64>) {
+        if let Some(at) = next {
+            self.schedule_us(at.max(self.now_us), Ev::UplinkTick { node, epoch });
         }
     }
 

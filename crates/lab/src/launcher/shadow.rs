@@ -231,8 +231,14 @@ pub fn find() -> Option<PathBuf> {
         let p = PathBuf::from(p);
         return p.is_file().then_some(p);
     }
+    on_path("shadow")
+}
+
+/// The file `name` in the first directory of the `PATH` that holds one (Shadow, and the clients
+/// its hosts run).
+pub fn on_path(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|d| d.join("shadow")).find(|p| p.is_file())
+    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| p.is_file())
 }
 
 /// Runs `config` under `shadow` in `dir` (its `shadow.yaml`, and Shadow's output in

@@ -103,6 +103,16 @@ struct Point {
     uplink: Uplink,
 }
 
+/// Bytes of a plain transfer of the load (one input, one output, no data).
+const TRANSFER_BYTES: usize = 190;
+
+impl Point {
+    /// Bytes of each transaction of the load.
+    fn tx_bytes(&self) -> usize {
+        TRANSFER_BYTES + self.data_bytes
+    }
+}
+
 /// Runs the experiment.
 pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
     let quick = ctx.opts.quick;
@@ -231,7 +241,7 @@ fn simulate(ctx: &Ctx, p: Point, costs: &Arc<CostModel>) -> Result<Vec<Vec<Strin
         virtual_ms: p.virtual_ms + TAIL_MS,
         block_interval_ms: p.interval_ms,
         tps: p.tps,
-        tx_bytes: 190 + p.data_bytes as u64,
+        tx_bytes: p.tx_bytes() as u64,
     };
     if let Some(available) =
         std::fs::read_to_string("/proc/meminfo").ok().as_deref().and_then(budget::available_bytes)
@@ -345,9 +355,20 @@ fn simulate(ctx: &Ctx, p: Point, costs: &Arc<CostModel>) -> Result<Vec<Vec<Strin
     };
     let height = sim.up_nodes().iter().filter_map(|&i| sim.tip(i)).map(|t| t.0).max().unwrap_or(0);
     m.mined = a.mined.len() as u64;
-    // The mean size of the blocks on the first node's final chain, genesis left out.
+    m.stale_pct =
+        if m.mined == 0 { 0.0 } else { m.mined.saturating_sub(height) as f64 * 100.0 / m.mined as f64 };
+    m.block = [block_q(0.5), block_q(0.9), block_q(0.99), block_q(1.0)];
+    m.tx = [tx_q(0.5), tx_q(0.9), tx_q(1.0)];
+    let c = sim.counters();
+    let virtual_s = (p.virtual_ms + TAIL_MS) as f64 / 1_000.0;
+    m.up_kbps = c.up_bytes.iter().sum::<u64>() as f64 * 8.0 / n.max(1) as f64 / virtual_s / 1_000.0;
+    // The first node's final chain: what clients had accepted that is on it, and the mean size
+    // of its blocks (genesis left out).
     if let Some(r) = sim.up_nodes().first().and_then(|&i| sim.replica(i)) {
         let chain = r.chain.read();
+        let confirmed =
+            sim.accepted().iter().filter(|t| chain.tx_location(t).ok().flatten().is_some()).count();
+        m.confirmed_tps = confirmed as f64 / (p.virtual_ms as f64 / 1_000.0);
         let sizes: Vec<usize> = chain
             .main_chain()
             .iter()
@@ -358,20 +379,6 @@ fn simulate(ctx: &Ctx, p: Point, costs: &Arc<CostModel>) -> Result<Vec<Vec<Strin
         if !sizes.is_empty() {
             m.block_kb = sizes.iter().sum::<usize>() as f64 / sizes.len() as f64 / 1_000.0;
         }
-    }
-    m.stale_pct =
-        if m.mined == 0 { 0.0 } else { m.mined.saturating_sub(height) as f64 * 100.0 / m.mined as f64 };
-    m.block = [block_q(0.5), block_q(0.9), block_q(0.99), block_q(1.0)];
-    m.tx = [tx_q(0.5), tx_q(0.9), tx_q(1.0)];
-    let c = sim.counters();
-    let virtual_s = (p.virtual_ms + TAIL_MS) as f64 / 1_000.0;
-    m.up_kbps = c.up_bytes.iter().sum::<u64>() as f64 * 8.0 / n.max(1) as f64 / virtual_s / 1_000.0;
-    // Confirmed: what clients had accepted that is on the final chain of the first node.
-    if let Some(r) = sim.up_nodes().first().and_then(|&i| sim.replica(i)) {
-        let chain = r.chain.read();
-        let confirmed =
-            sim.accepted().iter().filter(|t| chain.tx_location(t).ok().flatten().is_some()).count();
-        m.confirmed_tps = confirmed as f64 / (p.virtual_ms as f64 / 1_000.0);
     }
     let f = |x: f64| if x.is_finite() { format!("{x:.1}") } else { String::new() };
     let loaded = p.tps > 0.0 && seed_txs.is_none();
@@ -412,7 +419,7 @@ fn simulate(ctx: &Ctx, p: Point, costs: &Arc<CostModel>) -> Result<Vec<Vec<Strin
             costs.source.replace(',', ";"),
             ctx.machine.commit.into(),
             ctx.opts.seed.to_string(),
-            (190 + p.data_bytes).to_string(),
+            p.tx_bytes().to_string(),
             format!("{:.1}", m.block_kb),
             p.uplink.name().into(),
         ]

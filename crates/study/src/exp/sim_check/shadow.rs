@@ -281,8 +281,7 @@ pub fn run_shadow(
 
 /// curl on the `PATH` (the hosts' clients).
 fn find_curl() -> Result<PathBuf, StudyError> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path).map(|d| d.join("curl")).find(|p| p.is_file()).ok_or_else(|| {
+    shadow::on_path("curl").ok_or_else(|| {
         StudyError::Wrong("the Shadow check's clients are curl, which is not on the PATH".into())
     })
 }
