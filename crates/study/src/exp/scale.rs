@@ -3,14 +3,15 @@
 //! six-region network (latency and bandwidth tables from measured Bitcoin data), each node a
 //! two-core machine whose work costs what a calibration of this machine's engine says.
 //!
-//! Two series:
+//! The series:
 //! - `propagation`: N = 16, 64, 256, 1,024 nodes (16, 64 with `--quick`), a light load (20
 //!   tx/s, one transaction a request, to eight nodes in turn), blocks at the devnet's interval:
 //!   the time for a block to reach 50 / 90 / 99 / 100% of the nodes after it was mined and for a
 //!   transaction after it was submitted (medians over blocks and over a sample of
 //!   transactions), the stale rate, and what a node sends.
-//! - `stale`: at 256 nodes (32 with `--quick`), the block interval swept (1, 2, 5, 15, 60 s; 1 and 5
-//!   with `--quick`), compact blocks on and off, the same load: the stale (orphaned) block rate.
+//! - `stale`: at 1,024 nodes (32 with `--quick`), the block interval swept (1, 2, 5, 15, 60 s; 1
+//!   and 5 with `--quick`), compact blocks on and off, the same load, 20 intervals of virtual time
+//!   but at least 60 s: the stale (orphaned) block rate.
 //! - `size`: at 1,024 nodes (32 with `--quick`), the block size swept through the size of the
 //!   load's transactions (each carrying 0, 1 or 5 KB of data at 20 tx/s and a block a second:
 //!   blocks of about 4 to 100 KB, and larger where whole blocks go stale; 0 and 5 KB with
@@ -147,10 +148,10 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
         }
     }
     let (stale_nodes, intervals): (usize, &[u64]) =
-        if quick { (32, &[1, 5]) } else { (256, &[1, 2, 5, 15, 60]) };
+        if quick { (32, &[1, 5]) } else { (1_024, &[1, 2, 5, 15, 60]) };
     for &s in intervals {
         for compact in [true, false] {
-            let virtual_ms = if quick { 20_000 } else { (30 * s * 1_000).max(60_000) };
+            let virtual_ms = if quick { 20_000 } else { (20 * s * 1_000).max(60_000) };
             points.push(Point {
                 interval_ms: s * 1_000,
                 compact,
@@ -476,7 +477,9 @@ pub(crate) fn charts(t: &Table) -> Vec<Chart> {
             })
             .collect()
     };
-    let mut stale_series = by_compact(&rows("stale"), "interval_s");
+    let stale = rows("stale");
+    let stale_nodes = stale.first().map_or(String::new(), |r| r[1].clone());
+    let mut stale_series = by_compact(&stale, "interval_s");
     for (label, pct) in BITCOIN_STALE {
         stale_series.push(Series::seed(label, vec![(600.0, pct)]));
     }
@@ -512,7 +515,7 @@ pub(crate) fn charts(t: &Table) -> Vec<Chart> {
             series: vec![line(&prop, "nodes", "up_kbps_per_node", "mean per node")],
         },
         Chart {
-            title: "Stale blocks against the block interval (simulated)".into(),
+            title: format!("Stale blocks against the block interval at {stale_nodes} nodes (simulated)"),
             x_label: "block interval, s".into(),
             y_label: "% of mined blocks not in the final chain".into(),
             log_x: true,
@@ -591,7 +594,7 @@ fn section(t: &Table) -> String {
          with `--quick`, the repository's reference calibration), each node a machine of two \
          cores.\n\n\
          Series: `propagation` (16 to 1,024 nodes at 20 tx/s), `blocks` (4,096 and 10,000 nodes, \
-         blocks alone), `stale` (the block interval at 256 nodes, compact blocks on and off), \
+         blocks alone), `stale` (the block interval at 1,024 nodes, compact blocks on and off), \
          `size` (the block size at 1,024 nodes and 1 s blocks, through transactions carrying 0 to \
          5 KB of data, compact blocks on and off, uplinks shared among peers as TCP shares them; \
          `block_kb` is the mean block on the final chain), \
