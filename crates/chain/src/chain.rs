@@ -57,6 +57,10 @@ pub enum ChainError {
     /// Stored state disagrees with itself.
     #[error("stored chain is inconsistent: {0}")]
     Corrupt(String),
+    /// A lookup of coins by owner on a chain whose owner index is switched off
+    /// ([`Chain::set_owner_index`], the node's `store.owner_index = false`).
+    #[error("this node keeps no owner index (store.owner_index = false): coins are not looked up by owner")]
+    OwnerIndexOff,
 }
 
 impl ChainError {
@@ -160,8 +164,9 @@ pub struct Chain<S: ChainStore> {
     tree: BlockTree,
     main: Vec<Hash>,
     utxos: UtxoSet,
-    /// The UTXO set's outpoints by owner (pubkey hash): always exactly the set's entries.
-    by_owner: OwnerIndex,
+    /// The UTXO set's outpoints by owner (pubkey hash): always exactly the set's entries, or
+    /// `None` while switched off ([`Chain::set_owner_index`]).
+    by_owner: Option<OwnerIndex>,
     app_state: BTreeMap<Vec<u8>, Vec<u8>>,
     store: S,
     orphans: OrphanPool,
@@ -234,7 +239,7 @@ impl<S: ChainStore> Chain<S> {
                 }
             }
         }
-        let by_owner = OwnerIndex::build(&state.utxos);
+        let by_owner = Some(OwnerIndex::build(state.utxos.iter().copied()));
         let mut chain = Chain {
             chain_id: state.chain_id,
             apps,
@@ -405,9 +410,32 @@ impl<S: ChainStore> Chain<S> {
     }
 
     /// Unspent outputs locked to `pubkey_hash`, in outpoint order: O(log n + k) through the
-    /// owner index, not a scan of the UTXO set.
-    pub fn utxos_of(&self, pubkey_hash: &Hash) -> impl Iterator<Item = (OutPoint, Coin)> + '_ {
-        self.by_owner.outpoints(pubkey_hash).filter_map(|op| self.utxos.coin(&op).map(|c| (op, c)))
+    /// owner index, not a scan of the UTXO set. [`ChainError::OwnerIndexOff`] while the index
+    /// is switched off.
+    pub fn utxos_of(
+        &self,
+        pubkey_hash: &Hash,
+    ) -> Result<impl Iterator<Item = (OutPoint, Coin)> + '_, ChainError> {
+        let ix = self.by_owner.as_ref().ok_or(ChainError::OwnerIndexOff)?;
+        Ok(ix.outpoints(pubkey_hash).filter_map(|op| self.utxos.coin(&op).map(|c| (op, c))))
+    }
+
+    /// Switches the owner index on (the default: it is built when the chain opens) or off.
+    /// Off, its memory is freed, blocks no longer update it and [`Chain::utxos_of`] answers
+    /// [`ChainError::OwnerIndexOff`]: for nodes that serve no lookups by owner (no wallets, no
+    /// explorer). Switched on again, it is rebuilt from the UTXO set, which the chain holds
+    /// whole, so it is exact at once.
+    pub fn set_owner_index(&mut self, on: bool) {
+        match (on, self.by_owner.is_some()) {
+            (true, false) => self.by_owner = Some(OwnerIndex::build(self.utxos.iter())),
+            (false, true) => self.by_owner = None,
+            _ => {}
+        }
+    }
+
+    /// Is the owner index kept ([`Chain::set_owner_index`])?
+    pub fn owner_index_on(&self) -> bool {
+        self.by_owner.is_some()
     }
 
     /// Application state.
@@ -678,7 +706,7 @@ impl<S: ChainStore> Chain<S> {
             total_value: total.max(0) as u128,
         };
         self.store.commit(&commit)?;
-        apply_to_memory(&mut self.utxos, &mut self.by_owner, &mut self.app_state, &changes, &app_writes);
+        apply_to_memory(&mut self.utxos, self.by_owner.as_mut(), &mut self.app_state, &changes, &app_writes);
         self.main.truncate(fork_height as usize + 1);
         self.main.extend(connected.iter().map(|c| c.hash));
         // A store that keeps the set as a snapshot plus a log of the commits since: a new
@@ -713,10 +741,9 @@ impl<S: ChainStore> Chain<S> {
             return Err(ChainError::Corrupt("genesis does not carry the chain parameters".into()));
         }
         let mut utxos = UtxoSet::new();
-        let mut by_owner = OwnerIndex::default();
         let mut app_state = BTreeMap::new();
         let g = genesis_changes(p, &genesis);
-        apply_to_memory(&mut utxos, &mut by_owner, &mut app_state, &changes_map(&g), &[]);
+        apply_to_memory(&mut utxos, None, &mut app_state, &changes_map(&g), &[]);
         let mut tree = BlockTree::new(p.hash, genesis.header);
         let ctx = ConnectCtx::new(p, &self.chain_id, &self.apps, &self.verify);
         let mut txs = 1u64;
@@ -791,10 +818,10 @@ enum Owned {
 }
 
 impl OwnerIndex {
-    fn build(utxos: &[(OutPoint, Coin)]) -> OwnerIndex {
+    fn build(utxos: impl Iterator<Item = (OutPoint, Coin)>) -> OwnerIndex {
         let mut ix = OwnerIndex::default();
         for (op, c) in utxos {
-            ix.insert(c.out.lock.pubkey_hash, *op);
+            ix.insert(c.out.lock.pubkey_hash, op);
         }
         ix
     }
@@ -845,18 +872,22 @@ impl OwnerIndex {
 
 fn apply_to_memory(
     utxos: &mut UtxoSet,
-    by_owner: &mut OwnerIndex,
+    mut by_owner: Option<&mut OwnerIndex>,
     app_state: &mut BTreeMap<Vec<u8>, Vec<u8>>,
     changes: &HashMap<OutPoint, Option<Coin>>,
     app: &[AppWrite],
 ) {
     for (op, c) in changes {
         if let Some(old) = utxos.remove(op) {
-            by_owner.remove(&old.out.lock.pubkey_hash, op);
+            if let Some(ix) = by_owner.as_deref_mut() {
+                ix.remove(&old.out.lock.pubkey_hash, op);
+            }
         }
         if let Some(c) = c {
             utxos.insert(*op, *c);
-            by_owner.insert(c.out.lock.pubkey_hash, *op);
+            if let Some(ix) = by_owner.as_deref_mut() {
+                ix.insert(c.out.lock.pubkey_hash, *op);
+            }
         }
     }
     for (k, v) in app {

@@ -11,7 +11,7 @@ use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Redirect, Response};
 
 use scalechain_chain::export::tx_json;
-use scalechain_chain::DiskStore;
+use scalechain_chain::{ChainError, DiskStore};
 use scalechain_client::types::{PeerInfo, ProfilePath, Status, TxJson};
 use scalechain_node::NodeView;
 use scalechain_replica::Replica;
@@ -657,7 +657,14 @@ pub async fn address(
             let mut n = 0usize;
             let mut more = false;
             let mut shown = Vec::new();
-            for (op, coin) in c.utxos_of(&pkh).take(BALANCE_COINS.saturating_add(1)) {
+            let owned = c.utxos_of(&pkh).map_err(|e| match e {
+                ChainError::OwnerIndexOff => PageError::not_found(format!(
+                    "{owner}: this node keeps no owner index (store.owner_index = false), so it \
+                     does not look up an address's coins"
+                )),
+                e => PageError::unavailable(e.to_string()),
+            })?;
+            for (op, coin) in owned.take(BALANCE_COINS.saturating_add(1)) {
                 if n == BALANCE_COINS {
                     more = true;
                     break;
@@ -975,7 +982,8 @@ pub fn search_target(r: &Replica<DiskStore>, q: &str) -> Result<String, PageErro
         if data::find_tx(r, &h)?.is_some() {
             return Ok(format!("/explorer/tx/{h}"));
         }
-        if r.chain.read().utxos_of(&h).next().is_some() {
+        // Without the owner index (`store.owner_index = false`) no pubkey hash is found here.
+        if r.chain.read().utxos_of(&h).is_ok_and(|mut coins| coins.next().is_some()) {
             return Ok(format!("/explorer/address/{h}"));
         }
         return Err(PageError::not_found(format!(

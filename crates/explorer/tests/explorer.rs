@@ -327,6 +327,25 @@ async fn with_an_api_token_the_explorer_asks_for_it() {
     stop(n).await;
 }
 
+/// Without the owner index an address page says why it shows no coins (a 404 page, not a
+/// zero balance), and a search by pubkey hash does not find the owner.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_owner_index_an_address_page_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = start(dir.path(), Role::Peer, &[], |c| c.store.owner_index = false).await;
+    let base = n.api();
+    let p = scalechain_consensus::Params::devnet(
+        scalechain_types::HashKind::Sha256,
+        scalechain_consensus::params::SigMode::Ed25519,
+    );
+    let owner = p.premine[0].lock.pubkey_hash;
+    let body = html(&base, &format!("/explorer/address/{owner}"), 404).await;
+    assert!(body.contains("store.owner_index = false"), "{body}");
+    let (s, _, body) = page(&base, &format!("/explorer/search?q={owner}")).await;
+    assert_eq!(s, 404, "{body}");
+    stop(n).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_empty_api_token_is_refused_at_start() {
     let dir = tempfile::tempdir().unwrap();

@@ -556,7 +556,7 @@ fn decode_hex_txs(hexes: &[String]) -> (Vec<Tx>, Vec<Option<TxResult>>) {
 /// Unspent outputs of an address (bech32m) or a pubkey hash (64 hex digits), in outpoint order,
 /// through the chain's owner index (cost: the owner's outputs, not the UTXO set).
 #[utoipa::path(get, path = "/utxos/{owner}", params(("owner" = String, Path, description = "devnet address (bech32m, `scdev1…`) or pubkey hash (64 lowercase hex digits)", pattern = r"^([0-9a-f]{64}|scdev1[02-9ac-hj-np-z]{6,})$"), ("limit" = Option<u32>, Query, description = "most outputs returned (default 1000)", minimum = 0, maximum = 100000)),
-    responses((status = 200, body = [UtxoJson]), (status = 400, body = ErrorBody)))]
+    responses((status = 200, body = [UtxoJson]), (status = 400, body = ErrorBody), (status = 404, description = "the node keeps no owner index (`store.owner_index = false`)", body = ErrorBody)))]
 async fn utxos(
     State(s): State<ApiState>,
     owner: Result<Path<String>, PathRejection>,
@@ -576,8 +576,13 @@ async fn utxos(
             .pubkey_hash
     };
     let c = s.shared.replica.chain.read();
-    let out = c
-        .utxos_of(&pkh)
+    let coins = c.utxos_of(&pkh).map_err(|e| match e {
+        ChainError::OwnerIndexOff => ApiError::not_found(format!(
+            "no coins of {owner} are looked up: this node keeps no owner index (store.owner_index = false)"
+        )),
+        e => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", e.to_string()),
+    })?;
+    let out = coins
         .take(n)
         .map(|(op, coin)| UtxoJson {
             txid: op.txid,

@@ -125,6 +125,11 @@ pub struct StoreSection {
     /// of being refused at once, as in a node without the index in Bitcoin Core. Switched on
     /// again, the index is brought up to date from where it stopped when the node starts.
     pub tx_index: bool,
+    /// Keep the owner index (pubkey hash → its coins, for `GET /utxos/{owner}`, the explorer's
+    /// address pages and wallets). Default true. It lives in memory beside the UTXO set, is built
+    /// from it when the node starts and changes with every block. Off, the node frees it and
+    /// spends nothing on it, and lookups by owner answer 404 saying so.
+    pub owner_index: bool,
 }
 
 impl Default for StoreSection {
@@ -135,6 +140,7 @@ impl Default for StoreSection {
             memtable_bytes: d.memtable_bytes,
             min_free_bytes: 50 << 20,
             tx_index: true,
+            owner_index: true,
         }
     }
 }

@@ -152,9 +152,12 @@ pub fn open_chain(cfg: &NodeConfig, apps: Apps, reindex: bool) -> Result<Chain<D
         }
         tracing::info!("reindexed {} blocks; the old store is at {}", fresh.tip_height(), moved.display());
         std::fs::remove_dir_all(&moved).map_err(|e| io("removing", &moved, e))?;
+        fresh.set_owner_index(cfg.store.owner_index);
         return Ok(fresh);
     }
-    Ok(Chain::open_or_init(open_store()?, &params, apps, verify)?)
+    let mut chain = Chain::open_or_init(open_store()?, &params, apps, verify)?;
+    chain.set_owner_index(cfg.store.owner_index);
+    Ok(chain)
 }
 
 fn reward_lock(cfg: &NodeConfig, params: &Params) -> Result<Lock, NodeError> {

@@ -85,6 +85,28 @@ async fn a_node_without_the_txid_index_says_so_and_finds_confirmed_transactions_
     stop(n).await;
 }
 
+/// With `store.owner_index = false` no coins are looked up by owner, and the 404 says why;
+/// the same data directory with the index on (rebuilt from the UTXO set) finds them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_without_the_owner_index_says_so_and_finds_coins_once_it_is_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Params::devnet(HashKind::Sha256, SigMode::Ed25519);
+    let owner = p.premine[0].lock.pubkey_hash;
+    let url = |n: &Running| format!("http://{}/utxos/{owner}", n.api);
+    let n = start_at(dir.path(), |c| c.store.owner_index = false).await;
+    let (status, body) = call("GET", &url(&n), None, None).await;
+    assert_eq!(status, 404, "{body}");
+    assert!(body["message"].as_str().unwrap().contains("store.owner_index = false"), "{body}");
+    stop(n).await;
+    let n = start_at(dir.path(), |_| {}).await;
+    let (status, body) = call("GET", &url(&n), None, None).await;
+    assert_eq!(status, 200, "{body}");
+    let coins = body.as_array().unwrap();
+    assert!(!coins.is_empty(), "the premine's owner holds coins: {body}");
+    assert!(coins.iter().all(|c| c["pubkey_hash"] == json!(owner.to_string())), "{body}");
+    stop(n).await;
+}
+
 async fn stop(mut n: Running) {
     let _ = n.stop.take().unwrap().send(());
     tokio::time::timeout(Duration::from_secs(30), &mut n.task).await.unwrap().unwrap();
