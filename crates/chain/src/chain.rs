@@ -155,6 +155,20 @@ impl AppStateView for AppLayer<'_> {
     }
 }
 
+/// How a chain opens ([`Chain::open_with`], [`Chain::open_or_init_with`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpenOptions {
+    /// Build and keep the owner index (coins by pubkey hash, for [`Chain::utxos_of`]); default
+    /// true. False opens without building it at all (see [`Chain::set_owner_index`]).
+    pub owner_index: bool,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions { owner_index: true }
+    }
+}
+
 /// The chain state.
 pub struct Chain<S: ChainStore> {
     params: Params,
@@ -184,6 +198,17 @@ impl<S: ChainStore> Chain<S> {
         apps: Apps,
         verify: VerifyConfig,
     ) -> Result<Self, ChainError> {
+        Self::open_or_init_with(store, params, apps, verify, OpenOptions::default())
+    }
+
+    /// [`Chain::open_or_init`] with `options`.
+    pub fn open_or_init_with(
+        store: S,
+        params: &Params,
+        apps: Apps,
+        verify: VerifyConfig,
+        options: OpenOptions,
+    ) -> Result<Self, ChainError> {
         params.validate().map_err(ChainError::BadParams)?;
         let mut store = store;
         let genesis = genesis_block(params);
@@ -204,7 +229,7 @@ impl<S: ChainStore> Chain<S> {
             };
             store.init(&params.encode(), &genesis, chain_id, &first)?;
         }
-        let chain = Self::open(store, apps, verify)?;
+        let chain = Self::open_with(store, apps, verify, options)?;
         if chain.chain_id != chain_id {
             return Err(ChainError::WrongChain { expected: chain_id, found: chain.chain_id });
         }
@@ -213,6 +238,16 @@ impl<S: ChainStore> Chain<S> {
 
     /// Opens the chain a store holds.
     pub fn open(store: S, apps: Apps, verify: VerifyConfig) -> Result<Self, ChainError> {
+        Self::open_with(store, apps, verify, OpenOptions::default())
+    }
+
+    /// [`Chain::open`] with `options`.
+    pub fn open_with(
+        store: S,
+        apps: Apps,
+        verify: VerifyConfig,
+        options: OpenOptions,
+    ) -> Result<Self, ChainError> {
         let state = store.load()?.ok_or(ChainError::Empty)?;
         let params =
             Params::decode(&state.params).map_err(|e| ChainError::Corrupt(format!("parameters: {e}")))?;
@@ -239,7 +274,7 @@ impl<S: ChainStore> Chain<S> {
                 }
             }
         }
-        let by_owner = Some(OwnerIndex::build(state.utxos.iter().copied()));
+        let by_owner = options.owner_index.then(|| OwnerIndex::build(state.utxos.iter().copied()));
         let mut chain = Chain {
             chain_id: state.chain_id,
             apps,
@@ -420,8 +455,8 @@ impl<S: ChainStore> Chain<S> {
         Ok(ix.outpoints(pubkey_hash).filter_map(|op| self.utxos.coin(&op).map(|c| (op, c))))
     }
 
-    /// Switches the owner index on (the default: it is built when the chain opens) or off.
-    /// Off, its memory is freed, blocks no longer update it and [`Chain::utxos_of`] answers
+    /// Switches the owner index on (the default: it is built when the chain opens, unless
+    /// [`OpenOptions::owner_index`] says not to) or off. Off, its memory is freed, blocks no longer update it and [`Chain::utxos_of`] answers
     /// [`ChainError::OwnerIndexOff`]: for nodes that serve no lookups by owner (no wallets, no
     /// explorer). Switched on again, it is rebuilt from the UTXO set, which the chain holds
     /// whole, so it is exact at once.
@@ -803,7 +838,8 @@ fn changes_map(c: &Changes) -> HashMap<OutPoint, Option<Coin>> {
 /// Outpoints by owner: per pubkey hash, that owner's outpoints in order (a hash lookup, then
 /// a set of that owner's coins only, so a change costs O(log k) in the owner's k coins, and
 /// compares outpoints, not owner and outpoint). Built from the UTXO set when the chain opens
-/// (the set is loaded whole anyway) and changed with it, so it is never persisted.
+/// (the set is loaded whole anyway) and changed with it, so it is never persisted; while
+/// switched off ([`OpenOptions::owner_index`], [`Chain::set_owner_index`]) it does not exist.
 ///
 /// Most owners hold one coin: theirs is kept inline (an ordered set's first node alone takes
 /// hundreds of bytes), a set only from the second coin on.

@@ -16,6 +16,6 @@ mod chain;
 pub mod export;
 mod orphans;
 
-pub use chain::{Accepted, Chain, ChainError, Reorg, VerifyReport};
+pub use chain::{Accepted, Chain, ChainError, OpenOptions, Reorg, VerifyReport};
 pub use orphans::OrphanPool;
 pub use scalechain_store::{ChainStore, DiskStore, MemStore, Shelf, StoreError, TxLocation};

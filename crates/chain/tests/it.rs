@@ -961,6 +961,15 @@ fn an_owner_index_switched_off_answers_so_and_switched_on_again_is_exact() {
     assert!(matches!(t.chain.utxos_of(&owner), Err(scalechain_chain::ChainError::OwnerIndexOff)));
     t.chain.set_owner_index(true);
     assert_owner_index_matches_scan(&t.chain);
+    // Opened without it, the chain builds none; switched on, it is exact.
+    let options = scalechain_chain::OpenOptions { owner_index: false };
+    let mut reopened =
+        Chain::open_with(t.chain.store().clone(), Apps::none(), VerifyConfig::parallel([7; 32]), options)
+            .unwrap();
+    assert!(!reopened.owner_index_on());
+    assert!(matches!(reopened.utxos_of(&owner), Err(scalechain_chain::ChainError::OwnerIndexOff)));
+    reopened.set_owner_index(true);
+    assert_owner_index_matches_scan(&reopened);
 }
 
 #[test]

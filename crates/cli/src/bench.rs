@@ -116,7 +116,7 @@ fn on_nodes(
     })?;
     let env = Env { targets: &targets, pids: &[], params: &params, sig, counters: None };
     let target = format!("nodes {}", a.api.join(", "));
-    drive(a, b, out, rt, &env, target)
+    drive(a, b, out, rt, &env, target, false)
 }
 
 /// On a devnet it starts and stops, its nodes started with `node_config` (the file's text, and
@@ -171,7 +171,8 @@ fn on_devnet(
         Ok(()) => {
             let env = Env { targets: &peers, pids: &pids, params: &params, sig, counters: None };
             let target = format!("{}, load to the peers", layout(n));
-            drive(a, b, out, rt, &env, target)
+            // A network in a new temporary directory has spent nothing yet.
+            drive(a, b, out, rt, &env, target, a.data_dir.is_none())
         }
     };
     if let Err(e) = net.stop() {
@@ -186,7 +187,8 @@ fn layout(n: &scalechain_lab::bench::spec::Network) -> String {
     format!("devnet of {} peer{} and {} miner{}", n.peers, s(n.peers), n.miners, s(n.miners))
 }
 
-/// Prepares, runs, writes the results and says how it went.
+/// Prepares, runs, writes the results and says how it went. `fresh`: the benchmark started the
+/// network in a new directory (see [`run::funds`]).
 fn drive(
     a: &BenchArgs,
     b: &Benchmark,
@@ -194,9 +196,10 @@ fn drive(
     rt: &tokio::runtime::Runtime,
     env: &Env<'_>,
     target: String,
+    fresh: bool,
 ) -> Result<(), Fail> {
     let stop = interrupt::flag();
-    let funds = rt.block_on(run::funds(env)).map_err(load_fail)?;
+    let funds = rt.block_on(run::funds(env, fresh)).map_err(load_fail)?;
     let prepared = run::prepare(b, env, &funds).map_err(load_fail)?;
     let total: usize = prepared.loads.iter().map(|l| l.0.len()).sum();
     eprintln!(

@@ -1,7 +1,8 @@
 //! `scalechain bench` as a user runs it: a benchmark of transfers, ballots of both schemes and
 //! a mix against running nodes (`--api`) whose measured send rate is within 2% of the configured one and whose latency percentiles agree
 //! with an independent computation from the nodes' own arrival logs and blocks; a benchmark on
-//! a devnet it starts, stopped by Ctrl-C, that writes what it measured and stops its nodes;
+//! a devnet it starts (its nodes without the owner index), stopped by Ctrl-C, that writes what
+//! it measured and stops its nodes;
 //! and bad benchmark files and targets refused before any load, naming file, line and key.
 #![allow(clippy::unwrap_used)]
 
@@ -153,9 +154,12 @@ txs = 40
 fn ctrl_c_stops_the_load_writes_what_was_measured_and_stops_the_devnet() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("long.toml");
+    // Nodes without the owner index: the benchmark funds its load from the premine's genesis
+    // coins of the network it started, since the first node lists no coins by owner.
+    std::fs::write(dir.path().join("node.toml"), "[store]\nowner_index = false\n").unwrap();
     std::fs::write(
         &file,
-        "[network]\npeers = 1\n\n[[round]]\nname = \"long\"\nrate = { controller = \"fixed-rate\", tps = 200 }\nduration = 120\n\n[[round]]\nname = \"never\"\nrate = { controller = \"fixed-rate\", tps = 200 }\nduration = 5\n",
+        "[network]\npeers = 1\nnode-config = \"node.toml\"\n\n[[round]]\nname = \"long\"\nrate = { controller = \"fixed-rate\", tps = 200 }\nduration = 120\n\n[[round]]\nname = \"never\"\nrate = { controller = \"fixed-rate\", tps = 200 }\nduration = 5\n",
     )
     .unwrap();
     let out = dir.path().join("out");

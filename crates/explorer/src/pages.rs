@@ -11,7 +11,7 @@ use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Redirect, Response};
 
 use scalechain_chain::export::tx_json;
-use scalechain_chain::{ChainError, DiskStore};
+use scalechain_chain::DiskStore;
 use scalechain_client::types::{PeerInfo, ProfilePath, Status, TxJson};
 use scalechain_node::NodeView;
 use scalechain_replica::Replica;
@@ -612,6 +612,8 @@ struct AddressPage {
     /// More coins than [`BALANCE_COINS`]: the balance is of the first ones only.
     more_coins: bool,
     coins: Vec<CoinRow>,
+    /// The node keeps the owner index: false shows no balance or coins, only the history.
+    owner_index: bool,
     history: Vec<HistoryRow>,
     scan: Option<Scan>,
     older: Option<u64>,
@@ -651,19 +653,15 @@ pub async fn address(
             })?;
             (lock.pubkey_hash, Some(owner.clone()))
         };
-        let (balance, coin_count, coins, more_coins) = {
+        let (balance, coin_count, coins, more_coins, owner_index) = {
             let c = r.chain.read();
             let mut total = 0u64;
             let mut n = 0usize;
             let mut more = false;
             let mut shown = Vec::new();
-            let owned = c.utxos_of(&pkh).map_err(|e| match e {
-                ChainError::OwnerIndexOff => PageError::not_found(format!(
-                    "{owner}: this node keeps no owner index (store.owner_index = false), so it \
-                     does not look up an address's coins"
-                )),
-                e => PageError::unavailable(e.to_string()),
-            })?;
+            // Without the owner index (`store.owner_index = false`) no coins are shown: the
+            // page says so, and the history (a scan of blocks) still is.
+            let owned = c.utxos_of(&pkh).into_iter().flatten();
             for (op, coin) in owned.take(BALANCE_COINS.saturating_add(1)) {
                 if n == BALANCE_COINS {
                     more = true;
@@ -681,7 +679,7 @@ pub async fn address(
                     });
                 }
             }
-            (total, n, shown, more)
+            (total, n, shown, more, c.owner_index_on())
         };
         let (touches, scan) = data::history(r, &pkh, before, HISTORY_PAGE)?;
         let older = scan.filter(|s| s.to > 0).map(|s| s.to);
@@ -695,6 +693,7 @@ pub async fn address(
             coin_count,
             more_coins,
             coins,
+            owner_index,
             history: touches
                 .into_iter()
                 .map(|t| HistoryRow {
@@ -982,8 +981,9 @@ pub fn search_target(r: &Replica<DiskStore>, q: &str) -> Result<String, PageErro
         if data::find_tx(r, &h)?.is_some() {
             return Ok(format!("/explorer/tx/{h}"));
         }
-        // Without the owner index (`store.owner_index = false`) no pubkey hash is found here.
-        if r.chain.read().utxos_of(&h).is_ok_and(|mut coins| coins.next().is_some()) {
+        // Without the owner index (`store.owner_index = false`) a pubkey hash leads to its
+        // page, which says so, as an address does.
+        if r.chain.read().utxos_of(&h).map_or(true, |mut coins| coins.next().is_some()) {
             return Ok(format!("/explorer/address/{h}"));
         }
         return Err(PageError::not_found(format!(

@@ -576,12 +576,8 @@ async fn utxos(
             .pubkey_hash
     };
     let c = s.shared.replica.chain.read();
-    let coins = c.utxos_of(&pkh).map_err(|e| match e {
-        ChainError::OwnerIndexOff => ApiError::not_found(format!(
-            "no coins of {owner} are looked up: this node keeps no owner index (store.owner_index = false)"
-        )),
-        e => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", e.to_string()),
-    })?;
+    // The one error is `ChainError::OwnerIndexOff`, whose message names the setting.
+    let coins = c.utxos_of(&pkh).map_err(|e| ApiError::not_found(format!("{owner}: {e}")))?;
     let out = coins
         .take(n)
         .map(|(op, coin)| UtxoJson {

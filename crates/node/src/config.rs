@@ -103,7 +103,8 @@ impl Default for ProfileSection {
     }
 }
 
-/// The chain store: its memory bounds and the free space it keeps.
+/// The chain store and its indexes: the store's memory bounds, the free space it keeps, and
+/// which indexes the node keeps (the txid index in the store, the owner index in memory).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct StoreSection {
@@ -127,8 +128,9 @@ pub struct StoreSection {
     pub tx_index: bool,
     /// Keep the owner index (pubkey hash → its coins, for `GET /utxos/{owner}`, the explorer's
     /// address pages and wallets). Default true. It lives in memory beside the UTXO set, is built
-    /// from it when the node starts and changes with every block. Off, the node frees it and
-    /// spends nothing on it, and lookups by owner answer 404 saying so.
+    /// from it when the node starts and changes with every block. Off, the node never builds it
+    /// and spends nothing on it, and lookups by owner answer 404 saying so (the explorer's
+    /// address pages show the history only).
     pub owner_index: bool,
 }
 

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::RwLock;
-use scalechain_chain::{Chain, ChainError, DiskStore};
+use scalechain_chain::{Chain, ChainError, DiskStore, OpenOptions};
 use scalechain_consensus::{Apps, Params, VerifyConfig};
 use scalechain_p2p::msg::ProtocolNames;
 use scalechain_p2p::net::{self, Command, Multiaddr, NetConfig, NetEvent, NetLimits, PeerId};
@@ -130,13 +130,15 @@ pub fn open_chain(cfg: &NodeConfig, apps: Apps, reindex: bool) -> Result<Chain<D
     let params = params_of(cfg);
     let verify = VerifyConfig::parallel(random32()?).with_mode(cfg.chain.verify_mode);
     let mem = cfg.store.memory().map_err(NodeError::Config)?;
+    let options = OpenOptions { owner_index: cfg.store.owner_index };
     let open_store = || -> Result<DiskStore, ChainError> {
         let mut store = DiskStore::open_with(&dir, mem)?;
         store.set_txindex(cfg.store.tx_index);
         Ok(store)
     };
     if reindex && dir.exists() {
-        let old = Chain::open(open_store()?, apps.clone(), verify)?;
+        // Only its blocks are read: no owner index.
+        let old = Chain::open_with(open_store()?, apps.clone(), verify, OpenOptions { owner_index: false })?;
         let blocks: Vec<Block> = (1..=old.tip_height())
             .map(|h| {
                 old.block_at(h)?.ok_or_else(|| ChainError::Corrupt(format!("main-chain block {h} missing")))
@@ -145,19 +147,16 @@ pub fn open_chain(cfg: &NodeConfig, apps: Apps, reindex: bool) -> Result<Chain<D
         drop(old);
         let moved = dir.with_extension(format!("old-{}", now_ms()));
         std::fs::rename(&dir, &moved).map_err(|e| io("moving aside", &dir, e))?;
-        let mut fresh = Chain::open_or_init(open_store()?, &params, apps.clone(), verify)?;
+        let mut fresh = Chain::open_or_init_with(open_store()?, &params, apps.clone(), verify, options)?;
         for b in blocks {
             let t = b.header.time;
             fresh.accept_block(b, now_ms().max(t))?;
         }
         tracing::info!("reindexed {} blocks; the old store is at {}", fresh.tip_height(), moved.display());
         std::fs::remove_dir_all(&moved).map_err(|e| io("removing", &moved, e))?;
-        fresh.set_owner_index(cfg.store.owner_index);
         return Ok(fresh);
     }
-    let mut chain = Chain::open_or_init(open_store()?, &params, apps, verify)?;
-    chain.set_owner_index(cfg.store.owner_index);
-    Ok(chain)
+    Ok(Chain::open_or_init_with(open_store()?, &params, apps, verify, options)?)
 }
 
 fn reward_lock(cfg: &NodeConfig, params: &Params) -> Result<Lock, NodeError> {

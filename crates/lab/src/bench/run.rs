@@ -23,7 +23,7 @@ use super::spec::{Benchmark, Workload};
 use crate::load::ballots::ballots;
 use crate::load::converge::wait_height;
 use crate::load::fund::fund;
-use crate::load::prepare::{premine_funds_on, prepare_shaped, Fund, Shape, MAX_SPLIT_OUTPUTS};
+use crate::load::prepare::{premine_funds, premine_funds_on, prepare_shaped, Fund, Shape, MAX_SPLIT_OUTPUTS};
 use crate::load::report::{cpu, memory};
 use crate::load::schedule::Bounded;
 use crate::load::submit::{offer, Counters, OfferConfig};
@@ -73,12 +73,19 @@ const PROGRESS: Duration = Duration::from_secs(1);
 /// How often the waits look.
 const POLL: Duration = Duration::from_millis(100);
 
-/// The premine keys' spendable coins, read from the first node.
-pub async fn funds(env: &Env<'_>) -> Result<Vec<Fund>, LoadError> {
+/// The premine keys' spendable coins, read from the first node. A node that keeps no owner
+/// index (`store.owner_index = false`) answers 404 to lookups by owner: on a network the
+/// benchmark started itself in a new directory (`fresh`), nothing has spent the premine's genesis
+/// coins yet, and they are taken as they are; elsewhere the 404 is the error.
+pub async fn funds(env: &Env<'_>, fresh: bool) -> Result<Vec<Fund>, LoadError> {
     let (_, node) = env.targets.first().ok_or(LoadError::NoTargets)?;
     let tip = node.tip().await?;
-    let funds =
-        premine_funds_on(node, env.params, env.sig, DEVNET_PREMINE_OUTPUTS as usize, tip.height).await?;
+    let listed =
+        premine_funds_on(node, env.params, env.sig, DEVNET_PREMINE_OUTPUTS as usize, tip.height).await;
+    let funds = match listed {
+        Err(e) if e.is_not_found() && fresh => premine_funds(env.params, env.sig),
+        other => other?,
+    };
     if funds.is_empty() {
         return Err(LoadError::NoFunds(
             "the devnet premine keys hold no spendable coins on the first node".into(),

@@ -249,7 +249,9 @@ fn run_devnet(
                 rounds: rounds.clone(),
             };
             progress.set_message(format!("signing {}", rounds.first().map_or("", |r| r.name.as_str())));
-            let funds = rt.block_on(run::funds(&env)).map_err(load_err)?;
+            // Read again for each group: the groups before spent coins (the nodes keep the
+            // owner index).
+            let funds = rt.block_on(run::funds(&env, false)).map_err(load_err)?;
             let prepared = run::prepare(&bench, &env, &funds).map_err(load_err)?;
             let log = |line: String| {
                 // One line per round's end; the progress lines a second go to the bar.
