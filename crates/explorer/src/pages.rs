@@ -661,8 +661,9 @@ pub async fn address(
             let mut shown = Vec::new();
             // Without the owner index (`store.owner_index = false`) no coins are shown: the
             // page says so, and the history (a scan of blocks) still is.
-            let owned = c.utxos_of(&pkh).into_iter().flatten();
-            for (op, coin) in owned.take(BALANCE_COINS.saturating_add(1)) {
+            let owned = c.utxos_of(&pkh);
+            let owner_index = owned.is_ok();
+            for (op, coin) in owned.into_iter().flatten().take(BALANCE_COINS.saturating_add(1)) {
                 if n == BALANCE_COINS {
                     more = true;
                     break;
@@ -679,7 +680,7 @@ pub async fn address(
                     });
                 }
             }
-            (total, n, shown, more, c.owner_index_on())
+            (total, n, shown, more, owner_index)
         };
         let (touches, scan) = data::history(r, &pkh, before, HISTORY_PAGE)?;
         let older = scan.filter(|s| s.to > 0).map(|s| s.to);

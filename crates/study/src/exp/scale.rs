@@ -451,6 +451,10 @@ const BITCOIN_STALE: [(&str, f64); 2] =
 
 pub(crate) fn charts(t: &Table) -> Vec<Chart> {
     let rows = |series: &'static str| -> Vec<&Vec<String>> { t.select("series", series).collect() };
+    // The node count of a series' first row (a series runs at one size), for its chart's title.
+    let nodes_of = |rows: &[&Vec<String>]| -> String {
+        rows.first().zip(t.col("nodes")).map_or(String::new(), |(r, i)| r[i].clone())
+    };
     let line = |rows: &[&Vec<String>], x: &str, y: &str, label: &str| {
         Series::line(label, rows.iter().filter_map(|r| Some((t.num(r, x)?, t.num(r, y)?))).collect())
     };
@@ -480,7 +484,7 @@ pub(crate) fn charts(t: &Table) -> Vec<Chart> {
             .collect()
     };
     let stale = rows("stale");
-    let stale_nodes = stale.first().map_or(String::new(), |r| r[1].clone());
+    let stale_nodes = nodes_of(&stale);
     let mut stale_series = by_compact(&stale, "interval_s");
     for (label, pct) in BITCOIN_STALE {
         stale_series.push(Series::seed(label, vec![(600.0, pct)]));
@@ -530,7 +534,7 @@ pub(crate) fn charts(t: &Table) -> Vec<Chart> {
         charts.push(Chart {
             title: format!(
                 "Stale blocks against the block size at {} nodes, 1 s blocks (simulated)",
-                size.first().map_or(String::new(), |r| r[1].clone())
+                nodes_of(&size)
             ),
             x_label: "mean block size, KB".into(),
             y_label: "% of mined blocks not in the final chain".into(),
@@ -544,10 +548,7 @@ pub(crate) fn charts(t: &Table) -> Vec<Chart> {
         let offered: Vec<(f64, f64)> =
             load.iter().filter_map(|r| t.num(r, "offered_tps")).map(|x| (x, x)).collect();
         charts.push(Chart {
-            title: format!(
-                "Confirmed against offered load at {} nodes (simulated)",
-                load.first().map_or(String::new(), |r| r[1].clone())
-            ),
+            title: format!("Confirmed against offered load at {} nodes (simulated)", nodes_of(&load)),
             x_label: "offered, tx/s".into(),
             y_label: "tx/s".into(),
             log_x: true,
