@@ -296,6 +296,10 @@ impl Opts {
     }
 }
 
+/// The largest point that [`Ctx::runs_at`] measures with every run: 2^16 transactions, where
+/// `tx-throughput` and `block-validation` judge their targets.
+pub const FULL_RUNS_UP_TO: usize = 1 << 16;
+
 /// The running context of one experiment.
 pub struct Ctx {
     /// Options.
@@ -315,6 +319,18 @@ impl Ctx {
     /// Runs per point.
     pub fn runs(&self) -> usize {
         self.opts.runs.unwrap_or(if self.opts.quick { 3 } else { 10 }).max(1)
+    }
+
+    /// Runs at a point of `n` transactions: [`Ctx::runs`] up to [`FULL_RUNS_UP_TO`] (the size
+    /// the targets are judged at), then fewer in proportion as `n` grows — one run of a 2^20
+    /// point takes minutes — but never fewer than `floor`. An explicit `--runs` holds at every
+    /// `n`.
+    pub fn runs_at(&self, n: usize, floor: usize) -> usize {
+        let runs = self.runs();
+        if self.opts.runs.is_some() {
+            return runs;
+        }
+        (runs * FULL_RUNS_UP_TO / n.max(1)).clamp(floor.clamp(1, runs), runs)
     }
 
     /// A rayon pool of `n` threads.
@@ -473,6 +489,23 @@ pub fn interleaved_medians(runs: usize, fs: &mut [&mut dyn FnMut() -> bool]) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn runs_fall_past_2_16_to_the_floor_unless_set() {
+        let ctx = |runs: Option<usize>, quick: bool| Ctx {
+            opts: Opts { runs, quick, ..Opts::new("unused") },
+            machine: Machine::detect(),
+            progress: ProgressBar::hidden(),
+        };
+        let full = ctx(None, false);
+        let at: Vec<usize> = (14..=20).map(|k| full.runs_at(1 << k, 2)).collect();
+        assert_eq!(at, vec![10, 10, 10, 5, 2, 2, 2]);
+        assert_eq!(full.runs_at(1 << 20, 1), 1);
+        assert_eq!(full.runs_at(0, 1), 10);
+        // `--runs` holds everywhere; a floor above the runs is the runs.
+        assert_eq!(ctx(Some(7), false).runs_at(1 << 20, 1), 7);
+        assert_eq!(ctx(None, true).runs_at(1 << 20, 5), 3);
+    }
 
     #[test]
     fn median_of_odd_and_even_counts() {
