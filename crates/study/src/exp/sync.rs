@@ -4,13 +4,16 @@
 //! with an empty data directory and that peer as its bootstrap, downloads, validates (every
 //! signature: nothing is in its signature cache) and commits the whole chain. The late node's
 //! height is polled every 50 ms from its start until it holds the tip the devnet ended with.
+//! Then it stops and a second new peer syncs the same chain from the same peer with the txid
+//! and owner indexes off (`store.tx_index`, `store.owner_index`): what the indexes cost a sync.
 //!
 //! Beside it, `bound`: `verify_txs` in parallel on 2^14 transfers of the `tx-throughput`
 //! workload (2^10 with `--quick`), in this process and in the same run — the parallel
 //! verification bound that the sync, commits included, is measured against.
 //!
-//! Rows: `bound` (its rate), `sync` (the whole sync: seconds, the tip's height, the chain's
-//! transactions, their rate) and `progress` (one per poll: seconds since the start, height,
+//! Rows: `bound` (its rate), `sync` and `sync-lean` (the whole sync of the node with its
+//! indexes and of the one without: seconds, the tip's height, the chain's transactions, their
+//! rate) and `progress` and `progress-lean` (one per poll: seconds since the start, height,
 //! transactions connected so far).
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use scalechain_consensus::{verify_txs, VerifyMode};
 use scalechain_lab::bench::spec::{Round, Workload};
-use scalechain_lab::launcher::{NodeSpec, Role};
+use scalechain_lab::launcher::{Launcher, NodeSpec, Role};
 use scalechain_lab::load::prepare::Shape;
 use scalechain_lab::load::schedule::Rate;
 use scalechain_lab::output::{sig4, Target};
@@ -111,58 +114,109 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
             }
             ctx.progress.set_message(format!("a new node syncing {} blocks", tip.height));
             let boot = net.node("peer0").map_err(launch)?.p2p_addr().to_string();
-            let t0 = Instant::now();
-            let late = net.start(NodeSpec::new("late0", Role::Peer).bootstrap(boot)).map_err(launch)?;
-            let client = late.client().clone();
-            let stop: &AtomicBool = scalechain_lab::interrupt::flag();
-            let mut points = Vec::new();
-            loop {
-                if stop.load(Ordering::Relaxed) {
-                    return Err(StudyError::Wrong("interrupted".into()));
+            let mut runs = Vec::new();
+            for (i, v) in VARIANTS.iter().enumerate() {
+                ctx.progress.set_message(format!("a new node ({}) syncing {} blocks", v.what, tip.height));
+                let name = format!("late{i}");
+                let mut spec = NodeSpec::new(name.clone(), Role::Peer).bootstrap(boot.clone());
+                if let Some(toml) = v.config {
+                    spec = spec.config(toml);
                 }
-                let t = t0.elapsed();
-                if t > limit {
-                    return Err(StudyError::Wrong(format!(
-                        "the new node did not reach height {} in {} s",
-                        tip.height,
-                        limit.as_secs()
-                    )));
-                }
-                let now = rt.block_on(client.tip()).map_err(api)?;
-                points.push((t.as_secs_f64(), now.height));
-                if now.height >= tip.height {
-                    if now.height != tip.height || now.hash != tip.hash {
-                        return Err(StudyError::Wrong(format!(
-                            "the new node's tip {} at height {} is not the devnet's, {} at {}",
-                            now.hash, now.height, tip.hash, tip.height
-                        )));
-                    }
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(50));
+                let points = follow(net, rt, spec, &tip, limit)?;
+                // The next new node syncs from the same peer, alone with it.
+                net.stop_node(&name).map_err(launch)?;
+                runs.push(points);
             }
-            synced = Some(Synced { per_height, points });
+            synced = Some(Synced { per_height, runs });
             Ok(())
         },
     )?;
     ctx.progress.inc(1);
     let s = synced.ok_or_else(|| StudyError::Wrong("the sync did not run".into()))?;
     let cumulative = |h: u64| -> u64 { s.per_height.iter().take(h as usize + 1).sum() };
-    let &(total_s, height) = s.points.last().ok_or_else(|| StudyError::Wrong("no poll".into()))?;
-    let txs = cumulative(height);
-    push("sync", total_s, height, txs, txs as f64 / total_s);
-    for &(t, h) in &s.points {
-        push("progress", t, h, cumulative(h), 0.0);
+    for (v, points) in VARIANTS.iter().zip(&s.runs) {
+        let &(total_s, height) = points.last().ok_or_else(|| StudyError::Wrong("no poll".into()))?;
+        let txs = cumulative(height);
+        push(v.series, total_s, height, txs, txs as f64 / total_s);
+        for &(t, h) in points {
+            push(v.progress, t, h, cumulative(h), 0.0);
+        }
     }
     ctx.finish(Experiment::Sync, &table, charts, section)
 }
 
-/// What the late node's sync gave.
+/// What the late nodes' syncs gave.
 struct Synced {
     /// Transactions (coinbase excluded) of each block, by height.
     per_height: Vec<u64>,
-    /// Seconds since the late node started, and its height then.
-    points: Vec<(f64, u64)>,
+    /// For each of [`VARIANTS`], in order: seconds since its late node started, and its
+    /// height then.
+    runs: Vec<Vec<(f64, u64)>>,
+}
+
+/// One kind of new node that syncs the chain.
+struct Variant {
+    /// The `series` of its `sync` row.
+    series: &'static str,
+    /// The `series` of its `progress` rows.
+    progress: &'static str,
+    /// What it is, for the report and the chart.
+    what: &'static str,
+    /// Its node configuration (`None`: the defaults).
+    config: Option<&'static str>,
+}
+
+/// The new nodes, one after the other from the same peer: as a user runs one (every index
+/// on, the defaults), and one that serves no lookups (the txid and owner indexes off, ADR
+/// 0004 and 0005), which shows what the indexes cost a sync.
+const VARIANTS: [Variant; 2] = [
+    Variant { series: "sync", progress: "progress", what: "indexes on, the defaults", config: None },
+    Variant {
+        series: "sync-lean",
+        progress: "progress-lean",
+        what: "txid and owner indexes off",
+        config: Some("[store]\ntx_index = false\nowner_index = false\n"),
+    },
+];
+
+/// Starts `spec`, a new node, and polls its height every 50 ms until it holds `tip`: the
+/// polls' (seconds since its start, height).
+fn follow(
+    net: &mut Launcher,
+    rt: &tokio::runtime::Runtime,
+    spec: NodeSpec,
+    tip: &scalechain_client::types::Tip,
+    limit: Duration,
+) -> Result<Vec<(f64, u64)>, StudyError> {
+    let t0 = Instant::now();
+    let client = net.start(spec).map_err(launch)?.client().clone();
+    let stop: &AtomicBool = scalechain_lab::interrupt::flag();
+    let mut points = Vec::new();
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return Err(StudyError::Wrong("interrupted".into()));
+        }
+        let t = t0.elapsed();
+        if t > limit {
+            return Err(StudyError::Wrong(format!(
+                "the new node did not reach height {} in {} s",
+                tip.height,
+                limit.as_secs()
+            )));
+        }
+        let now = rt.block_on(client.tip()).map_err(api)?;
+        points.push((t.as_secs_f64(), now.height));
+        if now.height >= tip.height {
+            if now.height != tip.height || now.hash != tip.hash {
+                return Err(StudyError::Wrong(format!(
+                    "the new node's tip {} at height {} is not the devnet's, {} at {}",
+                    now.hash, now.height, tip.hash, tip.height
+                )));
+            }
+            return Ok(points);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 fn launch(e: scalechain_lab::launcher::LaunchError) -> StudyError {
@@ -198,10 +252,19 @@ fn first(t: &Table, series: &str) -> Option<Vec<String>> {
 }
 
 pub(crate) fn charts(t: &Table) -> Vec<Chart> {
-    let progress: Vec<(f64, f64)> =
-        t.select("series", "progress").filter_map(|r| Some((t.num(r, "t_s")?, t.num(r, "txs")?))).collect();
-    let end = progress.last().map_or(1.0, |p| p.0);
-    let mut series = vec![Series::line("the new node: transactions connected", progress)];
+    let mut series = Vec::new();
+    let mut end: f64 = 0.0;
+    for v in &VARIANTS {
+        let progress: Vec<(f64, f64)> = t
+            .select("series", v.progress)
+            .filter_map(|r| Some((t.num(r, "t_s")?, t.num(r, "txs")?)))
+            .collect();
+        if let Some(last) = progress.last() {
+            end = end.max(last.0);
+            series.push(Series::line(format!("a new node, {}: transactions connected", v.what), progress));
+        }
+    }
+    let end = if end > 0.0 { end } else { 1.0 };
     if let Some(rate) = first(t, "bound").and_then(|r| t.num(&r, "tx_per_s")) {
         series.push(Series::line("parallel verification bound", vec![(0.0, 0.0), (end, rate * end)]));
         series.push(Series::line("0.8 × the bound (the target)", vec![(0.0, 0.0), (end, 0.8 * rate * end)]));
@@ -224,32 +287,55 @@ fn section(t: &Table) -> String {
          directory and that peer as its bootstrap, downloads, validates (every signature: its \
          signature cache is empty) and commits the whole chain. The time runs from the new \
          node's start (process start and store creation included) to the poll (every 50 ms) \
-         that finds it at the devnet's tip. `bound` is `verify_txs` in parallel on the \
-         `tx-throughput` workload in this process, in the same run.\n\n",
+         that finds it at the devnet's tip. Then a second new peer syncs the same chain from \
+         the same peer with the txid and owner indexes off (`[store] tx_index = false`, \
+         `owner_index = false`), as a node that serves no lookups runs. `bound` is \
+         `verify_txs` in parallel on the `tx-throughput` workload in this process, in the \
+         same run.\n\n",
     );
     let bound = first(t, "bound").and_then(|r| t.num(&r, "tx_per_s"));
-    if let Some(r) = first(t, "sync") {
+    let rows: Vec<(&Variant, Vec<String>)> =
+        VARIANTS.iter().filter_map(|v| Some((v, first(t, v.series)?))).collect();
+    if rows.is_empty() {
+        return s;
+    }
+    s.push_str("| new node | blocks | transactions | sync s | tx/s | bound tx/s | / bound | target |\n");
+    s.push_str("|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (v, r) in &rows {
         let (secs, height, txs, rate) = (
-            t.num(&r, "t_s").unwrap_or(0.0),
-            t.num(&r, "height").unwrap_or(0.0),
-            t.num(&r, "txs").unwrap_or(0.0),
-            t.num(&r, "tx_per_s").unwrap_or(0.0),
+            t.num(r, "t_s").unwrap_or(0.0),
+            t.num(r, "height").unwrap_or(0.0),
+            t.num(r, "txs").unwrap_or(0.0),
+            t.num(r, "tx_per_s").unwrap_or(0.0),
         );
-        s.push_str("| blocks | transactions | sync s | tx/s | bound tx/s | / bound | target |\n");
-        s.push_str("|---:|---:|---:|---:|---:|---:|---:|\n");
         s.push_str(&format!(
-            "| {height} | {txs} | {secs:.2} | {} | {} | {} | {} |\n\n",
+            "| {} | {height} | {txs} | {secs:.2} | {} | {} | {} | {} |\n",
+            v.what,
             sig4(rate),
             bound.map_or("n/a".into(), sig4),
             bound.map_or("n/a".into(), |b| SYNC_TARGET.cell(&format!("{:.3}", rate / b), rate / b)),
             SYNC_TARGET.text(),
         ));
+    }
+    s.push('\n');
+    let rate = |series: &str| first(t, series).and_then(|r| t.num(&r, "tx_per_s")).filter(|r| *r > 0.0);
+    if let (Some(on), Some(off)) = (rate("sync"), rate("sync-lean")) {
+        s.push_str(&format!(
+            "The indexes cost this sync {:.1} µs per transaction: the node without them syncs at \
+             {:.2}× the rate of the node with them, one after the other from the same peer \
+             (one run each; this machine's speed drifts between minutes, so read differences \
+             under about 10% as noise).\n\n",
+            1e6 / on - 1e6 / off,
+            off / on,
+        ));
+    }
+    if let Some(on) = rate("sync") {
         // One input per transfer, so the µs per input is the µs per transaction.
         s.push_str(&format!(
-            "Per input connected: {:.1} µs of wall time on this machine's cores, against Bitcoin \
-             Core's ≈ {BITCOIN_CORE_US_PER_INPUT} µs per input in `ConnectBlock` (one core; \
-             context, not a measurement of ours).\n\n",
-            if rate > 0.0 { 1e6 / rate } else { 0.0 },
+            "Per input connected: {:.1} µs of wall time on this machine's cores (the defaults), \
+             against Bitcoin Core's ≈ {BITCOIN_CORE_US_PER_INPUT} µs per input in `ConnectBlock` \
+             (one core; context, not a measurement of ours).\n\n",
+            1e6 / on,
         ));
     }
     s
@@ -267,16 +353,34 @@ mod tests {
             ["progress", "0.500", "0", "0", "0.0"],
             ["progress", "5.000", "40", "800000", "0.0"],
             ["sync", "6.000", "50", "1000000", "166666.7"],
+            ["progress-lean", "0.500", "0", "0", "0.0"],
+            ["progress-lean", "4.000", "50", "1000000", "0.0"],
+            ["sync-lean", "5.000", "50", "1000000", "200000.0"],
         ] {
             let mut r: Vec<String> = row.iter().map(|s| s.to_string()).collect();
             r.extend(["portable".into(), "c".into()]);
             t.push(r);
         }
         let text = section(&t);
-        assert!(text.contains("| 50 | 1000000 | 6.00 | 166667 | 200000 | 0.833 (met) | ≥ 0.8 |"), "{text}");
+        assert!(
+            text.contains(
+                "| indexes on, the defaults | 50 | 1000000 | 6.00 | 166667 | 200000 | 0.833 (met) | ≥ 0.8 |"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("| txid and owner indexes off | 50 | 1000000 | 5.00 | 200000 | 200000 | 1.000 (met) | ≥ 0.8 |"),
+            "{text}"
+        );
+        // 6 µs against 5 µs per transaction.
+        assert!(
+            text.contains("cost this sync 1.0 µs per transaction") && text.contains("at 1.20× the rate"),
+            "{text}"
+        );
         let charts = charts(&t);
-        assert_eq!(charts[0].series.len(), 3);
+        assert_eq!(charts[0].series.len(), 4);
         assert_eq!(charts[0].series[0].points, vec![(0.5, 0.0), (5.0, 800_000.0)]);
-        assert_eq!(charts[0].series[1].points, vec![(0.0, 0.0), (5.0, 1_000_000.0)]);
+        assert_eq!(charts[0].series[1].points, vec![(0.5, 0.0), (4.0, 1_000_000.0)]);
+        assert_eq!(charts[0].series[2].points, vec![(0.0, 0.0), (5.0, 1_000_000.0)]);
     }
 }
