@@ -187,6 +187,9 @@ pub struct Chain<S: ChainStore> {
     sig_cache: Option<Arc<dyn SigCache + Send>>,
     /// Why the last UTXO snapshot failed, until taken.
     snapshot_failure: Option<String>,
+    /// The txids of the blocks the last [`Chain::accept_block`] connected, oldest first, as
+    /// their validation computed them, until taken ([`Chain::take_connected_txids`]).
+    connected_txids: Vec<(Hash, Vec<Hash>)>,
 }
 
 impl<S: ChainStore> Chain<S> {
@@ -289,6 +292,7 @@ impl<S: ChainStore> Chain<S> {
             params,
             sig_cache: None,
             snapshot_failure: None,
+            connected_txids: Vec::new(),
         };
         // The txid index follows the chain and may be behind it after a crash (or missing, in
         // a data directory written before it existed): bring it to the tip before anything
@@ -308,6 +312,15 @@ impl<S: ChainStore> Chain<S> {
     /// that triggered it stayed connected; the store tries again after more changes).
     pub fn take_snapshot_failure(&mut self) -> Option<String> {
         self.snapshot_failure.take()
+    }
+
+    /// The txids of the blocks that joined the main chain in the last call of
+    /// [`Chain::accept_block`] (block hash, every txid in block order, coinbase first), oldest
+    /// first: what their validation computed, so a caller bringing a mempool up to date does
+    /// not hash the transactions again. Empty after it is taken, and after a call that
+    /// connected nothing.
+    pub fn take_connected_txids(&mut self) -> Vec<(Hash, Vec<Hash>)> {
+        std::mem::take(&mut self.connected_txids)
     }
 
     /// Brings the store's txid index to the committed tip in one atomic write: the
@@ -528,6 +541,7 @@ impl<S: ChainStore> Chain<S> {
     /// most work. `now_ms` is the validator's clock (for the future-drift rule).
     pub fn accept_block(&mut self, block: Block, now_ms: u64) -> Result<Accepted, ChainError> {
         let _s = scalechain_types::profile::span("chain.accept_block");
+        self.connected_txids.clear();
         let hash = block.hash(self.params.hash);
         let outcome = self.accept_one(hash, block, now_ms)?;
         // Children that were waiting for this block may now connect.
@@ -664,6 +678,7 @@ impl<S: ChainStore> Chain<S> {
         let mut ctx = ConnectCtx::new(&p, &self.chain_id, &self.apps, &self.verify);
         ctx.sig_cache = self.sig_cache.as_deref().map(|c| c as &dyn SigCache);
         let mut connected: Vec<ConnectedBlock> = Vec::new();
+        let mut connected_txids = Vec::new();
         let mut txids_add = Vec::new();
         let mut failure = None;
         for h in &to_connect {
@@ -695,6 +710,7 @@ impl<S: ChainStore> Chain<S> {
                 Ok(diff) => {
                     apply(&mut overlay, &mut app, &diff.changes);
                     txids_add.extend(txid_entries(*h, height, checked.txids().iter().copied()));
+                    connected_txids.push((*h, checked.txids().to_vec()));
                     connected.push(ConnectedBlock { height, hash: *h, undo: diff.undo });
                 }
                 Err(e) => {
@@ -741,6 +757,7 @@ impl<S: ChainStore> Chain<S> {
             total_value: total.max(0) as u128,
         };
         self.store.commit(&commit)?;
+        self.connected_txids.extend(connected_txids);
         apply_to_memory(&mut self.utxos, self.by_owner.as_mut(), &mut self.app_state, &changes, &app_writes);
         self.main.truncate(fork_height as usize + 1);
         self.main.extend(connected.iter().map(|c| c.hash));

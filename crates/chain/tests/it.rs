@@ -1044,3 +1044,34 @@ fn a_disk_store_with_snapshots_and_a_reorganisation_reopens_to_the_same_utxo_set
     assert_eq!(chain.utxos(), mem.chain.utxos());
     chain.verify_all(NOW, |_, _| {}).unwrap();
 }
+
+#[test]
+fn the_txids_of_the_blocks_an_accept_connected_are_handed_over_once() {
+    let mut t = setup();
+    t.extend(2, 4);
+    let fork_gen = t.gen.clone();
+    let fork_block = t.chain.block_at(2).unwrap().unwrap();
+    t.extend(1, 4); // main chain to height 3
+    let kind = t.p.hash;
+    let ids = |b: &Block| (b.hash(kind), b.txs.iter().map(|x| x.txid(kind)).collect::<Vec<_>>());
+    // A plain extension: its one block.
+    let b = t.next(4);
+    let expect = vec![ids(&b)];
+    assert!(matches!(t.chain.accept_block(b.clone(), NOW).unwrap(), Accepted::Connected(_)));
+    assert_eq!(t.chain.take_connected_txids(), expect);
+    assert!(t.chain.take_connected_txids().is_empty(), "taken once");
+    // A duplicate connects nothing, and a left-over is not carried into the next accept.
+    assert_eq!(t.chain.accept_block(b, NOW).unwrap(), Accepted::Duplicate);
+    assert!(t.chain.take_connected_txids().is_empty());
+    // A heavier branch delivered newest first: the last accept connects all of it, oldest first.
+    let mut g = fork_gen;
+    g.reseed(41);
+    let side = branch(&t, &mut g, &fork_block, 4, 4, 900); // heights 3..6
+    for s in side.iter().skip(1).rev() {
+        assert_eq!(t.chain.accept_block(s.clone(), NOW).unwrap(), Accepted::Orphan);
+        assert!(t.chain.take_connected_txids().is_empty());
+    }
+    t.chain.accept_block(side[0].clone(), NOW).unwrap();
+    assert_eq!(t.chain.tip(), side[3].hash(t.p.hash));
+    assert_eq!(t.chain.take_connected_txids(), side.iter().map(ids).collect::<Vec<_>>());
+}

@@ -13,6 +13,11 @@
 //!   copying a 100k-entry map once per batch would cost, and what a miner's 1 MB template
 //!   costs at each size (a reader: it runs on a snapshot, beside the writer).
 //!
+//! - `mempool::remove-block`: taking a block's 4,096 transactions out of a pool that holds
+//!   exactly them, with the pool hashing the block's txids (`remove_block`) and with the txids
+//!   its validation computed handed in (`remove_block_txids`, as the replica does): the
+//!   difference is one txid pass over the block.
+//!
 //! `parallel` uses the global rayon pool (set its size with `RAYON_NUM_THREADS`). Under
 //! `--test` (smoke mode) the sizes shrink.
 
@@ -182,6 +187,30 @@ fn pool_size(c: &mut Criterion, sizes: &[usize]) {
     g.finish();
 }
 
+fn remove_block(c: &mut Criterion, n: usize) {
+    let f = Fixture::new(n);
+    let block = Block { header: genesis_block(&f.params).header, txs: f.w.txs.clone() };
+    let txids: Vec<Hash> = block.txs.iter().map(|t| t.txid(f.params.hash)).collect();
+    let pool = f.pool();
+    let fill = || {
+        assert!(pool.admit(&f.env(), f.w.txs.clone()).iter().all(|v| v.is_ok()));
+    };
+    let mut g = c.benchmark_group("mempool::remove-block");
+    g.sample_size(20).throughput(Throughput::Elements(n as u64));
+    g.bench_function(BenchmarkId::new("hashing", n), |b| {
+        b.iter_batched(fill, |()| pool.remove_block(&block, &f.apps, &f.params), BatchSize::PerIteration)
+    });
+    g.bench_function(BenchmarkId::new("txids-given", n), |b| {
+        b.iter_batched(
+            fill,
+            |()| pool.remove_block_txids(&block, &txids, &f.apps, &f.params),
+            BatchSize::PerIteration,
+        )
+    });
+    g.finish();
+    assert!(pool.is_empty());
+}
+
 fn main() {
     // Criterion's rule: test mode under `--test`, or without `--bench` (`cargo test --benches`).
     let args: Vec<String> = std::env::args().collect();
@@ -199,5 +228,6 @@ fn main() {
     }
     drop(f);
     pool_size(&mut c, if smoke { &[1_000] } else { &[1_000, 10_000, 100_000] });
+    remove_block(&mut c, if smoke { 256 } else { BATCH });
     c.final_summary();
 }

@@ -440,14 +440,27 @@ impl Mempool {
     /// otherwise re-judged here; after blocks that change application state, [`Mempool::reorg`]
     /// with no returned transactions re-judges the whole pool.
     pub fn remove_block(&self, block: &Block, apps: &Apps, params: &Params) -> Removed {
-        let txids: Vec<Hash> = if block.txs.len() < 64 {
-            block.txs.iter().map(|t| t.txid(self.hash)).collect()
+        self.remove_block_txids(block, &[], apps, params)
+    }
+
+    /// [`Mempool::remove_block`] for a block whose txids the caller has (every one, in block
+    /// order, as the block's validation computed them), so they are not hashed again. Txids
+    /// that do not match the block's transaction count are ignored and computed here.
+    pub fn remove_block_txids(&self, block: &Block, txids: &[Hash], apps: &Apps, params: &Params) -> Removed {
+        let computed: Vec<Hash>;
+        let txids = if txids.len() == block.txs.len() {
+            txids
         } else {
-            block.txs.par_iter().map(|t| t.txid(self.hash)).collect()
+            computed = if block.txs.len() < 64 {
+                block.txs.iter().map(|t| t.txid(self.hash)).collect()
+            } else {
+                block.txs.par_iter().map(|t| t.txid(self.hash)).collect()
+            };
+            &computed
         };
         let mut w = self.lock();
         let mut removed = Removed::default();
-        for (tx, txid) in block.txs.iter().zip(&txids) {
+        for (tx, txid) in block.txs.iter().zip(txids) {
             if tx.is_coinbase() {
                 continue;
             }

@@ -376,7 +376,9 @@ fn remove_block_confirms_evicts_conflicts_with_descendants_and_makes_roots() {
     let (z, _) = net.spend(&[cb], 1, 7000);
     let (block, r) = net.mine(&[a.clone(), z], 0);
     assert!(matches!(r.unwrap(), Accepted::Connected(_)));
-    let removed = pool.remove_block(&block, &net.apps, &net.p);
+    // The txids handed in, as the block's validation computed them.
+    let txids: Vec<Hash> = block.txs.iter().map(|t| t.txid(net.p.hash)).collect();
+    let removed = pool.remove_block_txids(&block, &txids, &net.apps, &net.p);
     assert_eq!(removed.confirmed, 1);
     let conflicted: HashSet<Hash> = removed.conflicted.iter().copied().collect();
     assert_eq!(conflicted, HashSet::from([b.txid(net.p.hash), b_child.txid(net.p.hash)]));

@@ -136,7 +136,19 @@ impl<S: ChainStore> Replica<S> {
                 }
             }
         };
-        let connected: Vec<Block> = joined.iter().filter_map(&mut fetch).collect();
+        let connected: Vec<(Hash, Block)> = joined.iter().filter_map(|h| Some((*h, fetch(h)?))).collect();
+        // The connected blocks' txids as their validation computed them (hashed here only for a
+        // block the chain did not connect in this call, which does not happen).
+        let mut validated: std::collections::HashMap<Hash, Vec<Hash>> =
+            chain.take_connected_txids().into_iter().collect();
+        let txids: Vec<Vec<Hash>> = connected
+            .iter()
+            .map(|(h, b)| {
+                validated
+                    .remove(h)
+                    .unwrap_or_else(|| b.txs.iter().map(|t| t.txid(self.params.hash)).collect())
+            })
+            .collect();
         // Oldest first, coinbases left out.
         let returned: Vec<_> = left
             .iter()
@@ -144,8 +156,8 @@ impl<S: ChainStore> Replica<S> {
             .filter_map(|h| chain.block(h).ok().flatten())
             .flat_map(|b| b.txs.into_iter().skip(1))
             .collect();
-        for b in &connected {
-            let r = self.mempool.remove_block(b, chain.apps(), chain.params());
+        for ((_, b), ids) in connected.iter().zip(&txids) {
+            let r = self.mempool.remove_block_txids(b, ids, chain.apps(), chain.params());
             out.removed.confirmed += r.confirmed;
             out.removed.conflicted.extend(r.conflicted);
             out.removed.expired.extend(r.expired);
@@ -155,8 +167,7 @@ impl<S: ChainStore> Replica<S> {
             out.reorg = self.mempool.reorg(&env, returned);
         }
         // Orphans waiting for a transaction these blocks confirmed may join now.
-        let confirmed_txids: Vec<Hash> =
-            connected.iter().flat_map(|b| b.txs.iter().skip(1).map(|t| t.txid(self.params.hash))).collect();
+        let confirmed_txids: Vec<Hash> = txids.iter().flat_map(|ids| ids.iter().skip(1).copied()).collect();
         let confirmed = |t: &Hash| chain.tx_location(t).ok().flatten().is_some();
         let released = self.mempool.offer_orphans_of(&env, &confirmed_txids, now_ms, &confirmed);
         let evicted = crate::evicted_by(&released);
