@@ -4,17 +4,19 @@
 //! with an empty data directory and that peer as its bootstrap, downloads, validates (every
 //! signature: nothing is in its signature cache) and commits the whole chain. The late node's
 //! height is polled every 50 ms from its start until it holds the tip the devnet ended with.
-//! Then it stops and a second new peer syncs the same chain from the same peer with the txid
-//! and owner indexes off (`store.tx_index`, `store.owner_index`): what the indexes cost a sync.
+//! Then it stops, and three more new peers sync the same chain from the same peer in turn: one
+//! with the txid index off (`store.tx_index`), one with the owner index off
+//! (`store.owner_index`), one with both off: what each index costs a sync.
 //!
 //! Beside it, `bound`: `verify_txs` in parallel on 2^14 transfers of the `tx-throughput`
 //! workload (2^10 with `--quick`), in this process and in the same run — the parallel
 //! verification bound that the sync, commits included, is measured against.
 //!
-//! Rows: `bound` (its rate), `sync` and `sync-lean` (the whole sync of the node with its
-//! indexes and of the one without: seconds, the tip's height, the chain's transactions, their
-//! rate) and `progress` and `progress-lean` (one per poll: seconds since the start, height,
-//! transactions connected so far).
+//! Rows: `bound` (its rate); `sync`, `sync-no-txid-index`, `sync-no-owner-index` and
+//! `sync-lean` (each new node's whole sync: seconds, the tip's height, the chain's
+//! transactions, their rate); and `progress`, `progress-no-txid-index`,
+//! `progress-no-owner-index` and `progress-lean` (one per poll: seconds since the start,
+//! height, transactions connected so far).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -167,10 +169,22 @@ struct Variant {
 }
 
 /// The new nodes, one after the other from the same peer: as a user runs one (every index
-/// on, the defaults), and one that serves no lookups (the txid and owner indexes off, ADR
-/// 0004 and 0005), which shows what the indexes cost a sync.
-const VARIANTS: [Variant; 2] = [
+/// on, the defaults), one without the txid index, one without the owner index, and one that
+/// serves no lookups (both off; ADRs 0004 and 0005): what each index costs a sync.
+const VARIANTS: [Variant; 4] = [
     Variant { series: "sync", progress: "progress", what: "indexes on, the defaults", config: None },
+    Variant {
+        series: "sync-no-txid-index",
+        progress: "progress-no-txid-index",
+        what: "txid index off",
+        config: Some("[store]\ntx_index = false\n"),
+    },
+    Variant {
+        series: "sync-no-owner-index",
+        progress: "progress-no-owner-index",
+        what: "owner index off",
+        config: Some("[store]\nowner_index = false\n"),
+    },
     Variant {
         series: "sync-lean",
         progress: "progress-lean",
@@ -287,9 +301,10 @@ fn section(t: &Table) -> String {
          directory and that peer as its bootstrap, downloads, validates (every signature: its \
          signature cache is empty) and commits the whole chain. The time runs from the new \
          node's start (process start and store creation included) to the poll (every 50 ms) \
-         that finds it at the devnet's tip. Then a second new peer syncs the same chain from \
-         the same peer with the txid and owner indexes off (`[store] tx_index = false`, \
-         `owner_index = false`), as a node that serves no lookups runs. `bound` is \
+         that finds it at the devnet's tip. Then three more new peers sync the same chain from \
+         the same peer in turn: with the txid index off (`[store] tx_index = false`), with the \
+         owner index off (`owner_index = false`), and with both off, as a node that serves no \
+         lookups runs. `bound` is \
          `verify_txs` in parallel on the `tx-throughput` workload in this process, in the \
          same run.\n\n",
     );
@@ -322,12 +337,23 @@ fn section(t: &Table) -> String {
     if let (Some(on), Some(off)) = (rate("sync"), rate("sync-lean")) {
         s.push_str(&format!(
             "The indexes cost this sync {:.1} µs per transaction: the node without them syncs at \
-             {:.2}× the rate of the node with them, one after the other from the same peer \
-             (one run each; this machine's speed drifts between minutes, so read differences \
-             under about 10% as noise).\n\n",
+             {:.2}× the rate of the node with them",
             1e6 / on - 1e6 / off,
             off / on,
         ));
+        let each: Vec<String> =
+            [("sync-no-txid-index", "the txid index"), ("sync-no-owner-index", "the owner index")]
+                .iter()
+                .filter_map(|(series, name)| Some(format!("{name} {:.1} µs", 1e6 / on - 1e6 / rate(series)?)))
+                .collect();
+        if !each.is_empty() {
+            s.push_str(&format!(" (each alone: {})", each.join(", ")));
+        }
+        s.push_str(
+            ". The nodes synced one after the other from the same peer, one run each; this \
+             machine's speed drifts between minutes, so read differences under about 10% as \
+             noise.\n\n",
+        );
     }
     if let Some(on) = rate("sync") {
         // One input per transfer, so the µs per input is the µs per transaction.
@@ -356,6 +382,7 @@ mod tests {
             ["progress-lean", "0.500", "0", "0", "0.0"],
             ["progress-lean", "4.000", "50", "1000000", "0.0"],
             ["sync-lean", "5.000", "50", "1000000", "200000.0"],
+            ["sync-no-txid-index", "5.500", "50", "1000000", "181818.2"],
         ] {
             let mut r: Vec<String> = row.iter().map(|s| s.to_string()).collect();
             r.extend(["portable".into(), "c".into()]);
