@@ -592,18 +592,41 @@ fn study(experiment: &str, opts: scalechain_study::Opts) -> Result<(), Fail> {
         return Err(Fail(2, "--threads and --runs must be at least 1".into()));
     }
     let worker = std::env::current_exe().ok();
+    // A failed experiment does not stop the others (a full run takes hours): in a list, each
+    // failure is said when it happens and counted at the end; the exit status is 1. An
+    // interrupt stops the list at once.
+    let mut failed = Vec::new();
+    let (total, several) = (list.len(), list.len() > 1);
     for exp in list {
         let opts = scalechain_study::Opts { worker: worker.clone(), ..opts.clone() };
         let t = Instant::now();
-        let table = scalechain_study::run(exp, opts).map_err(|e| Fail(1, format!("{}: {e}", exp.name())))?;
-        println!(
-            "{}: {} rows in {:.1} s -> {}",
-            exp.name(),
-            table.rows.len(),
-            t.elapsed().as_secs_f64(),
-            out.join(format!("{}.csv", exp.name())).display()
-        );
+        match scalechain_study::run(exp, opts) {
+            Ok(table) => println!(
+                "{}: {} rows in {:.1} s -> {}",
+                exp.name(),
+                table.rows.len(),
+                t.elapsed().as_secs_f64(),
+                out.join(format!("{}.csv", exp.name())).display()
+            ),
+            Err(e) => {
+                let why = format!("{}: {e}", exp.name());
+                if several {
+                    eprintln!(
+                        "{why} (failed after {:.1} s; the next experiment runs)",
+                        t.elapsed().as_secs_f64()
+                    );
+                }
+                failed.push(why);
+                if scalechain_lab::interrupt::requested() {
+                    break;
+                }
+            }
+        }
     }
     println!("report: {}", out.join("report.md").display());
-    Ok(())
+    match (failed.len(), several) {
+        (0, _) => Ok(()),
+        (_, false) => Err(Fail(1, failed.remove(0))),
+        (n, true) => Err(Fail(1, format!("{n} of {total} experiments failed: {}", failed.join("; ")))),
+    }
 }

@@ -603,6 +603,18 @@ fn study_quick_smoke() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("unknown experiment \"nonsense\""));
     assert!(!fresh.join("speedup.csv").exists(), "nothing ran");
+    // A failed experiment does not stop the list: `backend` refuses a second binary of its own
+    // build at once, `speedup` after it still runs, and the status is 1 naming the failure.
+    let me = env!("CARGO_BIN_EXE_scalechain");
+    let o = bin()
+        .args(["study", "backend,speedup", "--quick", "--runs", "1", "--compare", me, "--out"])
+        .arg(&fresh)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("1 of 2 experiments failed: backend: two binaries of the same build"), "{err}");
+    assert!(fresh.join("speedup.csv").exists(), "the experiment after the failed one ran");
 }
 
 /// `scalechain vote demo` runs a whole election: the tally equals the truth, the decryption
