@@ -187,8 +187,8 @@ pub struct Chain<S: ChainStore> {
     sig_cache: Option<Arc<dyn SigCache + Send>>,
     /// Why the last UTXO snapshot failed, until taken.
     snapshot_failure: Option<String>,
-    /// The txids of the blocks the last [`Chain::accept_block`] connected, oldest first, as
-    /// their validation computed them, until taken ([`Chain::take_connected_txids`]).
+    /// The txids of the blocks the last [`Chain::accept_block`] connected, in connection order,
+    /// as their validation computed them, until taken ([`Chain::take_connected_txids`]).
     connected_txids: Vec<(Hash, Vec<Hash>)>,
 }
 
@@ -305,6 +305,8 @@ impl<S: ChainStore> Chain<S> {
         // tip. Connect it now, as the interrupted run would have; otherwise those blocks would
         // count as known and never be connected when they arrive again.
         chain.activate_best(None)?;
+        // What recovery connected is no accept's: nothing is handed over for it.
+        chain.connected_txids.clear();
         Ok(chain)
     }
 
@@ -314,11 +316,13 @@ impl<S: ChainStore> Chain<S> {
         self.snapshot_failure.take()
     }
 
-    /// The txids of the blocks that joined the main chain in the last call of
-    /// [`Chain::accept_block`] (block hash, every txid in block order, coinbase first), oldest
-    /// first: what their validation computed, so a caller bringing a mempool up to date does
-    /// not hash the transactions again. Empty after it is taken, and after a call that
-    /// connected nothing.
+    /// The txids of the blocks the last call of [`Chain::accept_block`] connected (block hash,
+    /// every txid in block order, coinbase first), in the order they connected: what their
+    /// validation computed, so a caller bringing a mempool up to date does not hash the
+    /// transactions again. Look them up by hash: when one call moves the tip twice (orphans
+    /// completing one branch, then another, or an invalid block cutting a branch short), the
+    /// list may also hold blocks that left the main chain again within the call. Empty after
+    /// it is taken, and after a call that connected nothing.
     pub fn take_connected_txids(&mut self) -> Vec<(Hash, Vec<Hash>)> {
         std::mem::take(&mut self.connected_txids)
     }

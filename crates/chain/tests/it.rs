@@ -1051,7 +1051,7 @@ fn the_txids_of_the_blocks_an_accept_connected_are_handed_over_once() {
     t.extend(2, 4);
     let fork_gen = t.gen.clone();
     let fork_block = t.chain.block_at(2).unwrap().unwrap();
-    t.extend(1, 4); // main chain to height 3
+    t.extend(1, 4); // main chain to height 3 (5 after the two blocks below)
     let kind = t.p.hash;
     let ids = |b: &Block| (b.hash(kind), b.txs.iter().map(|x| x.txid(kind)).collect::<Vec<_>>());
     // A plain extension: its one block.
@@ -1060,13 +1060,16 @@ fn the_txids_of_the_blocks_an_accept_connected_are_handed_over_once() {
     assert!(matches!(t.chain.accept_block(b.clone(), NOW).unwrap(), Accepted::Connected(_)));
     assert_eq!(t.chain.take_connected_txids(), expect);
     assert!(t.chain.take_connected_txids().is_empty(), "taken once");
-    // A duplicate connects nothing, and a left-over is not carried into the next accept.
-    assert_eq!(t.chain.accept_block(b, NOW).unwrap(), Accepted::Duplicate);
+    // Left untaken, a block's txids are not carried into the next accept: a duplicate
+    // connects nothing and hands nothing over.
+    let c = t.next(4);
+    assert!(matches!(t.chain.accept_block(c.clone(), NOW).unwrap(), Accepted::Connected(_)));
+    assert_eq!(t.chain.accept_block(c, NOW).unwrap(), Accepted::Duplicate);
     assert!(t.chain.take_connected_txids().is_empty());
     // A heavier branch delivered newest first: the last accept connects all of it, oldest first.
     let mut g = fork_gen;
     g.reseed(41);
-    let side = branch(&t, &mut g, &fork_block, 4, 4, 900); // heights 3..6
+    let side = branch(&t, &mut g, &fork_block, 4, 4, 900); // heights 3..6: more work than 5
     for s in side.iter().skip(1).rev() {
         assert_eq!(t.chain.accept_block(s.clone(), NOW).unwrap(), Accepted::Orphan);
         assert!(t.chain.take_connected_txids().is_empty());

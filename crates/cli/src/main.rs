@@ -610,6 +610,12 @@ fn study(experiment: &str, opts: scalechain_study::Opts) -> Result<(), Fail> {
             ),
             Err(e) => {
                 let why = format!("{}: {e}", exp.name());
+                if scalechain_lab::interrupt::requested() {
+                    return Err(Fail(
+                        1,
+                        format!("{why} (interrupted: the experiments after it did not run)"),
+                    ));
+                }
                 if several {
                     eprintln!(
                         "{why} (failed after {:.1} s; the next experiment runs)",
@@ -617,9 +623,6 @@ fn study(experiment: &str, opts: scalechain_study::Opts) -> Result<(), Fail> {
                     );
                 }
                 failed.push(why);
-                if scalechain_lab::interrupt::requested() {
-                    break;
-                }
             }
         }
     }

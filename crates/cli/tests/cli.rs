@@ -387,13 +387,17 @@ fn study_quick_smoke() {
         report.contains("**Block commit times**") && report.contains("| execution 200 ms lock-free | "),
         "{report}"
     );
-    // sync: the four new nodes, with both indexes, without each and without either, reached
-    // the same chain (the same height, the same transactions) and have their progress.
+    // sync: the five new nodes, with both indexes, without each, without either and with both
+    // again, each reached the devnet's tip (the run checks its hash) and have their progress.
     let csv = std::fs::read_to_string(in_either(out, "sync.csv")).unwrap();
     let whole: Vec<Vec<&str>> =
         csv.lines().filter(|l| l.starts_with("sync")).map(|l| l.split(',').collect()).collect();
     let series: Vec<&str> = whole.iter().map(|r| r[0]).collect();
-    assert_eq!(series, ["sync", "sync-no-txid-index", "sync-no-owner-index", "sync-lean"], "{csv}");
+    assert_eq!(
+        series,
+        ["sync", "sync-no-txid-index", "sync-no-owner-index", "sync-lean", "sync-repeat"],
+        "{csv}"
+    );
     assert!(whole.iter().all(|r| (r[2], r[3]) == (whole[0][2], whole[0][3])), "{csv}");
     assert!(csv.lines().any(|l| l.starts_with("progress-lean,")), "{csv}");
     // profile: the miner offered each of the 1,001 to its pool once, and the report sets the

@@ -322,7 +322,7 @@ impl Ctx {
     }
 
     /// Runs at a point of `n` transactions: [`Ctx::runs`] up to [`FULL_RUNS_UP_TO`] (the size
-    /// the targets are judged at), then fewer in proportion as `n` grows — one run of a 2^20
+    /// the targets are judged at), then fewer in inverse proportion to `n` — one run of a 2^20
     /// point takes minutes — but never fewer than `floor`. An explicit `--runs` holds at every
     /// `n`.
     pub fn runs_at(&self, n: usize, floor: usize) -> usize {
