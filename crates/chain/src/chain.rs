@@ -475,8 +475,8 @@ impl<S: ChainStore> Chain<S> {
     /// Switches the owner index on (the default: it is built when the chain opens, unless
     /// [`OpenOptions::owner_index`] says not to) or off. Off, its memory is freed, blocks no
     /// longer update it and [`Chain::utxos_of`] answers [`ChainError::OwnerIndexOff`]: for
-    /// nodes that serve no lookups by owner (no wallets, no explorer). Switched on again, it is rebuilt from the UTXO set, which the chain holds
-    /// whole, so it is exact at once.
+    /// nodes that serve no lookups by owner (no wallets, no explorer). Switched on again, it is
+    /// rebuilt from the UTXO set, which the chain holds whole, so it is exact at once.
     pub fn set_owner_index(&mut self, on: bool) {
         match (on, self.by_owner.is_some()) {
             (true, false) => self.by_owner = Some(OwnerIndex::build(self.utxos.iter())),

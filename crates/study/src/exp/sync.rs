@@ -127,7 +127,7 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
                 }
                 let points = follow(net, rt, spec, &tip, limit)?;
                 // The next new node syncs from the same peer, alone with it; this one's copy of
-                // the chain goes (four copies of a million transactions add up).
+                // the chain goes (a copy of a million transactions per new node adds up).
                 let dir = net.node(&name).map_err(launch)?.data_dir().to_path_buf();
                 net.stop_node(&name).map_err(launch)?;
                 std::fs::remove_dir_all(&dir).map_err(|e| StudyError::io(&dir, e))?;
