@@ -760,6 +760,7 @@ pub(crate) fn metrics_text(sh: &Shared) -> String {
         (c.store().memory(), c.store().txindex_queued())
     };
     let st = sh.replica.mempool.stats();
+    let keys = scalechain_types::keycache::Ed25519KeyCache::global().stats();
     let mut e = Scrape::new();
     e.process()
         .gauge(
@@ -796,6 +797,17 @@ pub(crate) fn metrics_text(sh: &Shared) -> String {
         )
         .counter("sig_cache_hits", "Signature-cache hits.", st.sig_cache_hits)
         .counter("sig_cache_lookups", "Signature-cache lookups.", st.sig_cache_lookups)
+        .gauge(
+            "ed25519_key_cache_entries",
+            "Decompressed Ed25519 keys the process holds for batch verification (at most 65,536).",
+            keys.entries as f64,
+        )
+        .counter("ed25519_key_cache_hits", "Keys of verified batches found already decompressed.", keys.hits)
+        .counter(
+            "ed25519_key_cache_lookups",
+            "Distinct keys of verified batches looked up in the key cache.",
+            keys.lookups,
+        )
         .gauge(
             "orphans",
             "Transactions waiting in the orphan pool for their parents.",

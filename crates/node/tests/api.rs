@@ -236,6 +236,7 @@ async fn bad_requests_get_json_4xx_and_good_ones_answer() {
         "store_cache_bytes",
         "store_txindex_queued",
         "sig_cache_entries",
+        "ed25519_key_cache_entries",
         "mempool_bytes",
         "utxos",
     ] {

@@ -1,11 +1,13 @@
 //! Signature costs: single verification and signing for both schemes, ZIP-215 Ed25519 batch
-//! verification at several batch sizes, and the sighash every input signs.
+//! verification at several batch sizes (`ed25519-zebra`'s verifier, and ours with no key cached
+//! and with every key cached), and the sighash every input signs.
 
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
+use scalechain_types::keycache::{self, Ed25519KeyCache};
 use scalechain_types::keys::{self, Ed25519Item};
 use scalechain_types::{Hash, HashKind, PubKey, Scheme, SecretKey, Signature};
 
@@ -66,16 +68,25 @@ fn verify_batch(c: &mut Criterion) {
         })
         .collect();
     let mut group = c.benchmark_group("keys::ed25519_verify_batch");
+    let rng = || ChaCha20Rng::seed_from_u64(BATCH_RNG_SEED);
     for n in BATCH_SIZES {
         let items: Vec<Ed25519Item<'_>> =
             all[..n].iter().map(|(key, s)| Ed25519Item { key, sig: &s.sig, msg: s.msg.as_bytes() }).collect();
-        keys::verify_ed25519_batch(&items, ChaCha20Rng::seed_from_u64(BATCH_RNG_SEED))
-            .expect("a batch of fresh signatures verifies");
+        keys::verify_ed25519_batch_zebra(&items, rng()).expect("a batch of fresh signatures verifies");
+        // No cache: every key decompressed in every batch, as ed25519-zebra does.
+        let none = Ed25519KeyCache::new(0);
+        // Every key held: a ring of keys that sign again batch after batch.
+        let warm = Ed25519KeyCache::new(n);
+        keycache::verify_batch(&items, rng(), &warm).expect("a batch of fresh signatures verifies");
         group.throughput(Throughput::Elements(n as u64));
-        group.bench_with_input(BenchmarkId::from_parameter(format!("n={n}")), &items, |b, items| {
-            b.iter(|| {
-                keys::verify_ed25519_batch(black_box(items), ChaCha20Rng::seed_from_u64(BATCH_RNG_SEED))
-            })
+        group.bench_with_input(BenchmarkId::new("zebra", format!("n={n}")), &items, |b, items| {
+            b.iter(|| keys::verify_ed25519_batch_zebra(black_box(items), rng()))
+        });
+        group.bench_with_input(BenchmarkId::new("cold", format!("n={n}")), &items, |b, items| {
+            b.iter(|| keycache::verify_batch(black_box(items), rng(), &none))
+        });
+        group.bench_with_input(BenchmarkId::new("warm", format!("n={n}")), &items, |b, items| {
+            b.iter(|| keycache::verify_batch(black_box(items), rng(), &warm))
         });
     }
     group.finish();

@@ -252,10 +252,24 @@ pub struct Ed25519Item<'a> {
 /// ZIP-215 batch verification: `Ok` iff every signature verifies, with the same verdict as
 /// [`verify_ed25519`] on each (the cofactored equation makes batch and single agree).
 ///
+/// Keys come from the process's cache of decompressed keys
+/// ([`Ed25519KeyCache::global`](crate::keycache::Ed25519KeyCache::global)), which never changes
+/// a verdict: [`verify_ed25519_batch_zebra`] is the same check without it.
+///
 /// `rng` draws the batch's random coefficients. It must be unpredictable to whoever made the
 /// signatures (an adversary who knows the coefficients could forge a batch), so production
 /// callers pass an OS-seeded generator; tests may pass a seeded one.
 pub fn verify_ed25519_batch<R: rand_core::CryptoRng>(
+    items: &[Ed25519Item<'_>],
+    rng: R,
+) -> Result<(), SigError> {
+    crate::keycache::verify_batch(items, rng, crate::keycache::Ed25519KeyCache::global())
+}
+
+/// [`verify_ed25519_batch`] by `ed25519-zebra`'s batch verifier, which decompresses every
+/// distinct key of every batch: the reference the cached verifier is tested and measured
+/// against.
+pub fn verify_ed25519_batch_zebra<R: rand_core::CryptoRng>(
     items: &[Ed25519Item<'_>],
     rng: R,
 ) -> Result<(), SigError> {

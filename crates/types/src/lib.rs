@@ -11,13 +11,15 @@
 //!   `u32`-length-prefixed vectors whose length is bounded by the bytes left before anything is
 //!   allocated, and no trailing bytes;
 //! - keys and signatures for the two schemes ([`keys`]): Ed25519 under ZIP-215 rules and
-//!   secp256k1 ECDSA with low-S compact signatures;
+//!   secp256k1 ECDSA with low-S compact signatures, and a cache of decompressed Ed25519 keys
+//!   that batches share ([`keycache`]);
 //! - RFC 6962 Merkle trees with inclusion proofs ([`merkle`]).
 //!
 //! Invariants: decoding never panics and never allocates more than a small multiple of its input;
 //! every value a decoder returns re-encodes to exactly the bytes it came from.
 //!
 //! What it must not do: IO, async, clocks or randomness of its own (key generation takes seeds).
+//! Its one piece of process-wide state is the key cache, a memo that never changes a verdict.
 //! Consensus rules live in `scalechain-consensus`; this crate only says what bytes mean.
 
 pub mod amount;
@@ -25,6 +27,7 @@ pub mod block;
 pub mod codec;
 pub mod fee;
 pub mod hash;
+pub mod keycache;
 pub mod keys;
 pub mod merkle;
 pub mod profile;

@@ -1,6 +1,7 @@
 //! Conformance vectors for `scalechain-types`, one test per vector family:
 //!
-//! - Ed25519 under ZIP-215 (single and batch verification must agree on every case):
+//! - Ed25519 under ZIP-215 (single and batch verification must agree on every case, and the
+//!   batch verifier with its key cache cold or warm must agree with `ed25519-zebra`'s):
 //!   ed25519-speccheck, C2SP CCTV, RFC 8032 §7.1 and Wycheproof;
 //! - secp256k1 ECDSA: Wycheproof's Bitcoin-flavoured file (strict DER, low-S);
 //! - hashes: the official BLAKE3 vectors and NIST SHAVS SHA-256 (short and long messages);
@@ -17,7 +18,10 @@ use std::collections::BTreeSet;
 
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha20Rng;
-use scalechain_types::keys::{verify_ed25519, verify_ed25519_batch, verify_secp256k1, Ed25519Item};
+use scalechain_types::keycache::{self, Ed25519KeyCache};
+use scalechain_types::keys::{
+    verify_ed25519, verify_ed25519_batch, verify_ed25519_batch_zebra, verify_secp256k1, Ed25519Item,
+};
 use scalechain_types::merkle::{leaf_hash, node_hash, root, root_from_leaves, verify_inclusion, MerkleTree};
 use scalechain_types::{Hash, HashKind, SigError};
 use serde_json::Value;
@@ -146,7 +150,14 @@ fn ed_batch(cases: &[&EdCase], seed: u64) -> bool {
     let Some(typed) = typed else { return false };
     let items: Vec<Ed25519Item<'_>> =
         typed.iter().zip(cases).map(|((key, sig), c)| Ed25519Item { key, sig, msg: &c.msg }).collect();
-    verify_ed25519_batch(&items, rng(seed)).is_ok()
+    let verdict = verify_ed25519_batch(&items, rng(seed));
+    // The cached verifier's verdict is ed25519-zebra's, with its keys decompressed or held.
+    let cache = Ed25519KeyCache::new(64);
+    let cold = keycache::verify_batch(&items, rng(seed), &cache);
+    let warm = keycache::verify_batch(&items, rng(seed), &cache);
+    let zebra = verify_ed25519_batch_zebra(&items, rng(seed));
+    assert_eq!((cold, warm, verdict), (zebra, zebra, zebra), "cached verdicts differ from ed25519-zebra's");
+    verdict.is_ok()
 }
 
 /// The five RFC 8032 §7.1 vectors (all valid).
