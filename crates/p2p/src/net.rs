@@ -98,7 +98,8 @@ pub struct NetConfig {
     pub gossip: bool,
     /// Find and dial peers beyond `bootstrap` (Kademlia walks, addresses learnt through
     /// identify). Off, the node connects only to its bootstrap addresses and to who dials it:
-    /// a fixed topology, e.g. every connection through a delaying relay.
+    /// a fixed topology, e.g. every connection through a delaying relay. Its Kademlia then
+    /// still answers requests, from an empty table, and never searches (so never dials).
     pub discover: bool,
 }
 
@@ -423,6 +424,7 @@ pub async fn start_with(cfg: NetConfig, net_limits: NetLimits) -> Result<Net, Ne
     let max_bytes = cfg.max_message_bytes;
     let max_conn = cfg.max_connections;
     let agent = cfg.agent.clone();
+    let discover = cfg.discover;
     // Inbound connections that have said nothing get at most `max_conn` of the `2 × max_conn`
     // slots for connections being set up; past it the one silent longest is closed.
     let stats = Arc::new(NetStats::default());
@@ -462,11 +464,15 @@ pub async fn start_with(cfg: NetConfig, net_limits: NetLimits) -> Result<Net, Ne
             let kad_protocol =
                 StreamProtocol::try_from_owned(names.kad.clone()).map_err(|e| e.to_string())?;
             let id = key.public().to_peer_id();
-            let mut kad = kad::Behaviour::with_config(
-                id,
-                kad::store::MemoryStore::new(id),
-                kad::Config::new(kad_protocol),
-            );
+            let mut kad_config = kad::Config::new(kad_protocol);
+            if !discover {
+                // A fixed topology: Kademlia still answers other nodes, but its table stays
+                // empty (no peer enters it unasked, none is added) and it never walks it, so it
+                // never dials. Otherwise its own bootstrap would find and dial peers' peers.
+                kad_config.set_kbucket_inserts(kad::BucketInserts::Manual);
+                kad_config.set_periodic_bootstrap_interval(None);
+            }
+            let mut kad = kad::Behaviour::with_config(id, kad::store::MemoryStore::new(id), kad_config);
             // On loopback and private networks no external address is ever confirmed, so
             // Kademlia would stay a client: every node serves the routing table.
             kad.set_mode(Some(kad::Mode::Server));
@@ -504,7 +510,7 @@ pub async fn start_with(cfg: NetConfig, net_limits: NetLimits) -> Result<Net, Ne
             .map_err(|e| NetError::Listen { addr: addr.clone(), reason: e.to_string() })?;
     }
     for addr in &cfg.bootstrap {
-        if let Some(peer) = peer_of(addr) {
+        if let Some(peer) = peer_of(addr).filter(|_| cfg.discover) {
             swarm.behaviour_mut().kad.add_address(&peer, addr.clone());
         }
         let _ = swarm.dial(addr.clone());

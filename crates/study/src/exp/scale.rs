@@ -618,7 +618,7 @@ fn section(t: &Table) -> String {
          `propagation`'s scenario both on real node processes and in the simulator at 4 to 16 \
          nodes, and with the real binary under Shadow on these six regions at 16 to 256 nodes \
          (where Shadow is installed): blocks' time to 90% and to every node within 5% of Shadow's \
-         at 64 and 256 nodes; a 190 KB transaction batch 2–5× slower under Shadow than simulated \
+         at 64 and 256 nodes; a 232 KB transaction batch 2–5× slower under Shadow than simulated \
          (TCP's losses and windows on shared slow uplinks, which the simulator does not model). Its \
          section and docs/SIMULATOR.md say where the times agree and why they do not elsewhere. \
          Read these figures for their shape against N and load, and times of large messages as \

@@ -23,7 +23,7 @@
 //!
 //! Placements: `loopback` and `wan-seed001` (seed 001's three sites through delaying relays)
 //! always; as root, `namespaces-100mbit` and `namespaces-wan-seed001-100mbit` (each node in a
-//! network namespace, its link limited by `tc tbf` to 100 Mbit/s, where a 190 KB message to 15
+//! network namespace, its link limited by `tc tbf` to 100 Mbit/s, where a 232 KB message to 15
 //! peers takes a sender's uplink about 230 ms and bandwidth is no longer free).
 //!
 //! Beyond 16 nodes, where two cores cannot run the processes in real time: the real binary
@@ -336,7 +336,7 @@ pub fn run(ctx: &Ctx) -> Result<Table, StudyError> {
     let quick = ctx.opts.quick;
     let costs = super::scale::cost_model(ctx)?;
     // What the transport costs a node per byte of a batch-sized gossip message: not in the
-    // cost model (a batch's 190 KB cost a node about a millisecond to send or receive), measured
+    // cost model (a batch's 232 KB cost a node about a millisecond to send or receive), measured
     // so the table can say how much of a gap it explains.
     let transport_ns = if quick {
         f64::NAN
@@ -593,9 +593,9 @@ fn section(t: &Table) -> String {
          a CPU-bound placement no model of these costs can agree. `real_other_cores` is what \
          the rest of the machine kept busy meanwhile (the study itself, the relays): the nodes \
          had the machine's cores less that. `transport_ns_byte` is the CPU the node's libp2p \
-         stack takes per byte of a 190 KB gossip message on one side (two of the node's network \
+         stack takes per byte of a 232 KB gossip message on one side (two of the node's network \
          tasks exchanging such messages in one process): the cost model leaves it out, and it \
-         says how much of a gap it could explain (the batch is 190 KB). Blocks are few per run (the \
+         says how much of a gap it could explain (the batch is 232 KB). Blocks are few per run (the \
          block interval is 1 s), so their percentiles are coarse.\n\n",
     );
     let within = |model: &str| {

@@ -5,7 +5,8 @@
 //! Both worlds get the same network: the simulator builds it first (nodes placed in the regions
 //! by their shares, each dialling eight others), and the Shadow configuration copies it — every
 //! node a host on its region's graph node with the region's bandwidths, each link dialled by its
-//! higher-numbered end (`p2p.discover` off, so no other link forms), one-way latencies exactly
+//! higher-numbered end (`p2p.discover` off, so no other link forms; after the run the nodes'
+//! peer books must hold exactly those links, [`same_links`]), one-way latencies exactly
 //! the table's means. Shadow has no jitter, so the simulator runs without it. Shadow runs the
 //! processes in zero virtual time: it charges the network and never the CPU, so the simulator
 //! charges no work either, and the check is of the network model and the protocol machine's
@@ -249,6 +250,7 @@ pub fn run_shadow(
     let curl = find_curl()?;
     let cfg = config(exe, &curl, topology, txs, seed, dir)?;
     let wall = shadow::run(shadow_bin, &cfg, dir, BOUND).map_err(|e| StudyError::Wrong(e.to_string()))?;
+    same_links(topology, seed, dir)?;
     let read = |path: PathBuf| -> Result<String, StudyError> {
         std::fs::read_to_string(&path).map_err(|e| StudyError::io(&path, e))
     };
@@ -279,6 +281,60 @@ pub fn run_shadow(
     Ok((from_real(&raw), wall))
 }
 
+/// Checks that under Shadow every node connected with exactly the peers the simulated network
+/// links it with, as the peer books the nodes wrote say (`nodeN/peers.json`, saved every 10 s,
+/// every peer ever connected): otherwise the two worlds were different networks and the
+/// comparison means nothing. The error names each link that differs.
+pub fn same_links(topology: &Topology, seed: u64, dir: &Path) -> Result<(), StudyError> {
+    let n = topology.regions.len();
+    let mut index = std::collections::HashMap::with_capacity(n);
+    for i in 0..n {
+        let peer = scalechain_p2p::net::peer_id_of_seed(node_key(seed, i))
+            .ok_or_else(|| StudyError::Wrong(format!("node {i}: its derived key is not an ed25519 key")))?;
+        index.insert(peer.to_string(), i);
+    }
+    let mut linked = vec![std::collections::BTreeSet::new(); n];
+    for (i, dials) in topology.dials.iter().enumerate() {
+        for &j in dials {
+            linked[i].insert(j);
+            linked[j].insert(i);
+        }
+    }
+    let mut differ = Vec::new();
+    for (i, want) in linked.iter().enumerate() {
+        let path = dir.join(format!("node{i}")).join("peers.json");
+        let text = std::fs::read_to_string(&path).map_err(|e| StudyError::io(&path, e))?;
+        let book: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| StudyError::Wrong(format!("{}: {e}", path.display())))?;
+        let peers = book["peers"]
+            .as_object()
+            .ok_or_else(|| StudyError::Wrong(format!("{}: no `peers` object", path.display())))?;
+        let mut got = std::collections::BTreeSet::new();
+        for id in peers.keys() {
+            match index.get(id) {
+                Some(&j) => {
+                    got.insert(j);
+                }
+                None => differ.push(format!("node {i} connected with {id}, no node of the run")),
+            }
+        }
+        differ.extend(got.difference(want).map(|j| format!("node {i} connected with node {j} (not linked)")));
+        differ.extend(
+            want.difference(&got).map(|j| format!("node {i} never connected with node {j} (linked)")),
+        );
+    }
+    if differ.is_empty() {
+        return Ok(());
+    }
+    let shown: Vec<&str> = differ.iter().take(8).map(String::as_str).collect();
+    Err(StudyError::Wrong(format!(
+        "under Shadow the nodes were not on the simulated network: {} links differ ({}{})",
+        differ.len(),
+        shown.join("; "),
+        if differ.len() > shown.len() { "; …" } else { "" }
+    )))
+}
+
 /// curl on the `PATH` (the hosts' clients).
 fn find_curl() -> Result<PathBuf, StudyError> {
     shadow::on_path("curl").ok_or_else(|| {
@@ -305,7 +361,7 @@ mod tests {
         let (seen, topo) = simulate(16, &p, &txs, 3, Uplink::Fifo);
         let (fair, same) = simulate(16, &p, &txs, 3, Uplink::Fair);
         assert_eq!(topo, same, "the uplink does not change the network built");
-        // A 190 KB batch to eight peers: shared, the first copies leave later, so the batch
+        // A 232 KB batch to eight peers: shared, the first copies leave later, so the batch
         // reaches half the nodes later than one copy after another.
         let half = |o: &Observed| super::super::stats(&o.txs)[0];
         assert!(half(&fair) > half(&seen), "{} {}", half(&fair), half(&seen));
@@ -350,5 +406,36 @@ mod tests {
         assert!(toml.contains(&format!("genesis_time_ms = {EPOCH_MS}")), "{toml}");
         // The latencies are the table's means: Shadow has no jitter.
         assert_eq!(cfg.latency_us, NetModel::simblock().latency_us);
+    }
+
+    #[test]
+    fn the_peer_books_must_hold_exactly_the_simulated_links() {
+        // Three nodes: 1 dials 0, 2 dials 1.
+        let topo = Topology { regions: vec![0, 0, 0], dials: vec![vec![], vec![0], vec![1]] };
+        let id = |i: usize| scalechain_p2p::net::peer_id_of_seed(node_key(9, i)).unwrap().to_string();
+        let book = |peers: &[String]| {
+            let entries: Vec<String> = peers
+                .iter()
+                .map(|p| format!("\"{p}\": {{\"addrs\": [], \"last_seen_ms\": 1, \"score\": 0, \"banned_until_ms\": null}}"))
+                .collect();
+            format!("{{\"version\": 1, \"peers\": {{{}}}}}", entries.join(", "))
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let write = |i: usize, peers: &[String]| {
+            std::fs::create_dir_all(dir.path().join(format!("node{i}"))).unwrap();
+            std::fs::write(dir.path().join(format!("node{i}/peers.json")), book(peers)).unwrap();
+        };
+        write(0, &[id(1)]);
+        write(1, &[id(0), id(2)]);
+        write(2, &[id(1)]);
+        same_links(&topo, 9, dir.path()).unwrap();
+        // Node 2 also reached node 0 (discovery through node 1): the worlds differ.
+        write(2, &[id(1), id(0)]);
+        let e = same_links(&topo, 9, dir.path()).unwrap_err().to_string();
+        assert!(e.contains("node 2 connected with node 0 (not linked)"), "{e}");
+        // A link that never formed differs too.
+        write(2, &[]);
+        let e = same_links(&topo, 9, dir.path()).unwrap_err().to_string();
+        assert!(e.contains("node 2 never connected with node 1 (linked)"), "{e}");
     }
 }
