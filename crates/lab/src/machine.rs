@@ -30,14 +30,22 @@ const INTERESTING: &[&str] = &["avx2", "avx512f", "avx512vl", "avx512ifma", "sha
 /// `native` when the binary was compiled for this CPU's features (`-C target-cpu=native`
 /// enables AVX2 at compile time), else `portable` (the x86-64 baseline; the crypto crates then
 /// pick SIMD backends at run time where they can); with ` soft-sha256` when SHA-256 was built
-/// without its CPU backends (`--cfg sha2_backend="soft"`: no SHA-NI, as the study's `backend`
-/// experiment compares).
+/// without its CPU backends (`--cfg sha2_backend="soft"`: no SHA-NI), and with ` ed25519-avx2`
+/// when Ed25519's AVX-512 IFMA backend was left out (`RUSTFLAGS` without the workspace's
+/// `--cfg curve25519_dalek_backend="avx512"`, on a target CPU without IFMA): it then verifies on
+/// AVX2. The study's `backend` experiment compares these builds.
 pub fn build() -> &'static str {
-    match (cfg!(target_feature = "avx2"), cfg!(sha2_backend = "soft")) {
-        (true, false) => "native",
-        (false, false) => "portable",
-        (true, true) => "native soft-sha256",
-        (false, true) => "portable soft-sha256",
+    let ifma = cfg!(curve25519_dalek_backend = "avx512")
+        || (cfg!(target_feature = "avx512ifma") && cfg!(target_feature = "avx512vl"));
+    match (cfg!(target_feature = "avx2"), cfg!(sha2_backend = "soft"), ifma) {
+        (true, false, true) => "native",
+        (false, false, true) => "portable",
+        (true, true, true) => "native soft-sha256",
+        (false, true, true) => "portable soft-sha256",
+        (true, false, false) => "native ed25519-avx2",
+        (false, false, false) => "portable ed25519-avx2",
+        (true, true, false) => "native soft-sha256 ed25519-avx2",
+        (false, true, false) => "portable soft-sha256 ed25519-avx2",
     }
 }
 

@@ -145,7 +145,7 @@ fn pairs(t: &Table) -> Vec<Pair> {
             what: format!("lock-free at {ms} ms execution"),
             baseline: label(true, ms),
             variant: label(false, ms),
-            seed_tps_pct: tps,
+            seed_tps_pct: Some(tps),
             seed_latency_pct: Some(latency),
             seed_latency_text: None,
         })
@@ -499,7 +499,7 @@ mod tests {
         assert_eq!(times_in(&t), [200]);
         let p = pairs(&t);
         assert_eq!(p.len(), 1, "only the execution times run");
-        assert_eq!((p[0].seed_tps_pct, p[0].seed_latency_pct), (14.0, Some(-18.0)));
+        assert_eq!((p[0].seed_tps_pct, p[0].seed_latency_pct), (Some(14.0), Some(-18.0)));
         let s = section(&t);
         // Throughput +10% against the seed's printed +14%; latency −50% against −18%.
         let change = "| lock-free at 200 ms execution | +10.0% | +14.0% | -50.0% | -18.0% | -50.0% |";

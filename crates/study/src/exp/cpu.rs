@@ -1933,7 +1933,7 @@ rayon 103
         assert!(s.contains("disk writes 4.0% and reads 1.0% (seed 003: 4% and 1%)"), "{s}");
         assert!(s.contains("| `__memmove_avx_unaligned_erms` | 25 | 25.00 |"), "{s}");
         // The long profile: the span beside seed 001's averages, 10 of 100 runs past the range.
-        assert!(s.contains("| AcceptToMemoryPoolWorker | 397 / 438 / – | `mempool.judge` | 101 | 4.000 | 1048 | 3 | 4.000 | 100 | 0.0% | 10.0% |"), "{s}");
+        assert!(s.contains("| AcceptToMemoryPoolWorker | 397 / 438 / 405 | `mempool.judge` | 101 | 4.000 | 1048 | 3 | 4.000 | 100 | 0.0% | 10.0% |"), "{s}");
         assert!(s.contains("10.0% of the 100 runs of `mempool.judge`"), "{s}");
         assert!(s.contains(seeds::PROFILE_HISTOGRAM_SPIKES), "{s}");
         let c = charts(&back);
