@@ -495,8 +495,14 @@ mod tests {
         let back = paths_of(&t, "portable");
         assert_eq!(by_leaf(&back, "mempool.judge").map(|s| s.0), Some(1_001));
         let s = section(&t);
-        assert!(s.contains("| AcceptToMemoryPoolWithTime | 11, 405 | 11, 447 | 1001, 412 | `mempool.offer`"), "{s}");
-        assert!(s.contains("| VerifyScript (in admission) | 42, 70 | 42, 73 | 2002, 75 | `mempool.verify`"), "{s}");
+        assert!(
+            s.contains("| AcceptToMemoryPoolWithTime | 11, 405 | 11, 447 | 1001, 412 | `mempool.offer`"),
+            "{s}"
+        );
+        assert!(
+            s.contains("| VerifyScript (in admission) | 42, 70 | 42, 73 | 2002, 75 | `mempool.verify`"),
+            "{s}"
+        );
         assert!(s.contains("seed 001: 412 µs in `AcceptToMemoryPoolWithTime`, Table 4"), "{s}");
         // 300.5 ms over 1,001 offers: 300.2 µs each.
         assert!(s.contains("took 300.5 ms in all") && s.contains("300.2 µs each"), "{s}");
