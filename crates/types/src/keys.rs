@@ -238,16 +238,7 @@ pub fn verify_secp256k1(key: &[u8], digest: &Hash, sig: &Signature) -> Result<()
         .map_err(|_| SigError::Invalid)
 }
 
-/// One Ed25519 signature to check in a batch: key bytes, signature, message.
-#[derive(Clone, Copy, Debug)]
-pub struct Ed25519Item<'a> {
-    /// The 32 key bytes.
-    pub key: &'a [u8; 32],
-    /// The signature.
-    pub sig: &'a Signature,
-    /// The message bytes.
-    pub msg: &'a [u8],
-}
+pub use crate::keycache::Ed25519Item;
 
 /// ZIP-215 batch verification: `Ok` iff every signature verifies, with the same verdict as
 /// [`verify_ed25519`] on each (the cofactored equation makes batch and single agree).
@@ -263,7 +254,11 @@ pub fn verify_ed25519_batch<R: rand_core::CryptoRng>(
     items: &[Ed25519Item<'_>],
     rng: R,
 ) -> Result<(), SigError> {
-    crate::keycache::verify_batch(items, rng, crate::keycache::Ed25519KeyCache::global())
+    if crate::keycache::verify_batch(items, rng, crate::keycache::Ed25519KeyCache::global()) {
+        Ok(())
+    } else {
+        Err(SigError::Invalid)
+    }
 }
 
 /// [`verify_ed25519_batch`] by `ed25519-zebra`'s batch verifier, which decompresses every
@@ -273,12 +268,11 @@ pub fn verify_ed25519_batch_zebra<R: rand_core::CryptoRng>(
     items: &[Ed25519Item<'_>],
     rng: R,
 ) -> Result<(), SigError> {
-    let mut v = ed25519_zebra::batch::Verifier::new();
-    for it in items {
-        let vk = ed25519_zebra::VerificationKeyBytes::from(*it.key);
-        v.queue((vk, ed25519_zebra::Signature::from_bytes(it.sig), it.msg));
+    if crate::keycache::verify_batch_zebra(items, rng) {
+        Ok(())
+    } else {
+        Err(SigError::Invalid)
     }
-    v.verify(rng).map_err(|_| SigError::Invalid)
 }
 
 /// The Ed25519 arithmetic backend curve25519-dalek selects on this CPU, as it selects it:

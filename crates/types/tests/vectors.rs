@@ -155,8 +155,12 @@ fn ed_batch(cases: &[&EdCase], seed: u64) -> bool {
     let cache = Ed25519KeyCache::new(64);
     let cold = keycache::verify_batch(&items, rng(seed), &cache);
     let warm = keycache::verify_batch(&items, rng(seed), &cache);
-    let zebra = verify_ed25519_batch_zebra(&items, rng(seed));
-    assert_eq!((cold, warm, verdict), (zebra, zebra, zebra), "cached verdicts differ from ed25519-zebra's");
+    let zebra = verify_ed25519_batch_zebra(&items, rng(seed)).is_ok();
+    assert_eq!(
+        (cold, warm, verdict.is_ok()),
+        (zebra, zebra, zebra),
+        "cached verdicts differ from ed25519-zebra's"
+    );
     verdict.is_ok()
 }
 
