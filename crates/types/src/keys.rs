@@ -254,11 +254,9 @@ pub fn verify_ed25519_batch<R: rand_core::CryptoRng>(
     items: &[Ed25519Item<'_>],
     rng: R,
 ) -> Result<(), SigError> {
-    if crate::keycache::verify_batch(items, rng, crate::keycache::Ed25519KeyCache::global()) {
-        Ok(())
-    } else {
-        Err(SigError::Invalid)
-    }
+    crate::keycache::verify_batch(items, rng, crate::keycache::Ed25519KeyCache::global())
+        .then_some(())
+        .ok_or(SigError::Invalid)
 }
 
 /// [`verify_ed25519_batch`] by `ed25519-zebra`'s batch verifier, which decompresses every
@@ -268,11 +266,7 @@ pub fn verify_ed25519_batch_zebra<R: rand_core::CryptoRng>(
     items: &[Ed25519Item<'_>],
     rng: R,
 ) -> Result<(), SigError> {
-    if crate::keycache::verify_batch_zebra(items, rng) {
-        Ok(())
-    } else {
-        Err(SigError::Invalid)
-    }
+    crate::keycache::verify_batch_zebra(items, rng).then_some(()).ok_or(SigError::Invalid)
 }
 
 /// The Ed25519 arithmetic backend curve25519-dalek selects on this CPU, as it selects it:

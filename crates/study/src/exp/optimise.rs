@@ -560,28 +560,34 @@ fn worker_costs(exe: &PathBuf, runs: usize) -> Result<(String, Vec<(String, f64)
 fn backend_pairs(builds: &[String]) -> Vec<Pair> {
     let mut pairs = Vec::new();
     let has = |b: &str| builds.iter().any(|x| x == b);
+    // Each swap: the baseline build's suffix, what changes, the seed's throughput and latency.
+    let swaps = [
+        (
+            " soft-sha256",
+            "SHA-NI against software SHA-256",
+            SEED_SWAP_THROUGHPUT_PCT.0,
+            SEED_SWAP_LATENCY_TEXT.0,
+        ),
+        (
+            " ed25519-avx2",
+            "Ed25519 on AVX-512 IFMA against AVX2",
+            SEED_SWAP_THROUGHPUT_PCT.1,
+            SEED_SWAP_LATENCY_TEXT.1,
+        ),
+    ];
     for target in ["portable", "native"] {
-        let soft = format!("{target} soft-sha256");
-        if has(target) && has(&soft) {
-            pairs.push(Pair {
-                what: format!("SHA-NI against software SHA-256 ({target})"),
-                baseline: soft,
-                variant: target.into(),
-                seed_tps_pct: Some(SEED_SWAP_THROUGHPUT_PCT.0),
-                seed_latency_pct: None,
-                seed_latency_text: Some(SEED_SWAP_LATENCY_TEXT.0),
-            });
-        }
-        let avx2 = format!("{target} ed25519-avx2");
-        if has(target) && has(&avx2) {
-            pairs.push(Pair {
-                what: format!("Ed25519 on AVX-512 IFMA against AVX2 ({target})"),
-                baseline: avx2,
-                variant: target.into(),
-                seed_tps_pct: Some(SEED_SWAP_THROUGHPUT_PCT.1),
-                seed_latency_pct: None,
-                seed_latency_text: Some(SEED_SWAP_LATENCY_TEXT.1),
-            });
+        for (suffix, what, tps, latency) in swaps {
+            let baseline = format!("{target}{suffix}");
+            if has(target) && has(&baseline) {
+                pairs.push(Pair {
+                    what: format!("{what} ({target})"),
+                    baseline,
+                    variant: target.into(),
+                    seed_tps_pct: Some(tps),
+                    seed_latency_pct: None,
+                    seed_latency_text: Some(latency),
+                });
+            }
         }
     }
     if has("portable") && has("native") {
