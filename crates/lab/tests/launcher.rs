@@ -123,6 +123,22 @@ fn dropping_the_launcher_stops_everything_and_keeps_a_given_base() {
 }
 
 #[test]
+fn a_kept_temporary_base_outlives_the_launcher() {
+    let bin = tempfile::tempdir().unwrap();
+    let exe = fake(bin.path());
+    let mut net = Launcher::new(&exe).unwrap();
+    net.start(NodeSpec::new("n0", Role::Miner)).unwrap();
+    let kept = net.keep();
+    assert_eq!(kept, net.base_dir());
+    assert_eq!(net.keep(), kept, "keeping twice keeps the same directory");
+    let pid = net.pids()[0].1;
+    net.stop().unwrap();
+    assert!(!alive(pid), "process {pid} left behind");
+    assert!(kept.join("n0/node.json").exists(), "a kept base directory outlives the launcher");
+    std::fs::remove_dir_all(&kept).unwrap();
+}
+
+#[test]
 fn a_node_that_fails_or_hangs_is_reported_with_its_log() {
     let bin = tempfile::tempdir().unwrap();
     let exe = fake(bin.path());

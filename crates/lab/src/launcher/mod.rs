@@ -468,6 +468,24 @@ impl Launcher {
         self.base.as_ref().map_or(Path::new(""), Base::path)
     }
 
+    /// Keeps the base directory (the nodes' data directories and logs) after the launcher
+    /// stops, even a temporary one, and returns its path: for a run that failed, so its logs can
+    /// be read.
+    pub fn keep(&mut self) -> PathBuf {
+        match self.base.take() {
+            Some(Base::Temp(t)) => {
+                let path = t.keep();
+                self.base = Some(Base::Given(path.clone()));
+                path
+            }
+            Some(Base::Given(p)) => {
+                self.base = Some(Base::Given(p.clone()));
+                p
+            }
+            None => PathBuf::new(),
+        }
+    }
+
     fn check_name(&self, name: &str) -> Result<(), LaunchError> {
         if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
             return Err(LaunchError::BadName(name.to_string()));

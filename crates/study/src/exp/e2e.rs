@@ -285,6 +285,12 @@ fn run_devnet(
     // The watcher ends (a profiler it started is stopped) whether or not the rounds succeeded.
     let watched = watch.end(&mut net, &rt);
     let measured = measured.and(watched).and_then(|()| after(&mut net, &rt));
+    if measured.is_err() {
+        // The nodes' logs say why; they go with the temporary directory unless it is kept.
+        let kept = net.keep();
+        ctx.progress
+            .println(format!("the devnet's data directories and logs are kept in {}", kept.display()));
+    }
     if let Err(e) = net.stop() {
         ctx.progress.println(format!("stopping the devnet: {e}"));
     }
