@@ -592,13 +592,13 @@ impl AppModule for Names {
     }
     fn check_stateless(&self, tx: &Tx, _: &Params) -> Result<(), AppError> {
         if tx.data.is_empty() || tx.data.len() > 32 {
-            return Err(AppError { rule: "bad-name", detail: format!("name of {} bytes", tx.data.len()) });
+            return Err(AppError::invalid("bad-name", format!("name of {} bytes", tx.data.len())));
         }
         Ok(())
     }
     fn apply(&self, tx: &Tx, ctx: &AppContext<'_>, state: &mut AppOverlay<'_>) -> Result<(), AppError> {
         if state.get(&tx.data).is_some() {
-            return Err(AppError { rule: "name-taken", detail: "name already registered".into() });
+            return Err(AppError::on_state("name-taken", "name already registered"));
         }
         state.put(&tx.data, ctx.height.to_le_bytes().to_vec());
         Ok(())

@@ -43,6 +43,23 @@ pub struct AppError {
     pub rule: &'static str,
     /// What was wrong.
     pub detail: String,
+    /// The rule failed on the application's state, not on the transaction alone (a voter who
+    /// already voted, an election not yet published, a window closed at this height): on a
+    /// chain the sender has, the transaction may be valid, so the refusal says nothing
+    /// against the peer that relayed it — as with an input that is missing here.
+    pub on_state: bool,
+}
+
+impl AppError {
+    /// A transaction that breaks the rule whatever the state (malformed, a proof that fails).
+    pub fn invalid(rule: &'static str, detail: impl Into<String>) -> AppError {
+        AppError { rule, detail: detail.into(), on_state: false }
+    }
+
+    /// A transaction that the state refuses ([`AppError::on_state`]).
+    pub fn on_state(rule: &'static str, detail: impl Into<String>) -> AppError {
+        AppError { rule, detail: detail.into(), on_state: true }
+    }
 }
 
 impl fmt::Display for AppError {
@@ -348,9 +365,8 @@ impl<'a> AppSequence<'a> {
         if tx.kind == TxKind::COINBASE || tx.kind == TxKind::TRANSFER {
             return Ok(());
         }
-        let module = self.apps.get(tx.kind).ok_or_else(|| AppError {
-            rule: "unknown-kind",
-            detail: format!("no application module handles kind {}", tx.kind.0),
+        let module = self.apps.get(tx.kind).ok_or_else(|| {
+            AppError::invalid("unknown-kind", format!("no application module handles kind {}", tx.kind.0))
         })?;
         let actx = AppContext {
             params: self.params,
@@ -424,11 +440,11 @@ mod tests {
         fn apply(&self, tx: &Tx, ctx: &AppContext<'_>, state: &mut AppOverlay<'_>) -> Result<(), AppError> {
             assert_eq!(ctx.precheck, Precheck::Passed, "the pool verified the deferred work");
             if state.get(&tx.data[..1]).is_some() {
-                return Err(AppError { rule: "key-taken", detail: String::new() });
+                return Err(AppError::on_state("key-taken", ""));
             }
             state.put(&tx.data[..1], vec![1]);
             if tx.data[1] == 1 {
-                return Err(AppError { rule: "late-failure", detail: String::new() });
+                return Err(AppError::invalid("late-failure", ""));
             }
             Ok(())
         }

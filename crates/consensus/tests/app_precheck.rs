@@ -30,7 +30,7 @@ fn proof_ok(tx: &Tx) -> Result<(), AppError> {
     if tx.data[0].is_multiple_of(2) {
         Ok(())
     } else {
-        Err(AppError { rule: "bad-proof", detail: format!("odd proof {}", tx.data[0]) })
+        Err(AppError::invalid("bad-proof", format!("odd proof {}", tx.data[0])))
     }
 }
 
@@ -43,13 +43,13 @@ impl AppModule for Proofs {
     }
     fn check_stateless(&self, tx: &Tx, _: &Params) -> Result<(), AppError> {
         if tx.data.len() < 2 {
-            return Err(AppError { rule: "too-short", detail: String::new() });
+            return Err(AppError::invalid("too-short", ""));
         }
         Ok(())
     }
     fn apply(&self, tx: &Tx, ctx: &AppContext<'_>, state: &mut AppOverlay<'_>) -> Result<(), AppError> {
         if state.get(&tx.data[1..]).is_some() {
-            return Err(AppError { rule: "name-taken", detail: String::new() });
+            return Err(AppError::on_state("name-taken", ""));
         }
         match ctx.precheck {
             Precheck::Passed => {}

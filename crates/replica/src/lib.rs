@@ -123,10 +123,16 @@ pub struct Admission {
 }
 
 /// True if a refusal proves the transaction invalid whatever the sender knew: a consensus
-/// rule broken, except inputs that are missing or immature here (the sender may know a block
-/// or a transaction we have not seen yet, or one we have seen and it has not).
+/// rule broken, except inputs that are missing or immature here and application rules that
+/// failed on the application's state (a ballot whose voter has voted in a block the sender
+/// has not connected yet — or the same ballot, confirmed meanwhile): the sender may know a
+/// block or a transaction we have not seen yet, or not yet one we have.
 pub fn punishable(e: &MempoolError) -> bool {
-    e.tx_rule().is_some_and(|r| !matches!(r, TxRule::MissingInput { .. } | TxRule::ImmatureCoinbase { .. }))
+    e.tx_rule().is_some_and(|r| match r {
+        TxRule::MissingInput { .. } | TxRule::ImmatureCoinbase { .. } => false,
+        TxRule::App(a) => !a.on_state,
+        _ => true,
+    })
 }
 
 impl<S: ChainStore> Replica<S> {

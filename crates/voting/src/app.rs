@@ -359,7 +359,13 @@ impl Message {
 }
 
 fn err(rule: &'static str, detail: impl Into<String>) -> AppError {
-    AppError { rule, detail: detail.into() }
+    AppError::invalid(rule, detail)
+}
+
+/// A refusal by the chain's state: an honest peer that has not seen the same chain may relay
+/// the transaction ([`AppError::on_state`]).
+fn state_err(rule: &'static str, detail: impl Into<String>) -> AppError {
+    AppError::on_state(rule, detail)
 }
 
 /// The rule name of a ballot check's failure.
@@ -532,7 +538,10 @@ impl AppModule for VotingModule {
             Message::Election(e) => {
                 let id = e.id(kind);
                 if state.get(&election_key(&id)).is_some() {
-                    return Err(err("vote-election-exists", format!("election {id} is already published")));
+                    return Err(state_err(
+                        "vote-election-exists",
+                        format!("election {id} is already published"),
+                    ));
                 }
                 state.put(&election_key(&id), e.encode());
                 Ok(())
@@ -540,10 +549,13 @@ impl AppModule for VotingModule {
             Message::Ballot(b) => {
                 let id = b.election.id(kind);
                 if state.get(&election_key(&id)).is_none() {
-                    return Err(err("vote-unknown-election", format!("election {id} is not published")));
+                    return Err(state_err(
+                        "vote-unknown-election",
+                        format!("election {id} is not published"),
+                    ));
                 }
                 if ctx.height < b.election.start || ctx.height > b.election.end {
-                    return Err(err(
+                    return Err(state_err(
                         "vote-outside-window",
                         format!(
                             "height {} is outside the voting window, heights {} to {}",
@@ -553,7 +565,7 @@ impl AppModule for VotingModule {
                 }
                 let key = ballot_key(&id, &b.voter_id(kind));
                 if state.get(&key).is_some() {
-                    return Err(err(
+                    return Err(state_err(
                         "vote-double-vote",
                         format!("voter {} has already voted", b.voter_id(kind)),
                     ));
@@ -562,7 +574,7 @@ impl AppModule for VotingModule {
                 let counted = match state.get(&count_key) {
                     None => 0,
                     Some(v) => v.as_slice().try_into().map(u64::from_le_bytes).map_err(|_| {
-                        err(
+                        state_err(
                             "vote-bad-state",
                             format!("election {id}: the ballot count is {} bytes, not 8", v.len()),
                         )
@@ -570,7 +582,7 @@ impl AppModule for VotingModule {
                 };
                 let max = b.election.voters()?;
                 if counted >= max {
-                    return Err(err(
+                    return Err(state_err(
                         "vote-election-full",
                         format!("election {id} holds {counted} ballots, its maximum"),
                     ));

@@ -10,7 +10,7 @@ use rand_chacha::ChaCha20Rng;
 use rand_core::{Rng, SeedableRng};
 use scalechain_chain::{Accepted, Chain, MemStore};
 use scalechain_consensus::params::{devnet_premine_key, SigMode};
-use scalechain_consensus::{Apps, Params, VerifyConfig};
+use scalechain_consensus::{Apps, Params, TxRule, VerifyConfig};
 use scalechain_types::{Amount, Hash, HashKind, OutPoint, Scheme, SecretKey, Tx, TxIn, TxOut, Witness};
 use scalechain_voting::app::{
     ballots_prefix, elgamal_election_key, token_message, CastBallot, Election, Message, SchemeKey,
@@ -112,9 +112,23 @@ impl Vote {
         let err = self.chain.accept_block(self.block(txs), NOW).unwrap_err();
         let rej = err.rejection().unwrap_or_else(|| panic!("expected a rejection, got {err}"));
         assert_eq!(rej.error.rule(), rule, "{rej}");
+        // The rules that look at the election's state say so: a peer that relays such a
+        // ballot may not have seen the block that makes it invalid.
+        let on_state = matches!(rej.error.tx_rule(), Some(TxRule::App(a)) if a.on_state);
+        assert_eq!(on_state, STATE_RULES.contains(&rule), "{rule}: on_state {on_state}");
         assert_eq!((self.chain.tip(), self.chain.app_state().clone()), before);
     }
 }
+
+/// The rules that refuse a ballot or an election for the chain's state, not for itself.
+const STATE_RULES: [&str; 6] = [
+    "vote-election-exists",
+    "vote-unknown-election",
+    "vote-outside-window",
+    "vote-double-vote",
+    "vote-election-full",
+    "vote-bad-state",
+];
 
 fn sign(b: &mut CastBallot, voter: &SecretKey, kind: HashKind) {
     b.signature = voter.sign(&b.signing_message(kind));
@@ -313,9 +327,17 @@ fn a_voters_second_ballot_is_refused_at_admission_while_the_first_is_pooled() {
     v.mine(&owned(&t.txs));
     let r = pool.remove_block(&v.chain.block_at(2).unwrap().unwrap(), v.chain.apps(), v.chain.params());
     assert_eq!((r.confirmed, pool.len()), (2, 0));
-    // Once the first is in a block, consensus refuses the second.
-    let late = admit(&v, &pool, vec![second]);
-    assert_eq!(reasons(&late), ["vote-double-vote"]);
+    // Once the first is in a block, consensus refuses the second, and the first itself when a
+    // peer relays it late: neither costs the peer anything (it may not have that block yet).
+    let late = admit(&v, &pool, vec![second, first]);
+    assert_eq!(reasons(&late), ["vote-double-vote", "vote-double-vote"]);
+    assert!(late.iter().all(|r| !scalechain_replica::punishable(r.as_ref().unwrap_err())));
+    // A ballot that no chain could hold does.
+    let mut forged = v.ballot(4, 0, |_| {});
+    forged.signature[0] ^= 1;
+    let bad = admit(&v, &pool, vec![tx(forged)]);
+    assert_eq!(reasons(&bad), ["vote-bad-signature"]);
+    assert!(scalechain_replica::punishable(bad[0].as_ref().unwrap_err()));
 
     // A voter's pooled ballot leaves when a block from elsewhere holds another ballot of theirs.
     let mine = tx(v.ballot(3, 0, |_| {}));
