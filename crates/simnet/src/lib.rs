@@ -680,6 +680,7 @@ impl Sim {
                     self.w.disconnect(a, b);
                 }
             }
+            Ev::MeshJoin { a, b, epoch } => self.w.mesh_join(a, b, epoch),
         }
     }
 

@@ -3,10 +3,13 @@
 //! (`crates/p2p/src/net.rs`: `mesh_n` 8, `mesh_n_low` 6, `mesh_n_high` 12, a 700 ms
 //! heartbeat) are the defaults ([`GossipParams::node`]).
 //!
-//! - **Joining**: when a link opens between two subscribers, the dialler grafts the other at
-//!   once if it has fewer than `d` mesh peers and the other fewer than `d_hi` (gossipsub grafts
-//!   when it joins a topic and at its heartbeats, and a peer past `d_hi` turns a graft away); in
-//!   a network of at most `d + 1` nodes every peer is in every mesh, which is flooding.
+//! - **Joining**: when a link between two subscribers has finished its handshake,
+//!   [`JOIN_RTTS`] round trips after it opened, the dialler grafts the other if it has fewer
+//!   than `d` mesh peers and the other fewer than `d_hi` (gossipsub grafts a peer when it learns
+//!   of the peer's subscription and at its heartbeats, and a peer past `d_hi` turns a graft
+//!   away). Links that open together join in the order of their round trips, so a node's
+//!   nearest peers fill its mesh first, as under gossipsub on real connections; in a network
+//!   of at most `d + 1` nodes every peer is in every mesh, which is flooding.
 //! - **Upkeep** at each node's heartbeat ([`Mesh::heartbeat`]): below `d_lo` it grafts random
 //!   subscribed peers not in its mesh up to `d`; above `d_hi` it prunes random mesh peers down
 //!   to `d`. Grafts and prunes take effect on both sides at once (the control messages are
@@ -34,6 +37,11 @@ use crate::wire::NodeId;
 
 /// libp2p-gossipsub's `idontwant_message_size_threshold`, which the node keeps: bytes.
 pub const IDONTWANT_BYTES: usize = 1_000;
+
+/// Round trips from a link's opening until gossipsub on it knows the other's subscriptions and
+/// may graft: TCP's handshake (1), Noise XX's three messages (1.5), and the subscription RPC
+/// that follows at once (0.5; multistream-select's negotiation rides on these messages).
+pub const JOIN_RTTS: u64 = 3;
 
 /// The encoded length of one IDONTWANT control message for one id, framing included, bytes
 /// (a 20-byte id in a protobuf `ControlIDontWant`, in an RPC frame).

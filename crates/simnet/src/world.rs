@@ -57,6 +57,9 @@ pub(crate) enum Ev {
     Blocks { node: NodeId, incarnation: u64 },
     /// A link closed by a ban goes down (after what was written on it arrived).
     Cut { a: NodeId, b: NodeId, epoch: u64 },
+    /// The link of `epoch` finished its handshake ([`crate::mesh::JOIN_RTTS`] round trips
+    /// after it opened): `a`, its dialler, may graft `b`.
+    MeshJoin { a: NodeId, b: NodeId, epoch: u64 },
     /// The load's next submission is due.
     Load,
     /// The shared CPU's next job may have ended ([`crate::WorkModel::SharedHost`]); stale if
@@ -417,6 +420,24 @@ impl World {
         self.model.draw_us(ra, rb, &mut self.rng)
     }
 
+    /// The mean one-way latency from `a` to `b`, µs (no jitter drawn).
+    fn mean_delay_us(&self, a: NodeId, b: NodeId) -> u64 {
+        match self.latency.get(&pair(a, b)) {
+            Some(&us) => us,
+            None => self.model.mean_us(self.region(a), self.region(b)),
+        }
+    }
+
+    /// The link of `epoch` between `a` (its dialler) and `b` finished its handshake: `a`
+    /// grafts `b` if both subscribe and the mesh rules allow ([`Mesh::linked`]). Nothing if
+    /// the link has gone since.
+    pub fn mesh_join(&mut self, a: NodeId, b: NodeId, epoch: u64) {
+        if self.link_epoch_is(a, b, epoch) && self.linked(a, b) && self.subscribed(a) && self.subscribed(b) {
+            let params = self.gossip;
+            self.mesh.linked(a, b, &params);
+        }
+    }
+
     /// The longest a message on the link may take beyond what its links' queues hold, µs.
     pub fn max_delay_us(&self, a: NodeId, b: NodeId) -> u64 {
         if let Some(&us) = self.latency.get(&pair(a, b)) {
@@ -639,10 +660,10 @@ impl World {
         let link = Link { epoch, closing: false };
         self.adj[a.0 as usize].insert(b, link);
         self.adj[b.0 as usize].insert(a, link);
-        if self.subscribed(a) && self.subscribed(b) {
-            let params = self.gossip;
-            self.mesh.linked(a, b, &params);
-        }
+        // Gossipsub learns of the peer's subscriptions once the connection's handshakes are
+        // done, so the nearest peers fill a mesh first.
+        let rtt = self.mean_delay_us(a, b) + self.mean_delay_us(b, a);
+        self.schedule_us(self.now_us + crate::mesh::JOIN_RTTS * rtt, Ev::MeshJoin { a, b, epoch });
         self.record(Event::Linked { a, b });
         // `a` dialled `b`.
         for (node, incarnation, peer, inbound) in [(a, ia, b, false), (b, ib, a, true)] {
@@ -753,6 +774,37 @@ mod tests {
             }
         }
         out
+    }
+
+    #[test]
+    fn a_node_grafts_its_nearest_peers_first_once_their_handshakes_end() {
+        let mut w = world();
+        // Node 0 (near) dials ten far peers, then ten near ones, all at once; it aims at a mesh of 8.
+        for i in 3..23u32 {
+            w.add_host(NodeId(i), if i < 13 { 1 } else { 0 });
+            w.up[i as usize] = Some(1);
+        }
+        w.subscribers.iter_mut().for_each(|s| *s = true);
+        let t0 = w.now_us;
+        for i in 3..23u32 {
+            assert!(w.connect(NodeId(0), NodeId(i)));
+        }
+        assert_eq!(w.mesh_of(NodeId(0)).count(), 0, "no graft before a handshake ends");
+        let mut joined = Vec::new();
+        while let Some(ev) = w.pop(u64::MAX) {
+            if let Ev::MeshJoin { a, b, epoch } = ev {
+                if a == NodeId(0) && b.0 >= 3 {
+                    joined.push((w.now_us - t0, b.0));
+                }
+                w.mesh_join(a, b, epoch);
+            }
+        }
+        // Three round trips: 60 ms to a near peer, 1.2 s to a far one.
+        assert_eq!(joined.len(), 20);
+        assert!(joined.iter().all(|&(at, b)| at == if b < 13 { 1_200_000 } else { 60_000 }), "{joined:?}");
+        let mesh: Vec<u32> = w.mesh_of(NodeId(0)).map(|n| n.0).collect();
+        assert_eq!(mesh.len(), GossipParams::node().d);
+        assert!(mesh.iter().all(|&b| b >= 13 || b == 1), "only near peers: {mesh:?}");
     }
 
     #[test]
