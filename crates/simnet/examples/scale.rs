@@ -66,6 +66,10 @@ fn main() {
     let miners = sim.add_nodes(Role::Miner, 4);
     let peers = sim.add_nodes(Role::Peer, n.saturating_sub(4));
     sim.connect_random(8);
+    if !sim.form(30_000) {
+        eprintln!("the network did not form in 30 virtual seconds");
+        std::process::exit(1);
+    }
     let built = t0.elapsed();
     let start = sim.now();
     sim.track(Tracking::EveryNth(100));

@@ -78,7 +78,7 @@ pub use calibrate::{calibrate, CalibrationError};
 pub use cost::{CostModel, Work};
 pub use event::{Cause, Counters, Event, Kind, Msg, Record, RequestKind, ResponseKind};
 pub use load::{Accounts, Load, LoadPlan};
-pub use mesh::GossipParams;
+pub use mesh::{GossipParams, IDONTWANT_WIRE_BYTES};
 pub use net::{Jitter, ModelError, NetModel, Region};
 pub use node::WorkModel;
 pub use observe::{Arrivals, Mined, Tracking};
@@ -302,6 +302,11 @@ impl Sim {
         let i = self.cfg.block_interval_ms.max(2);
         match self.cfg.mining {
             MiningClock::PerMiner => {
+                let Some(Slot::Honest(n)) = self.nodes.get_mut(node.0 as usize) else { return };
+                if n.mine_pending {
+                    return;
+                }
+                n.mine_pending = true;
                 let at = self.w.now() + i / 2 + self.w.below(i);
                 self.w.schedule(at, Ev::Mine { node, incarnation });
             }
@@ -590,6 +595,35 @@ impl Sim {
         }
     }
 
+    /// Has every open link finished its handshake (so every mesh formed from all its links)?
+    pub fn formed(&self) -> bool {
+        self.w.unjoined == 0
+    }
+
+    /// Lets a network just connected form: runs with mining paused until every link's
+    /// handshake ended ([`Sim::formed`]; the longest link's three round trips), at most `ms`;
+    /// true if it formed. Measurements that start after it see a network in its steady state,
+    /// not one whose meshes are still filling (a block mined meanwhile reaches only part of
+    /// the nodes by gossip).
+    pub fn form(&mut self, ms: u64) -> bool {
+        let paused: Vec<NodeId> = self
+            .nodes
+            .iter()
+            .filter_map(|s| match s {
+                Slot::Honest(n) if n.mining => Some(n.id),
+                _ => None,
+            })
+            .collect();
+        for &id in &paused {
+            self.set_mining(id, false);
+        }
+        let formed = self.run_until(ms, Sim::formed);
+        for &id in &paused {
+            self.set_mining(id, true);
+        }
+        formed
+    }
+
     /// Runs until `done` holds (checked every tick interval) or `ms` passed; true if it held.
     pub fn run_until(&mut self, ms: u64, mut done: impl FnMut(&Sim) -> bool) -> bool {
         let end = self.w.now() + ms;
@@ -645,6 +679,7 @@ impl Sim {
                 if let (true, Some(Slot::Honest(n))) =
                     (current(&self.w, node, incarnation), self.nodes.get_mut(node.0 as usize))
                 {
+                    n.mine_pending = false;
                     if n.mining {
                         n.mine(&mut self.w);
                         self.schedule_mining(node, incarnation);

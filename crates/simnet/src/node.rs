@@ -78,6 +78,9 @@ pub(crate) struct Honest {
     /// Where this node's block rewards go, if it mines.
     pub reward: Option<Lock>,
     pub mining: bool,
+    /// A [`crate::world::Ev::Mine`] of this node is in the queue (with the per-miner clock):
+    /// turning mining off and on again must not queue a second.
+    pub mine_pending: bool,
     pub max_block_txs: usize,
     /// Publish mined blocks in compact form (`p2p.compact_blocks`).
     pub compact_blocks: bool,
@@ -116,6 +119,7 @@ impl Honest {
             replica,
             reward: None,
             mining: false,
+            mine_pending: false,
             max_block_txs: 10_000,
             compact_blocks: true,
             work: WorkModel::Fixed { ms: 1 },

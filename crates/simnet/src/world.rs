@@ -131,6 +131,9 @@ pub(crate) struct Link {
     pub epoch: u64,
     /// Closed by a ban: nothing more is sent on it; it goes down at the scheduled cut.
     pub closing: bool,
+    /// Its handshake ended ([`Ev::MeshJoin`]): gossipsub on each end knows the other's
+    /// subscriptions, so the other is a candidate for its mesh.
+    pub joined: bool,
 }
 
 /// A penalty one node gave another.
@@ -170,6 +173,8 @@ pub(crate) struct World {
     /// Per node, its open (or closing) links, by peer.
     adj: Vec<BTreeMap<NodeId, Link>>,
     next_epoch: u64,
+    /// Open links whose handshake has not ended yet ([`Link::joined`]).
+    pub unjoined: usize,
     /// Per node, its region and its links' queues.
     pub hosts: Vec<Host>,
     /// One-way latencies set for single links, µs (they replace the model's draw).
@@ -230,6 +235,7 @@ impl World {
             model,
             adj: Vec::new(),
             next_epoch: 1,
+            unjoined: 0,
             hosts: Vec::new(),
             latency: BTreeMap::new(),
             cut: BTreeSet::new(),
@@ -432,7 +438,16 @@ impl World {
     /// grafts `b` if both subscribe and the mesh rules allow ([`Mesh::linked`]). Nothing if
     /// the link has gone since.
     pub fn mesh_join(&mut self, a: NodeId, b: NodeId, epoch: u64) {
-        if self.link_epoch_is(a, b, epoch) && self.linked(a, b) && self.subscribed(a) && self.subscribed(b) {
+        if !self.link(a, b).is_some_and(|l| l.epoch == epoch && !l.joined) {
+            return;
+        }
+        self.unjoined -= 1;
+        for (x, y) in [(a, b), (b, a)] {
+            if let Some(l) = self.adj[x.0 as usize].get_mut(&y) {
+                l.joined = true;
+            }
+        }
+        if self.linked(a, b) && self.subscribed(a) && self.subscribed(b) {
             let params = self.gossip;
             self.mesh.linked(a, b, &params);
         }
@@ -491,7 +506,9 @@ impl World {
             }
             return;
         }
-        let candidates: Vec<NodeId> = self.peers_of(a).filter(|&p| self.subscribed(p)).collect();
+        // Only peers whose handshake ended: gossipsub knows no one else's subscriptions.
+        let joined = |p: &NodeId| self.link(a, *p).is_some_and(|l| l.joined);
+        let candidates: Vec<NodeId> = self.peers_of(a).filter(|p| joined(p) && self.subscribed(*p)).collect();
         let params = self.gossip;
         self.mesh.heartbeat(a, &candidates, &params, &mut self.rng);
     }
@@ -657,7 +674,8 @@ impl World {
         let (Some(ia), Some(ib)) = (self.incarnation(a), self.incarnation(b)) else { return false };
         let epoch = self.next_epoch;
         self.next_epoch += 1;
-        let link = Link { epoch, closing: false };
+        let link = Link { epoch, closing: false, joined: false };
+        self.unjoined += 1;
         self.adj[a.0 as usize].insert(b, link);
         self.adj[b.0 as usize].insert(a, link);
         // Gossipsub learns of the peer's subscriptions once the connection's handshakes are
@@ -675,8 +693,11 @@ impl World {
 
     /// Takes a link down now (messages in flight on it are lost); both machines learn of it.
     pub fn disconnect(&mut self, a: NodeId, b: NodeId) {
-        if self.adj.get_mut(a.0 as usize).and_then(|m| m.remove(&b)).is_none() {
+        let Some(link) = self.adj.get_mut(a.0 as usize).and_then(|m| m.remove(&b)) else {
             return;
+        };
+        if !link.joined {
+            self.unjoined -= 1;
         }
         if let Some(m) = self.adj.get_mut(b.0 as usize) {
             m.remove(&a);
@@ -789,7 +810,12 @@ mod tests {
         for i in 3..23u32 {
             assert!(w.connect(NodeId(0), NodeId(i)));
         }
-        assert_eq!(w.mesh_of(NodeId(0)).count(), 0, "no graft before a handshake ends");
+        w.heartbeat(NodeId(0));
+        assert_eq!(
+            w.mesh_of(NodeId(0)).count(),
+            0,
+            "no graft, not even at a heartbeat, before a handshake ends"
+        );
         let mut joined = Vec::new();
         while let Some(ev) = w.pop(u64::MAX) {
             if let Ev::MeshJoin { a, b, epoch } = ev {

@@ -237,6 +237,9 @@ struct Measured {
     block_kb: f64,
 }
 
+/// The longest a network may take to form ([`Sim::form`]), virtual ms.
+const FORM_MS: u64 = 30_000;
+
 fn simulate(ctx: &Ctx, p: Point, costs: &Arc<CostModel>) -> Result<Vec<Vec<String>>, StudyError> {
     // A run too large for this machine says so before it starts.
     let plan = budget::Plan {
@@ -270,6 +273,11 @@ fn simulate(ctx: &Ctx, p: Point, costs: &Arc<CostModel>) -> Result<Vec<Vec<Strin
     sim.add_nodes(Role::Miner, MINERS);
     let peers = sim.add_nodes(Role::Peer, p.nodes.saturating_sub(MINERS));
     sim.connect_random(OUTBOUND);
+    // Measured from a formed network: every link's handshake ended, so meshes hold all their
+    // candidates (a couple of virtual seconds on SimBlock's latencies; nothing is mined meanwhile).
+    if !sim.form(FORM_MS) {
+        return Err(StudyError::Wrong(format!("scale: {} nodes did not form in {FORM_MS} ms", p.nodes)));
+    }
     let start = sim.now();
     let running = Instant::now();
     let mut m = Measured::default();
