@@ -618,19 +618,20 @@ fn section(t: &Table) -> String {
          block's mining (a transaction's submission) to its acceptance (admission) by the given \
          share of nodes, medians over the blocks mined (and a sample of the transactions \
          submitted) before the load ended. The stale rate counts mined blocks not in the longest \
-         chain at the end.\n\n\
+         chain at the end. Each network first runs until every link's handshake ended and the \
+         meshes formed (under 2 virtual seconds), nothing mined meanwhile; times start after it.\n\n\
          **Not modelled**: CPU shared between nodes (each has its own cores), disk, the transport's \
          CPU, TCP (a message takes latency + size / bandwidth, queued on the sender's uplink, no \
          faster than the receiver's download rate), gossipsub's IHAVE/IWANT (meshes, flood \
          publishing and IDONTWANT only). **How it was checked**: `sim-check` runs \
          `propagation`'s scenario both on real node processes and in the simulator at 4 to 16 \
          nodes, and with the real binary under Shadow on these six regions at 16 to 256 nodes \
-         (where Shadow is installed): blocks' time to 90% and to every node within 5% of Shadow's \
-         at 64 and 256 nodes; a 232 KB transaction batch 2–5× slower under Shadow than simulated \
-         (TCP's losses and windows on shared slow uplinks, which the simulator does not model). Its \
-         section and docs/SIMULATOR.md say where the times agree and why they do not elsewhere. \
-         Read these figures for their shape against N and load, and times of large messages as \
-         lower bounds.\n\n\
+         (where Shadow is installed): blocks' median, 90% and full reach within 13% of Shadow's at \
+         16 to 256 nodes; a 232 KB transaction batch 20–24% slower simulated with uplinks shared \
+         equally than under Shadow, whose TCP shares them unequally. Its section and \
+         docs/SIMULATOR.md say where the times agree and why they do not elsewhere. Read these \
+         figures for their shape against N and load, and times of large messages as upper \
+         estimates.\n\n\
          Context, not like for like (other protocols, networks and block sizes, so the chart \
          shows Bitcoin's figures at its 600 s interval as points): Decker and Wattenhofer \
          (2013) found that in Bitcoin \"the median time until a node receives a block is 6.5 \
@@ -646,7 +647,7 @@ fn section(t: &Table) -> String {
     if !size.is_empty() {
         s.push_str(
             "\n**The block size** (series `size`; the uplink shared among peers, which `sim-check` found \
-             closer to the real binary for large messages, and still a lower bound for them there):\n\n\
+             within 20–24% of the real binary for large messages, on the slow side):\n\n\
              | compact | tx bytes | mean block, KB | blocks | stale % | block p50 / p90 ms |\n|---|---|---|---|---|---|\n",
         );
         for r in size {

@@ -637,8 +637,9 @@ fn shadow_paragraph(t: &Table) -> String {
          another at the full upload bandwidth (SimBlock's), `fair-uplink` shares the bandwidth equally \
          among the peers with messages queued, as TCP connections share a bottleneck. \
          `real_*` are Shadow's times, from the nodes' own arrival logs; one run a size; `wall_s` is \
-         Shadow's wall time. Where they differ, and why (TCP's losses and windows on shared slow \
-         uplinks, which the simulator does not model), docs/SIMULATOR.md says under Validity.\n\n"
+         Shadow's wall time. Before the submission every node's peer book is read: the real links \
+         are the simulated ones. Where they differ, and why (TCP shares an uplink among its \
+         connections, but not equally), docs/SIMULATOR.md says under Validity.\n\n"
     )
 }
 
