@@ -416,20 +416,28 @@ impl World {
     }
 
     fn delay_us(&mut self, a: NodeId, b: NodeId) -> u64 {
-        if let Some(&us) = self.latency.get(&pair(a, b)) {
-            return match self.model.jitter {
-                crate::net::Jitter::Uniform { max_us } => us + self.below(max_us + 1),
-                _ => us,
-            };
+        if let Some((us, jitter)) = self.set_latency_us(a, b) {
+            return us + jitter.map_or(0, |max_us| self.below(max_us + 1));
         }
         let (ra, rb) = (self.region(a), self.region(b));
         self.model.draw_us(ra, rb, &mut self.rng)
     }
 
+    /// The one-way latency set for the link between `a` and `b` ([`World::set_latency`]), µs,
+    /// with the bound of the uniform jitter drawn on top of it, if the model draws one.
+    fn set_latency_us(&self, a: NodeId, b: NodeId) -> Option<(u64, Option<u64>)> {
+        let &us = self.latency.get(&pair(a, b))?;
+        let jitter = match self.model.jitter {
+            crate::net::Jitter::Uniform { max_us } => Some(max_us),
+            _ => None,
+        };
+        Some((us, jitter))
+    }
+
     /// The mean one-way latency from `a` to `b`, µs (no jitter drawn).
     fn mean_delay_us(&self, a: NodeId, b: NodeId) -> u64 {
-        match self.latency.get(&pair(a, b)) {
-            Some(&us) => us,
+        match self.set_latency_us(a, b) {
+            Some((us, _)) => us,
             None => self.model.mean_us(self.region(a), self.region(b)),
         }
     }
@@ -455,13 +463,10 @@ impl World {
 
     /// The longest a message on the link may take beyond what its links' queues hold, µs.
     pub fn max_delay_us(&self, a: NodeId, b: NodeId) -> u64 {
-        if let Some(&us) = self.latency.get(&pair(a, b)) {
-            return match self.model.jitter {
-                crate::net::Jitter::Uniform { max_us } => us + max_us,
-                _ => us,
-            };
+        match self.set_latency_us(a, b) {
+            Some((us, jitter)) => us + jitter.unwrap_or(0),
+            None => self.model.bound_us(self.region(a), self.region(b)),
         }
-        self.model.bound_us(self.region(a), self.region(b))
     }
 
     fn link(&self, a: NodeId, b: NodeId) -> Option<Link> {
@@ -507,8 +512,14 @@ impl World {
             return;
         }
         // Only peers whose handshake ended: gossipsub knows no one else's subscriptions.
-        let joined = |p: &NodeId| self.link(a, *p).is_some_and(|l| l.joined);
-        let candidates: Vec<NodeId> = self.peers_of(a).filter(|p| joined(p) && self.subscribed(*p)).collect();
+        let candidates: Vec<NodeId> = self
+            .adj
+            .get(a.0 as usize)
+            .into_iter()
+            .flat_map(|m| m.iter())
+            .filter(|(&p, l)| !l.closing && l.joined && self.subscribed(p))
+            .map(|(&p, _)| p)
+            .collect();
         let params = self.gossip;
         self.mesh.heartbeat(a, &candidates, &params, &mut self.rng);
     }

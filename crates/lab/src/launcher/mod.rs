@@ -472,18 +472,10 @@ impl Launcher {
     /// stops, even a temporary one, and returns its path: for a run that failed, so its logs can
     /// be read.
     pub fn keep(&mut self) -> PathBuf {
-        match self.base.take() {
-            Some(Base::Temp(t)) => {
-                let path = t.keep();
-                self.base = Some(Base::Given(path.clone()));
-                path
-            }
-            Some(Base::Given(p)) => {
-                self.base = Some(Base::Given(p.clone()));
-                p
-            }
-            None => PathBuf::new(),
+        if let Some(Base::Temp(t)) = self.base.take_if(|b| matches!(b, Base::Temp(_))) {
+            self.base = Some(Base::Given(t.keep()));
         }
+        self.base_dir().to_path_buf()
     }
 
     fn check_name(&self, name: &str) -> Result<(), LaunchError> {
