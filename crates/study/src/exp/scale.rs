@@ -33,9 +33,10 @@ use scalechain_lab::plot::{Chart, Series};
 use scalechain_lab::Table;
 use scalechain_p2p::msg::Role;
 use scalechain_simnet::{
-    budget, Accounts, CostModel, LoadPlan, MiningClock, NetModel, NodeId, Sim, SimConfig, Tracking, Uplink,
-    WorkModel,
+    budget, Accounts, CostModel, LoadPlan, Mined, MiningClock, NetModel, NodeId, Sim, SimConfig, Tracking,
+    Uplink, WorkModel,
 };
+use scalechain_types::Hash;
 
 use super::propagation;
 use crate::{median, Ctx, Experiment, StudyError};
@@ -348,28 +349,19 @@ fn simulate(ctx: &Ctx, p: Point, costs: &Arc<CostModel>) -> Result<Vec<Vec<Strin
     let a = sim.arrivals();
     // Blocks and transactions with the tail to spread in.
     let cutoff_us = (start + p.virtual_ms.max(1)) * 1_000;
-    let blocks: Vec<_> = a.mined.iter().filter(|b| b.at_us < cutoff_us || seed_txs.is_some()).collect();
-    let block_q = |f: f64| {
-        let v: Vec<f64> = blocks
-            .iter()
-            .filter_map(|b| a.block_reach_us(&b.hash, f, n))
-            .map(|us| us as f64 / 1_000.0)
-            .collect();
-        median(v)
-    };
-    let txs: Vec<_> =
+    let blocks: Vec<&Mined> = a.mined.iter().filter(|b| b.at_us < cutoff_us || seed_txs.is_some()).collect();
+    let block_ms = |b: &&Mined, f: f64| a.block_reach_us(&b.hash, f, n).map(|us| us as f64 / 1_000.0);
+    let txs: Vec<Hash> =
         a.submitted.iter().filter(|(_, &at)| at < cutoff_us || seed_txs.is_some()).map(|(t, _)| *t).collect();
-    let tx_q = |f: f64| {
-        let v: Vec<f64> =
-            txs.iter().filter_map(|t| a.tx_reach_us(t, f, n)).map(|us| us as f64 / 1_000.0).collect();
-        median(v)
-    };
+    let tx_ms = |t: &Hash, f: f64| a.tx_reach_us(t, f, n).map(|us| us as f64 / 1_000.0);
     let height = sim.up_nodes().iter().filter_map(|&i| sim.tip(i)).map(|t| t.0).max().unwrap_or(0);
     m.mined = a.mined.len() as u64;
     m.stale_pct =
         if m.mined == 0 { 0.0 } else { m.mined.saturating_sub(height) as f64 * 100.0 / m.mined as f64 };
-    m.block = [block_q(0.5), block_q(0.9), block_q(0.99), block_q(1.0)];
-    m.tx = [tx_q(0.5), tx_q(0.9), tx_q(1.0)];
+    let b = reach_medians(&blocks, &[0.5, 0.9, 0.99, 1.0], block_ms);
+    m.block = [b[0], b[1], b[2], b[3]];
+    let t = reach_medians(&txs, &[0.5, 0.9, 1.0], tx_ms);
+    m.tx = [t[0], t[1], t[2]];
     let c = sim.counters();
     let virtual_s = (p.virtual_ms + TAIL_MS) as f64 / 1_000.0;
     m.up_kbps = c.up_bytes.iter().sum::<u64>() as f64 * 8.0 / n.max(1) as f64 / virtual_s / 1_000.0;
@@ -698,4 +690,41 @@ fn section(t: &Table) -> String {
         }
     }
     s
+}
+
+/// The median time for an item (a block, a transaction) to reach each share of the nodes, over
+/// the items that reached every node (`reach(item, share)`: ms, `None` if it never did), so
+/// every share's median is over the same items. A block that went stale part-way reached half
+/// the nodes and never nine in ten; counted in one median and not the next, it would make the
+/// 50% slower than the 90%. `NaN` for every share if no item reached every node.
+fn reach_medians<T>(items: &[T], shares: &[f64], reach: impl Fn(&T, f64) -> Option<f64>) -> Vec<f64> {
+    let everywhere: Vec<&T> = items.iter().filter(|i| reach(i, 1.0).is_some()).collect();
+    shares.iter().map(|&f| median(everywhere.iter().filter_map(|i| reach(i, f)).collect())).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_share_s_median_is_over_the_items_that_reached_every_node() {
+        // (time to 50%, to 90%, to 100%): two blocks that spread, two that went stale part-way.
+        let items: [(Option<f64>, Option<f64>, Option<f64>); 4] = [
+            (Some(100.0), Some(200.0), Some(300.0)),
+            (Some(120.0), Some(220.0), Some(320.0)),
+            (Some(900.0), None, None),
+            (Some(950.0), Some(990.0), None),
+        ];
+        let reach = |i: &(Option<f64>, Option<f64>, Option<f64>), f: f64| match f {
+            x if x <= 0.5 => i.0,
+            x if x <= 0.9 => i.1,
+            _ => i.2,
+        };
+        let m = reach_medians(&items, &[0.5, 0.9, 1.0], reach);
+        assert_eq!(m, vec![110.0, 210.0, 310.0]);
+        assert!(m.windows(2).all(|w| w[0] <= w[1]));
+        // Counted over whichever reached each share, the 50% would read 510 ms, the 90% 220.
+        let none: [(Option<f64>, Option<f64>, Option<f64>); 1] = [(Some(1.0), None, None)];
+        assert!(reach_medians(&none, &[0.5], reach)[0].is_nan());
+    }
 }
