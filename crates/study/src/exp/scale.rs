@@ -593,9 +593,9 @@ fn section(t: &Table) -> String {
          regions (their measured latency and bandwidth tables, Pareto jitter), each node dialling 8 \
          peers, gossip along meshes of degree 8 (6–12), blocks by a Poisson process at the interval, \
          4 miners, a load submitted one transaction a request to eight peers in turn. Work is \
-         charged by the cost model in `scale-costs.toml` (measured on this machine before the runs; \
-         with `--quick`, the repository's reference calibration), each node a machine of two \
-         cores.\n\n\
+         charged by the cost model in `scale-costs.toml` (the file `--costs` named, else measured on \
+         this machine before the runs, or with `--quick` the repository's reference calibration; \
+         the `costs` column says which), each node a machine of two cores.\n\n\
          Series: `propagation` (16 to 1,024 nodes at 20 tx/s), `blocks` (4,096 and 10,000 nodes, \
          blocks alone), `stale` (the block interval at 1,024 nodes, compact blocks on and off), \
          `size` (the block size at 1,024 nodes and 1 s blocks, through transactions carrying 0 to \
@@ -603,13 +603,12 @@ fn section(t: &Table) -> String {
          `block_kb` is the mean block on the final chain), \
          `load` (the offered load swept at 64 nodes: `confirmed_tps` is what clients had accepted \
          that is on the final chain, per second of load; `backlog_max` the largest pool when the \
-         load ended; the network `keeps_up` if no pool then held more than 3 s of the load; where \
-         many blocks go stale, a block's median reach can exceed its 90% reach, since blocks that \
-         never reach 90% of the nodes count only in the first) and \
+         load ended; the network `keeps_up` if no pool then held more than 3 s of the load) and \
          `seed001` (seed 001's submission at 1,024 nodes). Propagation is measured from a \
          block's mining (a transaction's submission) to its acceptance (admission) by the given \
          share of nodes, medians over the blocks mined (and a sample of the transactions \
-         submitted) before the load ended. The stale rate counts mined blocks not in the longest \
+         submitted) before the load ended that reached every node, the same ones for every share \
+         (a block that went stale part-way counts in the stale rate). The stale rate counts mined blocks not in the longest \
          chain at the end. Each network first runs until every link's handshake ended and the \
          meshes formed (under 2 virtual seconds), nothing mined meanwhile; times start after it.\n\n\
          **Not modelled**: CPU shared between nodes (each has its own cores), disk, the transport's \
@@ -619,8 +618,9 @@ fn section(t: &Table) -> String {
          `propagation`'s scenario both on real node processes and in the simulator at 4 to 16 \
          nodes, and with the real binary under Shadow on these six regions at 16 to 256 nodes \
          (where Shadow is installed): blocks' median, 90% and full reach within 13% of Shadow's at \
-         16 to 256 nodes; a 232 KB transaction batch 20–24% slower simulated with uplinks shared \
-         equally than under Shadow, whose TCP shares them unequally. Its section and \
+         16 to 256 nodes; a 232 KB transaction batch 11–26% slower simulated with uplinks shared \
+         equally than under Shadow, whose TCP shares them unequally, and 38–54% faster with one \
+         copy after another. Its section and \
          docs/SIMULATOR.md say where the times agree and why they do not elsewhere. Read these \
          figures for their shape against N and load, and times of large messages as upper \
          estimates.\n\n\
@@ -639,7 +639,7 @@ fn section(t: &Table) -> String {
     if !size.is_empty() {
         s.push_str(
             "\n**The block size** (series `size`; the uplink shared among peers, which `sim-check` found \
-             within 20–24% of the real binary for large messages, on the slow side):\n\n\
+             11–26% slow against the real binary for large messages):\n\n\
              | compact | tx bytes | mean block, KB | blocks | stale % | block p50 / p90 ms |\n|---|---|---|---|---|---|\n",
         );
         for r in size {
