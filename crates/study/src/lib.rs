@@ -224,7 +224,8 @@ impl Experiment {
             }
             Experiment::SimCheck => {
                 "The simulator's propagation times beside real node processes' for the same scenario, at 4 \
-                 to 16 nodes. Read it for where the simulator can be trusted, and why it differs elsewhere."
+                 to 16 nodes, and beside the real binary under Shadow at 64 and 256 where Shadow is \
+                 installed. Read it for where the simulator can be trusted, and why it differs elsewhere."
             }
             Experiment::Cpu => {
                 "Where a loaded validating peer's CPU goes, by category of primitive operation (signatures, \

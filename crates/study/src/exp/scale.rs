@@ -16,7 +16,7 @@
 //!   did.)
 //! - `size`: at 1,024 nodes (32 with `--quick`), the block size swept through the size of the
 //!   load's transactions (each carrying 0, 1 or 5 KB of data at 20 tx/s and a block a second:
-//!   blocks of about 4 to 100 KB, and larger where whole blocks go stale; 0 and 5 KB with
+//!   blocks of about 4 to 250 KB, and larger where whole blocks go stale; 0 and 5 KB with
 //!   `--quick`), compact blocks on and off, 40 s: the stale rate. (20 KB, 1 MB blocks, held
 //!   20 GB at 1,024 nodes and left too little memory for the runs after it.) Its
 //!   uplinks are shared among peers as TCP shares them (`Uplink::Fair`), the model `sim-check`

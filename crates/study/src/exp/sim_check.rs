@@ -9,8 +9,9 @@
 //! The simulator reads only what the placement is: the nodes in the order the launcher starts
 //! them (a bootstrap node first where there is one, the peers, the miner last), every node
 //! linked to every other (the run waits until the real nodes are), the placement's one-way
-//! latency and bandwidth, the same transactions. Its costs are one calibration of this build
-//! (the repository's reference with `--quick`), never fitted to a result. It predicts with two
+//! latency and bandwidth, the same transactions. Its costs are one calibration (the file `--costs`
+//! names, else this build's measured first; the repository's reference with `--quick`), never
+//! fitted to a result. It predicts with two
 //! models of the CPU:
 //! - `own-cores`: each node a machine of this machine's cores (what `study scale` assumes);
 //! - `shared-host`: every node on one machine of this machine's cores, shared as the kernel
@@ -24,7 +25,7 @@
 //! Placements: `loopback` and `wan-seed001` (seed 001's three sites through delaying relays)
 //! always; as root, `namespaces-100mbit` and `namespaces-wan-seed001-100mbit` (each node in a
 //! network namespace, its link limited by `tc tbf` to 100 Mbit/s, where a 232 KB message to 15
-//! peers takes a sender's uplink about 230 ms and bandwidth is no longer free).
+//! peers takes a sender's uplink about 280 ms and bandwidth is no longer free).
 //!
 //! Beyond 16 nodes, where two cores cannot run the processes in real time: the real binary
 //! under Shadow against the simulator, at 64 and 256 nodes on SimBlock's six regions
