@@ -442,7 +442,7 @@ fn study_quick_smoke() {
     assert!(report.contains("| signatures | signature verification | 20 |"), "{report}");
     let backend = std::fs::read_to_string(in_either(out, "backend.csv")).unwrap();
     assert_eq!(backend.lines().filter(|l| l.contains(",op ")).count(), 4, "{backend}");
-    assert!(report.contains("| case | keeps up to (offered tx/s) | peak throughput (tx/s) |"), "{report}");
+    assert!(report.contains("| case | saturates at (offered tx/s) | peak throughput (tx/s) |"), "{report}");
     // tx-throughput: every mode at every n, and positive rates.
     let csv = std::fs::read_to_string(in_either(out, "tx-throughput.csv")).unwrap();
     for mode in ["sequential", "batch", "parallel", "bound", "bound_single"] {
