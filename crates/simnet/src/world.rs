@@ -416,7 +416,7 @@ impl World {
     }
 
     fn delay_us(&mut self, a: NodeId, b: NodeId) -> u64 {
-        if let Some((us, jitter)) = self.set_latency_us(a, b) {
+        if let Some((us, jitter)) = self.link_latency_us(a, b) {
             return us + jitter.map_or(0, |max_us| self.below(max_us + 1));
         }
         let (ra, rb) = (self.region(a), self.region(b));
@@ -425,7 +425,7 @@ impl World {
 
     /// The one-way latency set for the link between `a` and `b` ([`World::set_latency`]), µs,
     /// with the bound of the uniform jitter drawn on top of it, if the model draws one.
-    fn set_latency_us(&self, a: NodeId, b: NodeId) -> Option<(u64, Option<u64>)> {
+    fn link_latency_us(&self, a: NodeId, b: NodeId) -> Option<(u64, Option<u64>)> {
         let &us = self.latency.get(&pair(a, b))?;
         let jitter = match self.model.jitter {
             crate::net::Jitter::Uniform { max_us } => Some(max_us),
@@ -436,7 +436,7 @@ impl World {
 
     /// The mean one-way latency from `a` to `b`, µs (no jitter drawn).
     fn mean_delay_us(&self, a: NodeId, b: NodeId) -> u64 {
-        match self.set_latency_us(a, b) {
+        match self.link_latency_us(a, b) {
             Some((us, _)) => us,
             None => self.model.mean_us(self.region(a), self.region(b)),
         }
@@ -463,7 +463,7 @@ impl World {
 
     /// The longest a message on the link may take beyond what its links' queues hold, µs.
     pub fn max_delay_us(&self, a: NodeId, b: NodeId) -> u64 {
-        match self.set_latency_us(a, b) {
+        match self.link_latency_us(a, b) {
             Some((us, jitter)) => us + jitter.unwrap_or(0),
             None => self.model.bound_us(self.region(a), self.region(b)),
         }
@@ -482,14 +482,19 @@ impl World {
         self.link(a, b).is_some()
     }
 
-    /// Peers with an open link to `a`, in id order.
-    pub fn peers_of(&self, a: NodeId) -> impl Iterator<Item = NodeId> + '_ {
+    /// The open links of `a`, by peer, in id order.
+    fn open_links(&self, a: NodeId) -> impl Iterator<Item = (NodeId, &Link)> + '_ {
         self.adj
             .get(a.0 as usize)
             .into_iter()
             .flat_map(|m| m.iter())
             .filter(|(_, l)| !l.closing)
-            .map(|(&p, _)| p)
+            .map(|(&p, l)| (p, l))
+    }
+
+    /// Peers with an open link to `a`, in id order.
+    pub fn peers_of(&self, a: NodeId) -> impl Iterator<Item = NodeId> + '_ {
+        self.open_links(a).map(|(p, _)| p)
     }
 
     /// Peers with a link (open or closing) to `a`, in id order.
@@ -512,14 +517,8 @@ impl World {
             return;
         }
         // Only peers whose handshake ended: gossipsub knows no one else's subscriptions.
-        let candidates: Vec<NodeId> = self
-            .adj
-            .get(a.0 as usize)
-            .into_iter()
-            .flat_map(|m| m.iter())
-            .filter(|(&p, l)| !l.closing && l.joined && self.subscribed(p))
-            .map(|(&p, _)| p)
-            .collect();
+        let candidates: Vec<NodeId> =
+            self.open_links(a).filter(|(p, l)| l.joined && self.subscribed(*p)).map(|(p, _)| p).collect();
         let params = self.gossip;
         self.mesh.heartbeat(a, &candidates, &params, &mut self.rng);
     }
