@@ -7,7 +7,8 @@
 //! (`crate::world`) turns it into arrival times: a message leaves when its sender's uplink is
 //! free (the uplink carries its messages one after another, in the order they were sent) and
 //! takes `size / upload` to leave — or, with [`Uplink::Fair`], the uplink is shared equally
-//! among the peers the sender has messages queued for, as TCP connections share it; it travels the latency; it has arrived once its last byte
+//! among the peers the sender has messages queued for, or, with [`Uplink::Tcp`], as TCP sockets
+//! carry it (`crate::uplink`); it travels the latency; it has arrived once its last byte
 //! left and travelled, and no sooner than `size / download` after its first byte came (the
 //! slower link sets the pace). Downlinks do not queue: as in SimBlock, a message's transfer
 //! is bounded by the receiver's bandwidth but not by the other messages arriving at it.
@@ -321,7 +322,8 @@ impl NetModel {
     /// jitter = "pareto"            # or "none", or { uniform_ms = 5 }
     /// loss = 0.0
     /// overhead_bytes = 64
-    /// uplink = "fifo"             # or "fair" (shared among peers, as TCP shares it)
+    /// uplink = "fifo"             # or "fair" (shared equally among peers), or "tcp" (a send
+    ///                             # buffer at a time, a window per round trip)
     /// latency_ms = [[10, 80], [80, 10]]
     /// [[regions]]
     /// name = "west"
@@ -453,7 +455,7 @@ impl NetModel {
             Some(v) => v
                 .as_str()
                 .and_then(Uplink::from_name)
-                .ok_or_else(|| err("uplink", "expected \"fifo\" or \"fair\""))?,
+                .ok_or_else(|| err("uplink", "expected \"fifo\", \"fair\" or \"tcp\""))?,
         };
         let m = NetModel { name, regions, latency_us, jitter, loss, overhead_bytes, uplink };
         m.validate()?;
@@ -589,8 +591,9 @@ mod tests {
             .starts_with("regions[0].up_mbps: 0.0000001 Mbit/s is outside"));
         assert!(bad(&format!("{base}down_mbps = 1e9\n")).starts_with("regions[0].down_mbps: "));
         assert!(bad(&format!("overhead_bytes = 1e12\n{base}")).starts_with("overhead_bytes: "));
-        assert!(bad(&format!("uplink = \"tcp\"\n{base}")).starts_with("uplink: expected"));
+        assert!(bad(&format!("uplink = \"reno\"\n{base}")).starts_with("uplink: expected"));
         assert_eq!(NetModel::from_toml(&format!("uplink = \"fair\"\n{base}")).unwrap().uplink, Uplink::Fair);
+        assert_eq!(NetModel::from_toml(&format!("uplink = \"tcp\"\n{base}")).unwrap().uplink, Uplink::Tcp);
         assert_eq!(NetModel::from_toml(base).unwrap().uplink, Uplink::Fifo);
         assert_eq!(
             bad(&format!("jitter = \"pareto\"\n{base}")),

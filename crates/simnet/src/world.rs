@@ -33,7 +33,7 @@ use crate::mesh::{GossipParams, Mesh};
 use crate::net::NetModel;
 use crate::observe::Arrivals;
 use crate::seen::Seen;
-use crate::uplink::{FairUplink, Uplink};
+use crate::uplink::{SharedUplink, Uplink, WINDOW_BYTES};
 use crate::wire::{NodeId, Wire};
 
 /// Something scheduled to happen at a virtual time.
@@ -65,8 +65,8 @@ pub(crate) enum Ev {
     /// The shared CPU's next job may have ended ([`crate::WorkModel::SharedHost`]); stale if
     /// its epoch is not the CPU's.
     CpuTick { epoch: u64 },
-    /// A message on `node`'s fair-shared uplink may have finished leaving
-    /// ([`crate::Uplink::Fair`]); stale if its epoch is not the uplink's.
+    /// A message on `node`'s shared uplink may have finished leaving ([`crate::Uplink::Fair`],
+    /// [`crate::Uplink::Tcp`]); stale if its epoch is not the uplink's.
     UplinkTick { node: NodeId, epoch: u64 },
 }
 
@@ -211,8 +211,9 @@ pub(crate) struct World {
     pub cpu: Option<SharedCpu>,
     /// Jobs of the shared CPU that ended and wait for the next tick to be handled.
     pub cpu_ended: Vec<Ended>,
-    /// Per node, its uplink's queues under [`Uplink::Fair`] (made at its first limited send).
-    uplinks: Vec<Option<FairUplink<(u64, Wire)>>>,
+    /// Per node, its uplink's queues under [`Uplink::Fair`] or [`Uplink::Tcp`] (made at its
+    /// first limited send).
+    uplinks: Vec<Option<SharedUplink<(u64, Wire)>>>,
 }
 
 pub(crate) fn pair(a: NodeId, b: NodeId) -> (NodeId, NodeId) {
@@ -556,11 +557,13 @@ impl World {
         }
         self.counters.add_bytes(from, to, size);
         let up_bps = self.up_bps(from);
-        if self.model.uplink == Uplink::Fair && up_bps != 0 {
+        let discipline = self.model.uplink;
+        if discipline != Uplink::Fifo && up_bps != 0 {
             let now = self.now_us;
+            let cap_bps = if discipline == Uplink::Tcp { self.window_bps(from, to) } else { 0 };
             let Some(slot) = self.uplinks.get_mut(from.0 as usize) else { return false };
-            let u = slot.get_or_insert_with(|| FairUplink::new(up_bps));
-            let next = u.push(now, to, size, (link.epoch, wire));
+            let u = slot.get_or_insert_with(|| SharedUplink::new(up_bps, discipline));
+            let next = u.push(now, to, size, cap_bps, (link.epoch, wire));
             let epoch = u.epoch;
             self.uplink_reschedule(from, epoch, next);
             return true;
@@ -583,7 +586,7 @@ impl World {
         self.schedule_us(at, Ev::Deliver { to, from, epoch, wire });
     }
 
-    /// `node`'s fair-shared uplink's tick: the messages that finished leaving by now are on
+    /// `node`'s shared uplink's tick: the messages that finished leaving by now are on
     /// their way (latency, then the receiver's download), the next tick is scheduled.
     pub fn uplink_tick(&mut self, node: NodeId, epoch: u64) {
         let now = self.now_us;
@@ -602,7 +605,7 @@ impl World {
         }
     }
 
-    /// Drops what `from`'s fair-shared uplink still holds for `to` (their link went down).
+    /// Drops what `from`'s shared uplink still holds for `to` (their link went down).
     fn drop_uplink(&mut self, from: NodeId, to: NodeId) {
         let now = self.now_us;
         let Some(u) = self.uplinks.get_mut(from.0 as usize).and_then(Option::as_mut) else { return };
@@ -621,11 +624,21 @@ impl World {
         }
     }
 
+    /// The most a connection from `from` to `to` carries under [`Uplink::Tcp`], bit/s: a
+    /// window per round trip (the two mean latencies); 0 (no bound) on a link without latency.
+    fn window_bps(&self, from: NodeId, to: NodeId) -> u64 {
+        let rtt_us = self.mean_delay_us(from, to).saturating_add(self.mean_delay_us(to, from));
+        if rtt_us == 0 {
+            return 0;
+        }
+        WINDOW_BYTES.saturating_mul(8_000_000) / rtt_us
+    }
+
     /// How long what `node` has queued takes to leave its uplink, µs.
     fn queued_us(&self, node: NodeId) -> u64 {
         let i = node.0 as usize;
         match self.uplinks.get(i).and_then(Option::as_ref) {
-            Some(u) if self.model.uplink == Uplink::Fair => u.backlog_us(),
+            Some(u) if self.model.uplink != Uplink::Fifo => u.backlog_us(),
             _ => self.hosts.get(i).map_or(0, |h| h.up_free.saturating_sub(self.now_us)),
         }
     }
@@ -872,6 +885,25 @@ mod tests {
         assert!(w.send(NodeId(0), NodeId(2), gossip(125_000, 4)));
         w.disconnect(NodeId(0), NodeId(1));
         assert_eq!(deliveries(&mut w, t1), [(125_000 + 200_000, 0, 2)]);
+    }
+
+    #[test]
+    fn a_tcp_uplink_sends_in_order_but_a_far_peer_at_a_window_per_round_trip() {
+        let mut w = world_with(crate::Uplink::Tcp);
+        let t0 = w.now_us;
+        // Node 2 is 400 ms away and back: its connection carries 174,760 bytes per 400 ms
+        // (3,495,200 bit/s) though written first; node 1 (20 ms) takes the other 4,504,800
+        // bit/s, so its 125,000 bytes leave after 221,986 µs, and node 2's after 286,107 µs
+        // (then the latencies, 10 and 200 ms).
+        assert!(w.send(NodeId(0), NodeId(2), gossip(125_000, 1)));
+        assert!(w.send(NodeId(0), NodeId(1), gossip(125_000, 1)));
+        assert_eq!(deliveries(&mut w, t0), [(221_986 + 10_000, 0, 1), (286_107 + 200_000, 0, 2)]);
+        // Under the fifo uplink node 2's copy would have left first, at 125 ms.
+        let mut f = world();
+        let t0 = f.now_us;
+        assert!(f.send(NodeId(0), NodeId(2), gossip(125_000, 1)));
+        assert!(f.send(NodeId(0), NodeId(1), gossip(125_000, 1)));
+        assert_eq!(deliveries(&mut f, t0), [(250_000 + 10_000, 0, 1), (125_000 + 200_000, 0, 2)]);
     }
 
     #[test]

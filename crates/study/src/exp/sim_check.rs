@@ -485,7 +485,8 @@ impl Compared<'_> {
 pub const SHADOW_PLACEMENT: &str = "shadow-simblock";
 /// The simulator's models beside Shadow: no work charged, as Shadow charges none, and each
 /// uplink model.
-pub const SHADOW_MODELS: [(&str, Uplink); 2] = [("fifo-uplink", Uplink::Fifo), ("fair-uplink", Uplink::Fair)];
+pub const SHADOW_MODELS: [(&str, Uplink); 3] =
+    [("fifo-uplink", Uplink::Fifo), ("fair-uplink", Uplink::Fair), ("tcp-uplink", Uplink::Tcp)];
 
 /// The real binary under Shadow against the simulator ([`shadow`]), at 64 and 256 nodes
 /// (16 with `--quick`), when Shadow is found; nothing otherwise (the section says so).
@@ -636,11 +637,13 @@ fn shadow_paragraph(t: &Table) -> String {
          neither world charges CPU: this checks the network model and the relay, not the cost model. \
          The simulator runs with each of its uplink models: `fifo-uplink` sends one message after \
          another at the full upload bandwidth (SimBlock's), `fair-uplink` shares the bandwidth equally \
-         among the peers with messages queued, as TCP connections share a bottleneck. \
+         among the peers with messages queued, `tcp-uplink` sends a socket send buffer (131,072 bytes) \
+         of each copy at a time, in the order written, each connection at most a TCP window \
+         (174,760 bytes) per round trip (both Shadow's defaults). \
          `real_*` are Shadow's times, from the nodes' own arrival logs; one run a size; `wall_s` is \
          Shadow's wall time. Before the submission every node's peer book is read: the real links \
-         are the simulated ones. Where they differ, and why (TCP shares an uplink among its \
-         connections, but not equally), docs/SIMULATOR.md says under Validity.\n\n"
+         are the simulated ones. Where they differ, and why, docs/SIMULATOR.md says under \
+         Validity.\n\n"
     )
 }
 

@@ -11,8 +11,9 @@
 //! processes in zero virtual time: it charges the network and never the CPU, so the simulator
 //! charges no work either, and the check is of the network model and the protocol machine's
 //! relay, on the real binary. The simulator runs with each of its uplink models
-//! ([`Uplink`]): SimBlock's one message after another (`fifo-uplink`) and shared among the
-//! peers as TCP shares it (`fair-uplink`).
+//! ([`Uplink`]): SimBlock's one message after another (`fifo-uplink`), shared equally among
+//! the peers (`fair-uplink`), and a send buffer at a time, a window per round trip, as TCP
+//! sockets carry it (`tcp-uplink`).
 //!
 //! The scenario is `sim-check`'s: the last node mines (one block a second, paced as the devnet
 //! does), and `propagation`'s 1,001 transactions go to node 0 in one request
@@ -365,6 +366,10 @@ mod tests {
         // reaches half the nodes later than one copy after another.
         let half = |o: &Observed| super::super::stats(&o.txs)[0];
         assert!(half(&fair) > half(&seen), "{} {}", half(&fair), half(&seen));
+        // As TCP sockets carry it (a send buffer at a time): between the two.
+        let (tcp, same_again) = simulate(16, &p, &txs, 3, Uplink::Tcp);
+        assert_eq!(topo, same_again);
+        assert!(half(&seen) < half(&tcp) && half(&tcp) < half(&fair), "{}", half(&tcp));
         assert_eq!(topo.regions.len(), 16);
         let mut regions = topo.regions.clone();
         regions.sort_unstable();
