@@ -62,7 +62,7 @@ mod uplink;
 mod wire;
 mod world;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use scalechain_chain::{Chain, ChainStore, MemStore, Shelf};
@@ -483,22 +483,61 @@ impl Sim {
     }
 
     /// A random graph: each node that is up, in id order, dials `outbound` peers drawn
-    /// uniformly among the nodes that are up and not linked to it yet (fewer if there are
-    /// not so many), as a node fills its outbound slots. Inbound links are whatever the others
-    /// dialled; a machine past its `max_peers` evicts as the node's does.
-    pub fn connect_random(&mut self, outbound: usize) {
+    /// uniformly among the nodes that are up and not linked to it yet, as a node fills its
+    /// outbound slots. Inbound links are whatever the others dialled; a machine past its
+    /// `max_peers` evicts as the node's does.
+    ///
+    /// A graph that cannot be built — fewer nodes up than `outbound + 1`, or a node left with
+    /// fewer nodes it may link to than it has slots to fill (partitions, refusals) — is an
+    /// error that names the node, and nothing changes: the graph is drawn first and built
+    /// only whole.
+    pub fn connect_random(&mut self, outbound: usize) -> Result<(), ModelError> {
         let up = self.up_nodes();
+        if outbound >= up.len() && outbound > 0 {
+            return Err(ModelError {
+                place: "connect_random".into(),
+                what: format!("each node cannot dial {outbound} peers among {} nodes up", up.len()),
+            });
+        }
+        let rng = self.w.rng.clone();
+        let mut drawn: HashSet<(NodeId, NodeId)> = HashSet::new();
+        let mut plan = Vec::with_capacity(up.len() * outbound);
+        let free = |w: &World, drawn: &HashSet<_>, a, b| w.may_link(a, b) && !drawn.contains(&pair(a, b));
         for &a in &up {
             let mut dialled = 0;
             let mut tries = 0;
             while dialled < outbound && tries < outbound * 20 + 20 {
                 tries += 1;
                 let b = up[self.w.below(up.len() as u64) as usize];
-                if self.w.connect(a, b) {
+                if free(&self.w, &drawn, a, b) {
+                    drawn.insert(pair(a, b));
+                    plan.push((a, b));
                     dialled += 1;
                 }
             }
+            if dialled < outbound {
+                // The draws kept missing: the rest among those left, in a random order.
+                let mut left: Vec<NodeId> =
+                    up.iter().copied().filter(|&b| free(&self.w, &drawn, a, b)).collect();
+                while dialled < outbound && !left.is_empty() {
+                    let b = left.swap_remove(self.w.below(left.len() as u64) as usize);
+                    drawn.insert(pair(a, b));
+                    plan.push((a, b));
+                    dialled += 1;
+                }
+            }
+            if dialled < outbound {
+                self.w.rng = rng;
+                return Err(ModelError {
+                    place: format!("connect_random: node {}", a.0),
+                    what: format!("dialled {dialled} of {outbound} peers: no other node up it may link to"),
+                });
+            }
         }
+        for (a, b) in plan {
+            self.w.connect(a, b);
+        }
+        Ok(())
     }
 
     /// Sets the one-way latency of the link between `a` and `b`.

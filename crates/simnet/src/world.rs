@@ -686,12 +686,24 @@ impl World {
         false
     }
 
+    /// Would [`World::connect`] open a link between `a` and `b` now: two nodes, both up, not
+    /// linked yet, not kept apart, neither refusing the other.
+    pub fn may_link(&self, a: NodeId, b: NodeId) -> bool {
+        let now = self.now();
+        let refused = |x, y| self.refusals.get(&(x, y)).is_some_and(|until| now < *until);
+        a != b
+            && !self.has_link(a, b)
+            && !self.cut.contains(&pair(a, b))
+            && !refused(a, b)
+            && !refused(b, a)
+            && self.incarnation(a).is_some()
+            && self.incarnation(b).is_some()
+    }
+
     /// Opens a link if both are up, not kept apart, neither refuses the other and none exists;
     /// both machines learn of it at once.
     pub fn connect(&mut self, a: NodeId, b: NodeId) -> bool {
-        let now = self.now();
-        let refused = |x, y| self.refusals.get(&(x, y)).is_some_and(|until| now < *until);
-        if a == b || self.has_link(a, b) || self.cut.contains(&pair(a, b)) || refused(a, b) || refused(b, a) {
+        if !self.may_link(a, b) {
             return false;
         }
         let (Some(ia), Some(ib)) = (self.incarnation(a), self.incarnation(b)) else { return false };

@@ -33,7 +33,7 @@ fn a_thousand_nodes_survive_a_partition_churn_a_withholding_miner_and_invalid_co
     let mut sim = Sim::new(cfg);
     let miners = sim.add_nodes(Role::Miner, 4);
     let peers = sim.add_nodes(Role::Peer, N - 4);
-    sim.connect_random(8);
+    sim.connect_random(8).unwrap();
     let adversary = sim.add_scripted();
     let start = sim.now();
     // 10 tx/s, one a request, to peers on both sides of the coming partition, for 24 s.

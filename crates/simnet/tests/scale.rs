@@ -28,7 +28,7 @@ fn network(cfg: SimConfig, n: usize) -> Sim {
     let mut sim = Sim::new(cfg);
     sim.add_nodes(Role::Miner, 4);
     sim.add_nodes(Role::Peer, n - 4);
-    sim.connect_random(8);
+    sim.connect_random(8).unwrap();
     assert!(!sim.formed(), "links take their handshakes' time to join the meshes");
     assert!(sim.form(5_000), "the network formed");
     sim
@@ -335,4 +335,31 @@ fn transactions_carrying_data_are_confirmed_and_make_larger_blocks() {
     assert_eq!((big, big_confirmed), (plain, plain_confirmed));
     // 10 KB more each on the wire (compact blocks do not carry them again).
     assert!(big_bytes >= plain_bytes + plain as u64 * 10_000, "{big_bytes} {plain_bytes}");
+}
+
+/// A random topology that cannot be built is an error that names the node, and leaves the
+/// simulation as it was; one that can be built only through the last candidates is built.
+#[test]
+fn a_topology_that_cannot_be_built_is_an_error_that_names_the_node_and_changes_nothing() {
+    let fresh = || {
+        let mut sim = Sim::new(SimConfig::devnet(7));
+        let nodes = sim.add_nodes(Role::Peer, 200);
+        // Node 0 may link only to nodes 1 to 4.
+        sim.partition(&nodes[..1], &nodes[5..]);
+        (sim, nodes)
+    };
+    let (mut sim, nodes) = fresh();
+    let e = sim.connect_random(200).unwrap_err();
+    assert_eq!(e.place, "connect_random", "{e}");
+    let e = sim.connect_random(5).unwrap_err();
+    assert_eq!(e.place, "connect_random: node 0", "{e}");
+    assert!(e.what.contains("dialled 4 of 5"), "{e}");
+    assert!(nodes.iter().all(|&n| sim.peers_of(n).is_empty()), "no link was made");
+    // Nothing changed, the random draws included: the same graph as a fresh simulation's.
+    sim.connect_random(4).unwrap();
+    let (mut other, _) = fresh();
+    other.connect_random(4).unwrap();
+    assert!(nodes.iter().all(|&n| sim.peers_of(n) == other.peers_of(n)));
+    // Node 0 found its four among 199, however the draws fell.
+    assert_eq!(sim.peers_of(nodes[0]), nodes[1..5].to_vec());
 }

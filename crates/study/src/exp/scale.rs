@@ -273,7 +273,7 @@ fn simulate(ctx: &Ctx, p: Point, costs: &Arc<CostModel>) -> Result<Vec<Vec<Strin
     let mut sim = Sim::new(cfg);
     sim.add_nodes(Role::Miner, MINERS);
     let peers = sim.add_nodes(Role::Peer, p.nodes.saturating_sub(MINERS));
-    sim.connect_random(OUTBOUND);
+    sim.connect_random(OUTBOUND).map_err(|e| StudyError::Wrong(format!("scale: {e}")))?;
     // Measured from a formed network: every link's handshake ended, so meshes hold all their
     // candidates (a couple of virtual seconds on SimBlock's latencies; nothing is mined meanwhile).
     if !sim.form(FORM_MS) {

@@ -504,8 +504,10 @@ fn shadow_part(ctx: &Ctx, exe: &std::path::Path, table: &mut Table) -> Result<()
     for &n in sizes {
         ctx.progress.set_message(format!("under Shadow: {n} nodes"));
         let seed = ctx.opts.seed;
-        let sims: Vec<(Observed, shadow::Topology)> =
-            SHADOW_MODELS.iter().map(|&(_, uplink)| shadow::simulate(n, &p, &txs, seed, uplink)).collect();
+        let sims: Vec<(Observed, shadow::Topology)> = SHADOW_MODELS
+            .iter()
+            .map(|&(_, uplink)| shadow::simulate(n, &p, &txs, seed, uplink))
+            .collect::<Result<_, _>>()?;
         let dir = base.join(format!("n{n}"));
         let (real, wall) = shadow::run_shadow(&bin, exe, &sims[0].1, &txs, &ids, seed, &dir)?;
         for ((model, _), (sim, _)) in SHADOW_MODELS.iter().zip(&sims) {

@@ -78,7 +78,13 @@ pub struct Topology {
 /// The scenario in the simulator, on `n` nodes (the last the miner), uplinks shared as
 /// `uplink` says; returns what it observed and the network it built (the same for both
 /// uplinks).
-pub fn simulate(n: usize, params: &Params, txs: &[Tx], seed: u64, uplink: Uplink) -> (Observed, Topology) {
+pub fn simulate(
+    n: usize,
+    params: &Params,
+    txs: &[Tx],
+    seed: u64,
+    uplink: Uplink,
+) -> Result<(Observed, Topology), StudyError> {
     let mut cfg = SimConfig::devnet(seed);
     cfg.params = params.clone();
     cfg.model = model(uplink);
@@ -90,7 +96,7 @@ pub fn simulate(n: usize, params: &Params, txs: &[Tx], seed: u64, uplink: Uplink
     // Placed in the regions by their shares, the miner too.
     let mut nodes: Vec<NodeId> = sim.add_nodes(Role::Peer, n.saturating_sub(1));
     nodes.extend(sim.add_nodes(Role::Miner, 1));
-    sim.connect_random(OUTBOUND);
+    sim.connect_random(OUTBOUND).map_err(|e| StudyError::Wrong(format!("sim-check under Shadow: {e}")))?;
     let topology = Topology {
         regions: nodes.iter().map(|&id| usize::from(sim.region_of(id).unwrap_or(0))).collect(),
         dials: nodes
@@ -107,7 +113,7 @@ pub fn simulate(n: usize, params: &Params, txs: &[Tx], seed: u64, uplink: Uplink
     sim.track(Tracking::All);
     sim.submit_tracked(nodes[0], txs.to_vec());
     sim.run_for(READ_MS - SUBMIT_MS);
-    (from_sim(&sim, &nodes, &ids, t0, f64::NAN), topology)
+    Ok((from_sim(&sim, &nodes, &ids, t0, f64::NAN), topology))
 }
 
 /// The node configuration every host runs (the chain of 2000, a fixed topology, room for the
@@ -359,15 +365,15 @@ mod tests {
     fn the_simulated_network_is_what_shadow_is_given() {
         let p = params();
         let txs = crate::exp::propagation::workload(&p);
-        let (seen, topo) = simulate(16, &p, &txs, 3, Uplink::Fifo);
-        let (fair, same) = simulate(16, &p, &txs, 3, Uplink::Fair);
+        let (seen, topo) = simulate(16, &p, &txs, 3, Uplink::Fifo).unwrap();
+        let (fair, same) = simulate(16, &p, &txs, 3, Uplink::Fair).unwrap();
         assert_eq!(topo, same, "the uplink does not change the network built");
         // A 232 KB batch to eight peers: shared, the first copies leave later, so the batch
         // reaches half the nodes later than one copy after another.
         let half = |o: &Observed| super::super::stats(&o.txs)[0];
         assert!(half(&fair) > half(&seen), "{} {}", half(&fair), half(&seen));
         // As TCP sockets carry it (a send buffer at a time): between the two.
-        let (tcp, same_again) = simulate(16, &p, &txs, 3, Uplink::Tcp);
+        let (tcp, same_again) = simulate(16, &p, &txs, 3, Uplink::Tcp).unwrap();
         assert_eq!(topo, same_again);
         assert!(half(&seen) < half(&tcp) && half(&tcp) < half(&fair), "{}", half(&tcp));
         assert_eq!(topo.regions.len(), 16);
