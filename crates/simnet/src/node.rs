@@ -455,7 +455,7 @@ impl Honest {
         }
         self.blocks_due = false;
         for (block, origin) in std::mem::take(&mut self.blocks) {
-            let cost = self.cost(|c, cores| c.block_us(self.block_work(&block), cores));
+            let cost = self.cost(|c, cores| c.block_us(self.block_work(&block, w), cores));
             let (hash, height, verdict, released) = self.accept(block, w);
             if matches!(verdict, BlockVerdict::Connected | BlockVerdict::SideBranch) {
                 let done_at = w.now_us.max(self.cpu_free_us) + cost.unwrap_or(0);
@@ -472,10 +472,14 @@ impl Honest {
 
     /// The work of accepting `block`: its transactions and bytes, and the signatures of those
     /// this node had not admitted (the others are in its signature cache: not paid again).
-    fn block_work(&self, block: &Block) -> Work {
+    fn block_work(&self, block: &Block, w: &World) -> Work {
         let pool = self.replica.mempool.snapshot();
         let h = self.replica.params.hash;
-        let mut work = work_of(block.txs.iter().skip(1), |t: &Tx| pool.get(&t.txid(h)).is_none());
+        // The block's transactions but the coinbase, in order, with their txids.
+        let txids = w.txids_of(block, h);
+        let mut ids = txids.iter();
+        let mut work =
+            work_of(block.txs.iter().skip(1), |_| ids.next().is_none_or(|id| pool.get(id).is_none()));
         work.bytes = block.encoded_len() as u64;
         work
     }
@@ -512,7 +516,7 @@ impl Honest {
         }
         let (block, origin) = self.blocks.remove(0);
         self.blocks_due = !self.blocks.is_empty();
-        let work = self.block_work(&block);
+        let work = self.block_work(&block, w);
         let (hash, height, verdict, released) = self.accept(block, w);
         let mut held = Vec::new();
         if matches!(verdict, BlockVerdict::Connected | BlockVerdict::SideBranch) {
@@ -549,7 +553,7 @@ impl Honest {
 
 /// The work of judging `txs`: their count and bytes, and the signatures of those
 /// `unchecked` says are not in the signature cache.
-fn work_of<'a>(txs: impl Iterator<Item = &'a Tx>, unchecked: impl Fn(&Tx) -> bool) -> Work {
+fn work_of<'a>(txs: impl Iterator<Item = &'a Tx>, mut unchecked: impl FnMut(&Tx) -> bool) -> Work {
     let mut w = Work::default();
     for t in txs {
         w.txs += 1;

@@ -17,15 +17,17 @@
 //! schedule; a message on a link that went down (or was replaced) is lost, never delivered on
 //! another.
 
+use std::cell::RefCell;
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
+use std::sync::Arc;
 
 use rand_chacha::ChaCha20Rng;
 use rand_core::{Rng, SeedableRng};
 use scalechain_p2p::msg::MsgId;
 use scalechain_p2p::protocol::Input;
 use scalechain_p2p::score::Offence;
-use scalechain_types::Hash;
+use scalechain_types::{Block, Hash, HashKind};
 
 use crate::cpu::{Ended, SharedCpu};
 use crate::event::{Cause, Counters, Event, Msg, Record};
@@ -203,6 +205,9 @@ pub(crate) struct World {
     /// Txids admitted from local submissions, anywhere.
     pub accepted: BTreeSet<Hash>,
     pub penalties: Vec<Penalty>,
+    /// Recent blocks' txids (but the coinbase's), by block hash: hashed once for every node
+    /// that prices the block ([`World::txids_of`]); emptied past [`TXIDS_KEPT`] blocks.
+    block_txids: RefCell<HashMap<Hash, Arc<[Hash]>>>,
     /// Blocks that left a main chain, summed over nodes.
     pub disconnected_blocks: u64,
     /// Transactions of such blocks the mempools took back, summed over nodes.
@@ -215,6 +220,10 @@ pub(crate) struct World {
     /// first limited send).
     uplinks: Vec<Option<SharedUplink<(u64, Wire)>>>,
 }
+
+/// Blocks whose txids [`World::txids_of`] keeps at most (a second's blocks reach every node
+/// within seconds).
+const TXIDS_KEPT: usize = 1_024;
 
 pub(crate) fn pair(a: NodeId, b: NodeId) -> (NodeId, NodeId) {
     if a <= b {
@@ -252,6 +261,7 @@ impl World {
             arrivals: Arrivals::default(),
             accepted: BTreeSet::new(),
             penalties: Vec::new(),
+            block_txids: RefCell::default(),
             disconnected_blocks: 0,
             readmitted: 0,
             cpu: None,
@@ -622,6 +632,23 @@ impl World {
         if let Some(at) = next {
             self.schedule_us(at.max(self.now_us), Ev::UplinkTick { node, epoch });
         }
+    }
+
+    /// The txids of `block`'s transactions but the coinbase, in block order, hashed with
+    /// `kind`: computed once per block for all the nodes that price it. Pricing only: what a
+    /// node accepts its chain checks itself.
+    pub fn txids_of(&self, block: &Block, kind: HashKind) -> Arc<[Hash]> {
+        let hash = block.header.hash(kind);
+        if let Some(ids) = self.block_txids.borrow().get(&hash) {
+            return ids.clone();
+        }
+        let ids: Arc<[Hash]> = block.txs.iter().skip(1).map(|t| t.txid(kind)).collect();
+        let mut kept = self.block_txids.borrow_mut();
+        if kept.len() >= TXIDS_KEPT {
+            kept.clear();
+        }
+        kept.insert(hash, ids.clone());
+        ids
     }
 
     /// The most a connection from `from` to `to` carries under [`Uplink::Tcp`], bit/s: a
