@@ -469,6 +469,10 @@ fn study_quick_smoke() {
         csv.lines().filter(|l| l.starts_with("load,16,")).map(|l| l.split(',').collect()).collect();
     assert_eq!(load.len(), 2, "{csv}");
     assert!(load.iter().all(|f| f[15].parse::<f64>().is_ok_and(|c| c > 0.0) && !f[17].is_empty()), "{csv}");
+    assert!(
+        report.contains("| nodes | highest load every node kept up with, tx/s |"),
+        "keeping up against N"
+    );
     // Seed 001 at scale: every watched node got all 1,001, with histograms of 50 buckets each.
     let nodes: Vec<&str> = csv.lines().filter(|l| l.starts_with("seed001-node,")).collect();
     assert!(nodes.len() >= 2, "{csv}");
@@ -493,7 +497,7 @@ fn study_quick_smoke() {
     // Under Shadow at 16 nodes when Shadow is found; otherwise the report says it was not.
     let shadow_rows = csv.lines().filter(|l| l.contains(",shadow-simblock,16,")).count();
     if scalechain_lab::launcher::shadow::find().is_some() {
-        assert_eq!(shadow_rows, 4, "two series for each uplink model: {csv}");
+        assert_eq!(shadow_rows, 6, "two series for each of the three uplink models: {csv}");
     } else {
         assert_eq!(shadow_rows, 0, "{csv}");
         assert!(report.contains("**Under Shadow: not run.**"), "the report says Shadow was absent");
