@@ -487,10 +487,11 @@ impl Sim {
     /// outbound slots. Inbound links are whatever the others dialled; a machine past its
     /// `max_peers` evicts as the node's does.
     ///
-    /// A graph that cannot be built — fewer nodes up than `outbound + 1`, or a node left with
-    /// fewer nodes it may link to than it has slots to fill (partitions, refusals) — is an
-    /// error that names the node, and nothing changes: the graph is drawn first and built
-    /// only whole.
+    /// A node that finds no other node it may link to before its slots are filled stops there
+    /// (in a small network the others dialled it already). A graph that cannot be built —
+    /// fewer nodes up than `outbound + 1`, or a node left with fewer links than `outbound`
+    /// (partitions, refusals) — is an error that names the node, and nothing changes: the graph
+    /// is drawn first and built only whole.
     pub fn connect_random(&mut self, outbound: usize) -> Result<(), ModelError> {
         let up = self.up_nodes();
         if outbound >= up.len() && outbound > 0 {
@@ -526,11 +527,16 @@ impl Sim {
                     dialled += 1;
                 }
             }
-            if dialled < outbound {
+            // A node whose every other node is linked to it already has its slots filled by
+            // inbound links (a small network); one left with fewer links than slots cannot be.
+            let links = self.w.peers_of(a).count() + drawn.iter().filter(|(x, y)| *x == a || *y == a).count();
+            if dialled < outbound && links < outbound {
                 self.w.rng = rng;
                 return Err(ModelError {
                     place: format!("connect_random: node {}", a.0),
-                    what: format!("dialled {dialled} of {outbound} peers: no other node up it may link to"),
+                    what: format!(
+                        "linked to {links} peers, fewer than its {outbound}: no other node up it may link to"
+                    ),
                 });
             }
         }
