@@ -65,7 +65,7 @@ mod world;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
-use scalechain_chain::{Chain, ChainStore, MemStore, Shelf};
+use scalechain_chain::{Chain, ChainStore, MemStore, OpenOptions, Shelf};
 use scalechain_consensus::params::SigMode;
 use scalechain_consensus::{Apps, Params, VerifyConfig};
 use scalechain_mempool::{MempoolConfig, SignatureCache};
@@ -179,6 +179,12 @@ pub(crate) fn replica_of<S: ChainStore>(
         None => Replica::new(chain, mempool),
     }
 }
+
+/// How simulated nodes open their chains: without the owner index, as a node that serves no
+/// lookups by owner (no API, no wallet, no explorer: `store.owner_index = false`) runs. The
+/// index answers only those lookups; it changes nothing a node decides, and at 1,000 nodes it
+/// would hold every node's own map of every coin by owner.
+const NO_OWNER_INDEX: OpenOptions = OpenOptions { owner_index: false };
 
 /// A pool of one thread, if the system can start one.
 fn one_thread() -> Option<Arc<rayon::ThreadPool>> {
@@ -377,11 +383,12 @@ impl Sim {
         self.w.add_host(id, region);
         self.mempools.insert(id, mempool);
         self.nodes.push(Slot::Down { role, store: Box::default(), incarnation: 0, mining: false });
-        let chain = Chain::open_or_init(
+        let chain = Chain::open_or_init_with(
             MemStore::on_shelf(self.shelf.clone()),
             &self.cfg.params,
             Apps::none(),
             self.verify_config(id, 1),
+            NO_OWNER_INDEX,
         )
         .expect("a devnet's parameters open a memory store");
         let n = self.honest(id, role, 1, chain, true);
@@ -437,8 +444,9 @@ impl Sim {
             return;
         };
         let incarnation = incarnation + 1;
-        let chain = Chain::open(*store, Apps::none(), self.verify_config(id, incarnation))
-            .expect("a memory store the simulator wrote reopens");
+        let chain =
+            Chain::open_with(*store, Apps::none(), self.verify_config(id, incarnation), NO_OWNER_INDEX)
+                .expect("a memory store the simulator wrote reopens");
         let n = self.honest(id, role, incarnation, chain, mining);
         self.bring_up(n);
     }

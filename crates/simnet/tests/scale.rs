@@ -369,3 +369,16 @@ fn a_topology_that_cannot_be_built_is_an_error_that_names_the_node_and_changes_n
     small.connect_random(8).unwrap();
     assert!(nodes.iter().all(|&n| small.peers_of(n).len() >= 8));
 }
+
+/// Simulated nodes serve no lookups by owner, so their chains keep no owner index, after a
+/// restart too (at 1,000 nodes it would hold every node's own map of every coin).
+#[test]
+fn simulated_chains_keep_no_owner_index() {
+    let mut sim = Sim::new(SimConfig::devnet(3));
+    let a = sim.add_nodes(Role::Peer, 2)[0];
+    let off = |sim: &Sim| sim.replica(a).is_some_and(|r| !r.chain.read().owner_index_on());
+    assert!(off(&sim));
+    sim.stop(a);
+    sim.start(a);
+    assert!(off(&sim));
+}
