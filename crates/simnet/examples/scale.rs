@@ -65,7 +65,10 @@ fn main() {
     let mut sim = Sim::new(cfg.clone());
     let miners = sim.add_nodes(Role::Miner, 4);
     let peers = sim.add_nodes(Role::Peer, n.saturating_sub(4));
-    sim.connect_random(8).unwrap();
+    if let Err(e) = sim.connect_random(8) {
+        eprintln!("{e}");
+        std::process::exit(2);
+    }
     if !sim.form(30_000) {
         eprintln!("the network did not form in 30 virtual seconds");
         std::process::exit(1);

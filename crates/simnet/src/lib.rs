@@ -537,8 +537,10 @@ impl Sim {
             }
             // A node whose every other node is linked to it already has its slots filled by
             // inbound links (a small network); one left with fewer links than slots cannot be.
-            let links = self.w.peers_of(a).count() + drawn.iter().filter(|(x, y)| *x == a || *y == a).count();
-            if dialled < outbound && links < outbound {
+            let links =
+                || self.w.peers_of(a).count() + drawn.iter().filter(|(x, y)| *x == a || *y == a).count();
+            if dialled < outbound && links() < outbound {
+                let links = links();
                 self.w.rng = rng;
                 return Err(ModelError {
                     place: format!("connect_random: node {}", a.0),

@@ -276,10 +276,17 @@ impl<T> SharedUplink<T> {
         Some(self.last_us.saturating_add(u64::try_from(us).unwrap_or(u64::MAX)))
     }
 
-    /// How long what is queued takes to leave at the full bandwidth, µs.
-    pub fn backlog_us(&self) -> u64 {
+    /// A bound on how long what is queued for `peer` takes to leave, µs: everything queued at
+    /// the full bandwidth and, under `Tcp`, what is queued for `peer` again at its connection's
+    /// rate (a window-bound connection drains slower than the uplink).
+    pub fn backlog_us(&self, peer: NodeId) -> u64 {
         let left: u128 = self.queues.values().flat_map(|q| &q.msgs).map(|m| m.left).sum();
-        u64::try_from(left.div_ceil(self.bps)).unwrap_or(u64::MAX)
+        let mut us = left.div_ceil(self.bps);
+        if let Some(q) = self.queues.get(&peer).filter(|_| self.tcp) {
+            let mine: u128 = q.msgs.iter().map(|m| m.left).sum();
+            us = us.saturating_add(mine.div_ceil(q.cap_bps.max(1)));
+        }
+        u64::try_from(us).unwrap_or(u64::MAX)
     }
 }
 
@@ -330,7 +337,7 @@ mod tests {
         let next = u.push(500, NodeId(2), 1_000, 0, 2);
         let done = drain(&mut u, next);
         assert_eq!(done, vec![(1, 1, 0, 1_500), (2, 2, 500, 2_000)]);
-        assert_eq!(u.backlog_us(), 0);
+        assert_eq!(u.backlog_us(NodeId(0)), 0);
     }
 
     #[test]
@@ -338,7 +345,7 @@ mod tests {
         let mut u = SharedUplink::new(8_000_000, Uplink::Fair);
         u.push(0, NodeId(1), 1_000, 0, 1);
         u.push(0, NodeId(2), 1_000, 0, 2);
-        assert_eq!(u.backlog_us(), 2_000);
+        assert_eq!(u.backlog_us(NodeId(1)), 2_000);
         let next = u.drop_peer(500, NodeId(2));
         // Peer 1 had a quarter done at 500 µs; the rest alone takes 750 µs.
         assert_eq!(drain(&mut u, next), vec![(1, 1, 0, 1_250)]);
@@ -363,6 +370,8 @@ mod tests {
         // its 2 Mbit/s to the end (4,000 µs), never faster, though the uplink is idle then.
         u.push(0, NodeId(1), 1_000, 2_000_000, 1);
         let next = u.push(0, NodeId(2), 1_000, 0, 2);
+        // What is queued for peer 1 takes 4 ms at its window's rate: the bound says no less.
+        assert_eq!(u.backlog_us(NodeId(1)), 2_000 + 4_000);
         let done = drain(&mut u, next);
         assert_eq!(done, vec![(2, 2, 0, 1_334), (1, 1, 0, 4_000)]);
     }
@@ -376,7 +385,7 @@ mod tests {
         }
         let done = drain(&mut u, next);
         assert!(done.iter().all(|d| d.3 == 4_000), "four at their windows end together: {done:?}");
-        assert_eq!(u.backlog_us(), 0);
+        assert_eq!(u.backlog_us(NodeId(0)), 0);
     }
 
     #[test]

@@ -206,7 +206,8 @@ pub(crate) struct World {
     pub accepted: BTreeSet<Hash>,
     pub penalties: Vec<Penalty>,
     /// Recent blocks' txids (but the coinbase's), by block hash: hashed once for every node
-    /// that prices the block ([`World::txids_of`]); emptied past [`TXIDS_KEPT`] blocks.
+    /// that prices the block ([`World::txids_of`]), bodies that match their header only;
+    /// emptied past [`TXIDS_KEPT`] blocks.
     block_txids: RefCell<HashMap<Hash, Arc<[Hash]>>>,
     /// Blocks that left a main chain, summed over nodes.
     pub disconnected_blocks: u64,
@@ -636,18 +637,23 @@ impl World {
 
     /// The txids of `block`'s transactions but the coinbase, in block order, hashed with
     /// `kind`: computed once per block for all the nodes that price it. Pricing only: what a
-    /// node accepts its chain checks itself.
+    /// node accepts its chain checks itself. Only a body that matches its header's Merkle root
+    /// (which commits to every transaction, witnesses included) is kept, so a forged body sent
+    /// first under a real header does not set the real block's price; a forged body under a
+    /// header already kept is priced as the block its header names (and fails its check).
     pub fn txids_of(&self, block: &Block, kind: HashKind) -> Arc<[Hash]> {
         let hash = block.header.hash(kind);
         if let Some(ids) = self.block_txids.borrow().get(&hash) {
             return ids.clone();
         }
         let ids: Arc<[Hash]> = block.txs.iter().skip(1).map(|t| t.txid(kind)).collect();
-        let mut kept = self.block_txids.borrow_mut();
-        if kept.len() >= TXIDS_KEPT {
-            kept.clear();
+        if block.compute_merkle_root(kind) == block.header.merkle_root {
+            let mut kept = self.block_txids.borrow_mut();
+            if kept.len() >= TXIDS_KEPT {
+                kept.clear();
+            }
+            kept.insert(hash, ids.clone());
         }
-        kept.insert(hash, ids.clone());
         ids
     }
 
@@ -658,14 +664,15 @@ impl World {
         if rtt_us == 0 {
             return 0;
         }
-        WINDOW_BYTES.saturating_mul(8_000_000) / rtt_us
+        (WINDOW_BYTES.saturating_mul(8_000_000) / rtt_us).max(1)
     }
 
-    /// How long what `node` has queued takes to leave its uplink, µs.
-    fn queued_us(&self, node: NodeId) -> u64 {
+    /// How long what `node` has queued, for `to` among others, takes at most to leave its
+    /// uplink, µs.
+    fn queued_us(&self, node: NodeId, to: NodeId) -> u64 {
         let i = node.0 as usize;
         match self.uplinks.get(i).and_then(Option::as_ref) {
-            Some(u) if self.model.uplink != Uplink::Fifo => u.backlog_us(),
+            Some(u) if self.model.uplink != Uplink::Fifo => u.backlog_us(to),
             _ => self.hosts.get(i).map_or(0, |h| h.up_free.saturating_sub(self.now_us)),
         }
     }
@@ -785,7 +792,7 @@ impl World {
         self.refusals.insert((banner, banned), until);
         self.record(Event::Ban { by: banner, peer: banned, until_ms: until });
         self.mesh.prune(banner, banned);
-        let queued = self.queued_us(banner);
+        let queued = self.queued_us(banner, banned);
         let after = self.max_delay_us(banner, banned) + queued + 1_000;
         let Some(link) = self.link(banner, banned).filter(|l| !l.closing) else { return };
         for (x, y) in [(banner, banned), (banned, banner)] {
@@ -943,6 +950,35 @@ mod tests {
         assert!(f.send(NodeId(0), NodeId(2), gossip(125_000, 1)));
         assert!(f.send(NodeId(0), NodeId(1), gossip(125_000, 1)));
         assert_eq!(deliveries(&mut f, t0), [(250_000 + 10_000, 0, 1), (125_000 + 200_000, 0, 2)]);
+    }
+
+    #[test]
+    fn a_forged_body_does_not_set_the_txids_of_the_block_its_header_names() {
+        use scalechain_types::block::{Header, Target};
+        use scalechain_types::tx::TxKind;
+        use scalechain_types::{Block, Tx};
+        let kind = HashKind::Sha256;
+        let tx =
+            |n: u8| Tx { version: 1, kind: TxKind::TRANSFER, inputs: vec![], outputs: vec![], data: vec![n] };
+        let txs = vec![tx(0), tx(1), tx(2)];
+        let header = Header {
+            version: 1,
+            height: 1,
+            prev_hash: Hash::ZERO,
+            merkle_root: scalechain_types::merkle::root_of_txs(kind, &txs),
+            time: 0,
+            target: Target(Hash([0xff; 32])),
+            nonce: 0,
+        };
+        let real = Block { header, txs: txs.clone() };
+        let forged = Block { header, txs: vec![tx(0), tx(9)] };
+        let ids = |b: &Block| b.txs.iter().skip(1).map(|t| t.txid(kind)).collect::<Vec<_>>();
+        let w = world();
+        // The forged body comes first: priced by its own txids, and not kept.
+        assert_eq!(w.txids_of(&forged, kind).to_vec(), ids(&forged));
+        assert_eq!(w.txids_of(&real, kind).to_vec(), ids(&real));
+        // The real one was kept: a forged body under its header is priced as the real block.
+        assert_eq!(w.txids_of(&forged, kind).to_vec(), ids(&real));
     }
 
     #[test]
