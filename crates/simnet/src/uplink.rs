@@ -140,14 +140,10 @@ impl<T> SharedUplink<T> {
         }
     }
 
-    /// Each active peer's rate, bit/s, in peer order. `Fair`: the bandwidth over the `k`
-    /// active peers. `Tcp`: the heads in the order written, each taking what its window
-    /// allows of what the earlier ones left.
+    /// Under `Tcp`, each active peer's rate, bit/s, in peer order: the heads in the order
+    /// written, each taking what its window allows of what the earlier ones left. (`Fair`
+    /// needs no rates: every head gets `1 / k` of the bandwidth, counted in `advance`.)
     fn rates(&self) -> Vec<u128> {
-        let k = self.queues.len() as u128;
-        if !self.tcp {
-            return vec![self.bps / k.max(1); self.queues.len()];
-        }
         let mut order: Vec<(u64, usize, u128)> = self
             .queues
             .values()

@@ -560,8 +560,7 @@ pub(crate) fn charts(t: &Table) -> Vec<Chart> {
         let mut series: Vec<Series> = sizes_of(t, &load)
             .into_iter()
             .map(|n| {
-                let at: Vec<&Vec<String>> =
-                    load.iter().copied().filter(|r| t.col("nodes").is_some_and(|i| r[i] == n)).collect();
+                let at: Vec<&Vec<String>> = of_size(t, &load, &n).collect();
                 line(&at, "offered_tps", "confirmed_tps", &format!("confirmed, {n} nodes"))
             })
             .collect();
@@ -751,13 +750,22 @@ fn sizes_of(t: &Table, rows: &[&Vec<String>]) -> Vec<String> {
     sizes
 }
 
+/// The rows of `rows` at `nodes` nodes.
+fn of_size<'a>(
+    t: &'a Table,
+    rows: &'a [&'a Vec<String>],
+    nodes: &'a str,
+) -> impl Iterator<Item = &'a Vec<String>> + 'a {
+    rows.iter().copied().filter(move |r| t.col("nodes").is_some_and(|i| r[i] == nodes))
+}
+
 /// Per network size of the `load` rows: the highest offered load every node kept up with and
 /// the lowest it did not (either `None` if no rung was so), tx/s.
 fn keeps_up_by_size(t: &Table, rows: &[&Vec<String>]) -> Vec<(String, Option<f64>, Option<f64>)> {
     sizes_of(t, rows)
         .into_iter()
         .map(|n| {
-            let at = rows.iter().filter(|r| t.col("nodes").is_some_and(|i| r[i] == n));
+            let at = of_size(t, rows, &n);
             let (mut kept, mut lost): (Option<f64>, Option<f64>) = (None, None);
             for r in at {
                 let (Some(tps), Some(up)) =
